@@ -1,0 +1,274 @@
+"""Immutable values that flow through a cycle: Burrow's view in, measured results out.
+
+Everything is frozen with tuples so a published snapshot can be read by any number of scrapes
+while the next cycle is being built. Times are integer epoch milliseconds, as in Kafka and Burrow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+__all__ = [
+    "BURROW_STATUS_CODES",
+    "ClusterHealth",
+    "ClusterLags",
+    "ClusterSnapshot",
+    "GroupLags",
+    "GroupResult",
+    "PartitionKey",
+    "PartitionLag",
+    "PartitionResult",
+    "PartitionStatus",
+    "ReadOutcome",
+    "ReadRequest",
+    "RecordRead",
+    "Snapshot",
+    "TopicResult",
+]
+
+#: Burrow's own status index (core/protocol/evaluator.go statusStrings); also what Burrow's
+#: built-in /metrics exports, so dashboards can compare the two.
+BURROW_STATUS_CODES: dict[str, int] = {
+    "NOTFOUND": 0,
+    "OK": 1,
+    "WARN": 2,
+    "ERR": 3,
+    "STOP": 4,
+    "STALL": 5,
+    "REWIND": 6,
+}
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class PartitionKey:
+    """One consumer group's position on one partition: the unit every metric is labelled by."""
+
+    cluster: str
+    consumer: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    """Burrow's `/lag` entry for one partition, reduced to what freshness needs.
+
+    `committed_offset` is Burrow's `end.offset`: the *next* record the group will read, so the
+    record at that offset is the oldest uncommitted one. It is None when Burrow stored no commit
+    (`end: null`).
+    """
+
+    key: PartitionKey
+    committed_offset: int | None
+    commit_time_ms: int | None
+    current_lag: int
+    burrow_status: str = "OK"
+    complete: float = 1.0
+
+    @property
+    def log_end_offset(self) -> int | None:
+        """LEO = committed + current_lag; Burrow's `/lag` has no LEO of its own."""
+        if self.committed_offset is None:
+            return None
+        return self.committed_offset + self.current_lag
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLags:
+    """One consumer group as Burrow evaluated it this cycle."""
+
+    cluster: str
+    consumer: str
+    burrow_status: str
+    total_lag: int
+    partitions: tuple[PartitionLag, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLags:
+    """Everything Burrow told us about one cluster in one cycle.
+
+    `missing_groups` are groups listed by `/consumer` whose `/lag` answered 404 NOTFOUND (gone
+    between the two calls); `failed_groups` are groups whose `/lag` could not be read at all.
+    """
+
+    cluster: str
+    groups: tuple[GroupLags, ...]
+    missing_groups: tuple[str, ...] = ()
+    failed_groups: tuple[tuple[str, str], ...] = ()  # (group, error)
+
+
+# --- Kafka reads -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ReadRequest:
+    """Read the record at `offset` of one partition of one cluster (groups are irrelevant here:
+    many groups at the same offset share one read)."""
+
+    cluster: str
+    topic: str
+    partition: int
+    offset: int
+
+
+class ReadOutcome(StrEnum):
+    """How a single point read ended; the reader never raises for one partition."""
+
+    FOUND = "found"  # a record exactly at the requested offset
+    GAP = "gap"  # no record at the offset (compaction, transaction markers); the next one returned
+    OUT_OF_RANGE = "out_of_range"  # offset below the log start: retention deleted it
+    END = "end"  # no record at or after the offset: the log ends there
+    FAILED = "failed"  # the read could not complete (timeout, broker down, auth, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRead:
+    """The answer to one ReadRequest.
+
+    - FOUND: `offset == request.offset`, `timestamp_ms` is that record's timestamp.
+    - GAP: `offset > request.offset`, the first record that exists after the requested offset.
+    - OUT_OF_RANGE: `log_start_offset` is the earliest retained offset and, when it could be
+      read, `offset`/`timestamp_ms` describe the earliest retained record.
+    - END: nothing at or after the offset (`log_end_offset` when known).
+    - FAILED: `error` says why.
+    """
+
+    request: ReadRequest
+    outcome: ReadOutcome
+    offset: int | None = None
+    timestamp_ms: int | None = None
+    timestamp_type: str | None = None  # "CreateTime" | "LogAppendTime" | None
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    error: str | None = None
+
+
+# --- Results -----------------------------------------------------------------------------
+
+
+class PartitionStatus(StrEnum):
+    """What we could say about one partition this cycle."""
+
+    OK = "ok"  # freshness measured from the record at the committed offset
+    CAUGHT_UP = "caught_up"  # nothing uncommitted: freshness 0, no read
+    GAP = "gap"  # record at the committed offset absent; measured from the next existing one
+    DATA_LOSS = "data_loss"  # committed offset below log start: freshness is a lower bound
+    NO_COMMIT = "no_commit"  # Burrow holds no committed offset (`end: null`)
+    LOOKUP_FAILED = "lookup_failed"  # the read failed: no value is exported
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """Freshness and friends for one (cluster, consumer, topic, partition) in one cycle.
+
+    `freshness_ms` is None when unknown (never a stale value). With DATA_LOSS it is measured
+    from the earliest retained record and so is a lower bound (`freshness_is_lower_bound`).
+    """
+
+    key: PartitionKey
+    status: PartitionStatus
+    burrow_status: str
+    committed_offset: int | None
+    log_end_offset: int | None
+    offset_lag: int
+    commit_time_ms: int | None
+    record_timestamp_ms: int | None
+    freshness_ms: int | None
+    commit_lag_ms: int | None
+    lost_records: int = 0
+    retention_headroom_ms: int | None = None
+    error: str | None = None
+
+    @property
+    def freshness_is_lower_bound(self) -> bool:
+        return self.status is PartitionStatus.DATA_LOSS
+
+    @property
+    def data_loss(self) -> bool:
+        return self.status is PartitionStatus.DATA_LOSS
+
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    """Roll-up of one group's partitions on one topic (max freshness: the worst partition)."""
+
+    cluster: str
+    consumer: str
+    topic: str
+    max_freshness_ms: int | None
+    offset_lag: int
+    partitions: int
+    unmeasured_partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupResult:
+    """Roll-up of one group: its worst partition and Burrow's own verdict."""
+
+    cluster: str
+    consumer: str
+    burrow_status: str
+    max_freshness_ms: int | None
+    offset_lag: int
+    partitions: int
+    unmeasured_partitions: int
+    data_loss_partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterHealth:
+    """Whether the exporter could measure a cluster, for its own health metrics.
+
+    `up` is False when Burrow could not be read for the cluster, or when there was something to
+    read from Kafka and not a single read succeeded (a misconfigured cluster must look failed).
+    """
+
+    cluster: str
+    up: bool
+    last_attempt_ms: int
+    last_success_ms: int | None
+    duration_ms: int
+    groups: int = 0
+    partitions: int = 0
+    kafka_reads: int = 0
+    kafka_read_failures: int = 0
+    cache_hits: int = 0
+    burrow_errors: int = 0
+    data_loss_events: int = 0
+    offset_mismatches: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """One cluster's completed cycle: published as a unit, never mixed with another cycle."""
+
+    cluster: str
+    cycle_id: int
+    started_ms: int
+    finished_ms: int
+    health: ClusterHealth
+    partitions: tuple[PartitionResult, ...] = ()
+    topics: tuple[TopicResult, ...] = ()
+    groups: tuple[GroupResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The last completed cycle of every configured cluster, swapped in by one assignment."""
+
+    clusters: tuple[ClusterSnapshot, ...] = field(default_factory=tuple)
+
+    def with_cluster(self, update: ClusterSnapshot) -> Snapshot:
+        """A new snapshot with `update` replacing that cluster's previous entry."""
+        rest = tuple(c for c in self.clusters if c.cluster != update.cluster)
+        return Snapshot(tuple(sorted((*rest, update), key=lambda c: c.cluster)))
+
+    def without_clusters(self, keep: frozenset[str]) -> Snapshot:
+        return Snapshot(tuple(c for c in self.clusters if c.cluster in keep))
+
+    @property
+    def partitions(self) -> tuple[PartitionResult, ...]:
+        return tuple(p for c in self.clusters for p in c.partitions)

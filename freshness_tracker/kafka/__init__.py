@@ -1,0 +1,1 @@
+"""Kafka side: consumer pools, batched point reads, the timestamp cache, topic configs."""
