@@ -238,6 +238,7 @@ class ClusterHealth:
     burrow_errors: int = 0
     data_loss_events: int = 0
     offset_mismatches: int = 0
+    read_duration_ms: int = 0
     error: str | None = None
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from freshness_tracker.domain.model import ReadRequest, RecordRead
+from freshness_tracker.domain.model import ClusterLags, ReadRequest, RecordRead
 
-__all__ = ["RecordReader", "RetentionSource"]
+__all__ = ["BurrowSource", "RecordReader", "RetentionSource"]
 
 
 class RecordReader(Protocol):
@@ -25,3 +25,15 @@ class RetentionSource(Protocol):
     """`retention.ms` per topic of one cluster (None: unknown or infinite)."""
 
     def retention_ms(self, topics: Sequence[str]) -> dict[str, int | None]: ...
+
+
+class BurrowSource(Protocol):
+    """What a cycle asks Burrow (BurrowClient implements it; tests pass fakes)."""
+
+    def clusters(self) -> list[str]: ...
+
+    def cluster_servers(self, cluster: str) -> list[str]: ...
+
+    def consumers(self, cluster: str) -> list[str]: ...
+
+    def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags: ...

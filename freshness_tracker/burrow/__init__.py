@@ -1,0 +1,1 @@
+"""Burrow HTTP API v3: the client (I/O) and the parser (pure)."""

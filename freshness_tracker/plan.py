@@ -1,0 +1,53 @@
+"""Lookup planning: which records must be read from Kafka this cycle. Pure, no I/O.
+
+For each partition with committed offset C and `current_lag > 0` we need the record at C
+(freshness) and, when Burrow has a commit time, the record at C−1 (commit lag); the two are
+adjacent, so one fetch serves both. A caught-up partition costs no read at all: its commit lag
+is reported only if C−1 is already cached. Requests are deduplicated across groups (many groups
+reading one topic at the same offset share a read), and cached offsets are never re-read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from freshness_tracker.domain.model import PartitionLag, ReadRequest
+
+__all__ = ["LookupPlan", "plan_reads"]
+
+
+@dataclass(frozen=True, slots=True)
+class LookupPlan:
+    """`to_read` go to Kafka; `from_cache` are answered by the timestamp cache."""
+
+    to_read: tuple[ReadRequest, ...]
+    from_cache: tuple[ReadRequest, ...]
+
+
+def _wanted(lag: PartitionLag) -> Iterable[tuple[ReadRequest, bool]]:
+    """(request, must_read) pairs for one partition; must_read False means cache-only."""
+    committed = lag.committed_offset
+    if committed is None or committed < 0:
+        return
+    key = lag.key
+    lagging = lag.current_lag > 0
+    if lagging:
+        yield ReadRequest(key.cluster, key.topic, key.partition, committed), True
+    if committed > 0 and lag.commit_time_ms is not None:
+        yield ReadRequest(key.cluster, key.topic, key.partition, committed - 1), lagging
+
+
+def plan_reads(lags: Iterable[PartitionLag], is_cached: Callable[[ReadRequest], bool]) -> LookupPlan:
+    """Plan the reads for a set of partitions (any mix of groups and topics of one cluster)."""
+    must_read: set[ReadRequest] = set()
+    cached: set[ReadRequest] = set()
+    for lag in lags:
+        for request, must in _wanted(lag):
+            if request in cached or request in must_read:
+                continue
+            if is_cached(request):
+                cached.add(request)
+            elif must:
+                must_read.add(request)
+    return LookupPlan(tuple(sorted(must_read)), tuple(sorted(cached)))

@@ -1,0 +1,21 @@
+"""Shared test setup: hypothesis profiles and an environment free of stray overrides."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("dev", max_examples=200, deadline=None)
+settings.register_profile("ci", max_examples=500, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@pytest.fixture(autouse=True)
+def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our own FRESHNESS_TRACKER_* and Burrow's BURROW_* variables must not leak into tests."""
+    for name in list(os.environ):
+        if name.startswith(("FRESHNESS_TRACKER_", "BURROW_")):
+            monkeypatch.delenv(name, raising=False)
