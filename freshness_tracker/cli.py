@@ -1,0 +1,164 @@
+"""Command line: run | once | check | demo | spark. The only module that prints.
+
+Exit codes: 0 success, 1 a cluster failed (`once`, `check`), 2 configuration error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from freshness_tracker import __version__
+from freshness_tracker.config import load_settings
+from freshness_tracker.config.settings import Settings
+from freshness_tracker.errors import ConfigError, FreshnessTrackerError
+from freshness_tracker.logs import configure_logging
+
+__all__ = ["main"]
+
+log = logging.getLogger("freshness_tracker")
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="freshness-tracker",
+        description="Export how far behind, in time, every Kafka consumer group is.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="serve /metrics and /healthz, measuring every cycle")
+    run.add_argument("--config", required=True, help="HOCON config file")
+    once = sub.add_parser("once", help="one cycle, print the result, exit")
+    once.add_argument("--config", required=True, help="HOCON config file")
+    once.add_argument("--format", choices=["prometheus", "json", "table"], default="prometheus")
+    check = sub.add_parser("check", help="validate the config and reach Burrow and every cluster")
+    check.add_argument("--config", required=True, help="HOCON config file")
+    demo = sub.add_parser("demo", help="start a local Burrow + Kafka stack with a workload and "
+                                       "run the exporter on it")
+    demo.add_argument("--port", type=int, default=8081)
+    demo.add_argument("--duration", type=float, default=0.0,
+                      help="stop after this many seconds (0: until Ctrl-C)")
+    spark = sub.add_parser("spark", help="the Spark data pipeline (needs the spark extra)")
+    spark.set_defaults(spark_parser=spark)
+    try:
+        from freshness_tracker.spark.cli import add_spark_commands
+    except ImportError:
+        pass
+    else:
+        add_spark_commands(spark)
+    return p
+
+
+def _settings(path: str) -> Settings:
+    settings = load_settings(path)
+    configure_logging(settings.log_level, settings.log_format)
+    for warning in settings.warnings:
+        log.warning("config %s", warning)
+    return settings
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal=%s stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return stop
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from freshness_tracker.app import Exporter
+    from freshness_tracker.http import MetricsServer, make_app
+
+    settings = _settings(args.config)
+    stop = _stop_on_signals()
+    exporter = Exporter(settings, sinks=_history_sinks(settings))
+    server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
+                                    settings.web), settings.web).start()
+    log.info("listening address=%s port=%d clusters=%s", settings.web.listen_address,
+             server.port, ",".join(c.name for c in settings.clusters))
+    try:
+        exporter.run_forever(stop)
+    finally:
+        server.stop()
+        exporter.close()
+    log.info("stopped")
+    return EXIT_OK
+
+
+def _history_sinks(settings: Settings) -> list:  # type: ignore[type-arg]
+    if not settings.history_path:
+        return []
+    from freshness_tracker.sinks.history import HistorySink
+
+    return [HistorySink(settings.history_path)]
+
+
+def cmd_once(args: argparse.Namespace) -> int:
+    from freshness_tracker.app import Exporter
+    from freshness_tracker.sinks.render import render_json, render_prometheus, render_table
+
+    settings = _settings(args.config)
+    exporter = Exporter(settings, sinks=_history_sinks(settings))
+    try:
+        snapshot = exporter.run_once()
+    finally:
+        exporter.close()
+    if args.format == "json":
+        print(render_json(snapshot))
+    elif args.format == "table":
+        print(render_table(snapshot))
+    else:
+        print(render_prometheus(exporter.registry), end="")
+    return EXIT_OK if all(c.health.up for c in snapshot.clusters) else EXIT_FAILED
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from freshness_tracker.check import run_checks
+
+    settings = _settings(args.config)
+    problems = 0
+    for ok, line in run_checks(settings):
+        print(("ok    " if ok else "FAIL  ") + line)
+        problems += not ok
+    print("all checks passed" if not problems else f"{problems} check(s) failed")
+    return EXIT_OK if not problems else EXIT_FAILED
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from freshness_tracker.demo_cmd import run_demo
+
+    configure_logging("INFO")
+    return run_demo(port=args.port, duration_s=args.duration)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    commands = {"run": cmd_run, "once": cmd_once, "check": cmd_check, "demo": cmd_demo}
+    try:
+        if args.command == "spark":
+            handler = getattr(args, "spark_handler", None)
+            if handler is None:
+                print("the spark commands need the spark extra: "
+                      "pip install 'freshness-tracker[spark]'", file=sys.stderr)
+                return EXIT_FAILED
+            return int(handler(args))
+        return commands[args.command](args)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    except FreshnessTrackerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return EXIT_OK

@@ -1,0 +1,258 @@
+"""One measurement cycle of one cluster: Burrow → plan → Kafka reads → results.
+
+Imports no sink. Per-partition problems become statuses; a whole-cluster problem (Burrow or
+Kafka unreachable) becomes a failed ClusterHealth with no partition values, so nothing stale is
+ever served. Each cluster runs its own cycles, so a slow or dead cluster cannot delay another.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from freshness_tracker.config.settings import ClusterSettings
+from freshness_tracker.domain.filters import NameFilter, Shard
+from freshness_tracker.domain.freshness import measure_partition
+from freshness_tracker.domain.model import (
+    ClusterHealth,
+    ClusterLags,
+    ClusterSnapshot,
+    PartitionLag,
+    PartitionResult,
+    PartitionStatus,
+    ReadOutcome,
+    ReadRequest,
+    RecordRead,
+)
+from freshness_tracker.domain.ports import BurrowSource, RecordReader, RetentionSource
+from freshness_tracker.domain.rollup import roll_up_groups, roll_up_topics
+from freshness_tracker.errors import BurrowError, FreshnessTrackerError
+from freshness_tracker.kafka.cache import TimestampCache
+from freshness_tracker.kafka.settings import ClusterKafkaSettings
+from freshness_tracker.plan import LookupPlan, plan_reads
+
+__all__ = ["ClusterMeasurer", "ReaderFactory", "now_ms", "read_with_cache"]
+
+log = logging.getLogger(__name__)
+
+ReaderFactory = Callable[[ClusterKafkaSettings], RecordReader]
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def read_with_cache(
+    plan: LookupPlan, reader: RecordReader, cache: TimestampCache | None
+) -> tuple[dict[ReadRequest, RecordRead], list[RecordRead]]:
+    """Answer a plan: cached timestamps as FOUND reads, the rest from Kafka (then cached).
+
+    Returns (all answers by request, the fresh reads). Shared by the exporter and the Spark job.
+    """
+    answers: dict[ReadRequest, RecordRead] = {}
+    if cache is not None:
+        for request in plan.from_cache:
+            hit = cache.get(request)
+            if hit is not None:
+                answers[request] = RecordRead(request, ReadOutcome.FOUND, request.offset,
+                                              hit[0], hit[1])
+    fresh = reader.read(plan.to_read) if plan.to_read else []
+    for read in fresh:
+        answers[read.request] = read
+        if cache is not None:
+            cache.put(read)
+    return answers, fresh
+
+
+def measure_partitions(
+    lags: Sequence[PartitionLag],
+    answers: Mapping[ReadRequest, RecordRead],
+    now: int,
+    retention: Mapping[str, int | None],
+) -> tuple[PartitionResult, ...]:
+    return tuple(sorted(
+        (measure_partition(lag, answers, now, retention.get(lag.key.topic)) for lag in lags),
+        key=lambda r: r.key,
+    ))
+
+
+class ClusterMeasurer:
+    """Measures one cluster cycle after cycle, remembering its last success."""
+
+    def __init__(
+        self,
+        cluster: ClusterSettings,
+        burrow: BurrowSource,
+        reader_factory: ReaderFactory,
+        *,
+        cache: TimestampCache | None = None,
+        retention_factory: Callable[[ClusterKafkaSettings], RetentionSource] | None = None,
+        groups: NameFilter | None = None,
+        topics: NameFilter | None = None,
+        shard: Shard | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.cluster = cluster
+        self._burrow = burrow
+        self._reader_factory = reader_factory
+        self._retention_factory = retention_factory
+        self._cache = cache
+        self._groups = groups or NameFilter.compile()
+        self._topics = topics or NameFilter.compile()
+        self._shard = shard or Shard()
+        self._clock = clock
+        self._reader: RecordReader | None = None
+        self._retention: RetentionSource | None = None
+        self._last_success_ms: int | None = None
+        self._cycle = 0
+        self._read_ms = 0
+
+    @property
+    def name(self) -> str:
+        return self.cluster.name
+
+    def _kafka_settings(self) -> ClusterKafkaSettings:
+        """bootstrap.servers from the config, or else from Burrow's view of the cluster."""
+        kafka = self.cluster.kafka
+        if kafka.properties.get("bootstrap.servers"):
+            return kafka
+        servers = self._burrow.cluster_servers(self.name)
+        if not servers:
+            raise BurrowError(f"clusters[{self.name}].kafka.\"bootstrap.servers\" is not set and "
+                              f"Burrow lists no servers for cluster {self.name!r}")
+        props = {**kafka.properties, "bootstrap.servers": ",".join(servers)}
+        log.info("cluster=%s bootstrap.servers taken from Burrow: %s", self.name, props[
+            "bootstrap.servers"])
+        return replace(kafka, properties=props)
+
+    def _ensure_clients(self) -> RecordReader:
+        if self._reader is None:
+            kafka = self._kafka_settings()
+            self._reader = self._reader_factory(kafka)
+            if self._retention_factory is not None:
+                self._retention = self._retention_factory(kafka)
+        return self._reader
+
+    def _burrow_lags(self) -> ClusterLags:
+        known = self._burrow.clusters()
+        if self.name not in known:
+            raise BurrowError(f"Burrow does not list cluster {self.name!r} (it lists "
+                              f"{', '.join(known) or 'none'}); check the cluster name")
+        groups = [g for g in self._burrow.consumers(self.name)
+                  if self._groups(g) and self._shard.owns(self.name, g)]
+        return self._burrow.cluster_lags(self.name, groups)
+
+    def measure(self) -> ClusterSnapshot:
+        """Run one cycle; never raises for Burrow or Kafka trouble (that is in the health)."""
+        self._cycle += 1
+        started = self._clock()
+        try:
+            lags = self._burrow_lags()
+            reader = self._ensure_clients()
+        except FreshnessTrackerError as exc:
+            return self._failed(started, str(exc), burrow_errors=1)
+
+        partitions = [p for g in lags.groups for p in g.partitions if self._topics(p.key.topic)]
+        plan = plan_reads(partitions, self._cache.contains if self._cache else lambda _r: False)
+        kafka_error: str | None = None
+        read_started = time.monotonic()
+        try:
+            answers, fresh = read_with_cache(plan, reader, self._cache)
+        except FreshnessTrackerError as exc:
+            answers, fresh, kafka_error = {}, [], str(exc)
+        self._read_ms = int((time.monotonic() - read_started) * 1000)
+        retention = self._retention_for({p.key.topic for p in partitions})
+        results = measure_partitions(partitions, answers, self._clock(), retention)
+        return self._completed(started, lags, plan, fresh, results, kafka_error)
+
+    def _retention_for(self, topics: set[str]) -> Mapping[str, int | None]:
+        if self._retention is None or not topics:
+            return {}
+        try:
+            return self._retention.retention_ms(sorted(topics))
+        except FreshnessTrackerError as exc:
+            log.warning("cluster=%s retention.ms unavailable: %s", self.name, exc)
+            return {}
+
+    def _completed(
+        self,
+        started: int,
+        lags: ClusterLags,
+        plan: LookupPlan,
+        fresh: list[RecordRead],
+        results: tuple[PartitionResult, ...],
+        kafka_error: str | None,
+    ) -> ClusterSnapshot:
+        finished = self._clock()
+        failures = [r for r in fresh if r.outcome is ReadOutcome.FAILED]
+        reads_ok = len(fresh) - len(failures)
+        burrow_ok = not (lags.failed_groups and not lags.groups)
+        kafka_ok = kafka_error is None and (not plan.to_read or reads_ok > 0)
+        up = burrow_ok and kafka_ok
+        error = kafka_error
+        if error is None and not kafka_ok:
+            error = f"all {len(failures)} Kafka reads failed, first: {failures[0].error}"
+        if error is None and not burrow_ok:
+            error = f"no group's lag could be read from Burrow, first: {lags.failed_groups[0][1]}"
+        if up:
+            self._last_success_ms = finished
+        health = ClusterHealth(
+            cluster=self.name,
+            up=up,
+            last_attempt_ms=started,
+            last_success_ms=self._last_success_ms,
+            duration_ms=finished - started,
+            groups=len(lags.groups),
+            partitions=len(results),
+            kafka_reads=len(fresh) if kafka_error is None else len(plan.to_read),
+            kafka_read_failures=len(failures) if kafka_error is None else len(plan.to_read),
+            cache_hits=len(plan.from_cache),
+            burrow_errors=len(lags.failed_groups),
+            data_loss_events=sum(r.status is PartitionStatus.DATA_LOSS for r in results),
+            offset_mismatches=sum(r.outcome is ReadOutcome.GAP for r in fresh),
+            read_duration_ms=self._read_ms,
+            error=error,
+        )
+        self._log_cycle(health, lags, failures)
+        return ClusterSnapshot(
+            cluster=self.name,
+            cycle_id=self._cycle,
+            started_ms=started,
+            finished_ms=finished,
+            health=health,
+            partitions=results,
+            topics=roll_up_topics(results),
+            groups=roll_up_groups(lags.groups, results),
+        )
+
+    def _failed(self, started: int, error: str, burrow_errors: int = 0) -> ClusterSnapshot:
+        finished = self._clock()
+        health = ClusterHealth(
+            cluster=self.name, up=False, last_attempt_ms=started,
+            last_success_ms=self._last_success_ms, duration_ms=finished - started,
+            burrow_errors=burrow_errors, error=error,
+        )
+        log.warning("cycle cluster=%s cycle=%d up=false duration_ms=%d error=%r",
+                    self.name, self._cycle, health.duration_ms, error)
+        return ClusterSnapshot(self.name, self._cycle, started, finished, health)
+
+    def _log_cycle(self, h: ClusterHealth, lags: ClusterLags, failures: list[RecordRead]) -> None:
+        log.info(
+            "cycle cluster=%s cycle=%d up=%s groups=%d partitions=%d reads=%d cache_hits=%d "
+            "read_failures=%d data_loss=%d duration_ms=%d",
+            self.name, self._cycle, str(h.up).lower(), h.groups, h.partitions, h.kafka_reads,
+            h.cache_hits, h.kafka_read_failures, h.data_loss_events, h.duration_ms,
+        )
+        if failures:
+            first = failures[0]
+            log.warning("cluster=%s %d Kafka reads failed, first topic=%s partition=%d "
+                        "offset=%d: %s", self.name, len(failures), first.request.topic,
+                        first.request.partition, first.request.offset, first.error)
+        if lags.failed_groups:
+            group, err = lags.failed_groups[0]
+            log.warning("cluster=%s %d groups unreadable in Burrow, first group=%s: %s",
+                        self.name, len(lags.failed_groups), group, err)
+        if h.error:
+            log.warning("cluster=%s failed: %s", self.name, h.error)

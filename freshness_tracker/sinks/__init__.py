@@ -1,0 +1,1 @@
+"""Where results go: Prometheus, `once` output, the Parquet history."""

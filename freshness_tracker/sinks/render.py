@@ -1,0 +1,77 @@
+"""`once` output: Prometheus text, JSON, or a table a person reads at a glance."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from freshness_tracker.domain.model import PartitionResult, Snapshot
+
+__all__ = ["render_json", "render_prometheus", "render_table", "format_ms"]
+
+
+def render_prometheus(registry: CollectorRegistry) -> str:
+    return generate_latest(registry).decode()
+
+
+def _partition_json(r: PartitionResult) -> dict[str, Any]:
+    body = asdict(r)
+    body.update(body.pop("key"))
+    body["status"] = r.status.value
+    body["freshness_is_lower_bound"] = r.freshness_is_lower_bound
+    return body
+
+
+def render_json(snapshot: Snapshot) -> str:
+    clusters = []
+    for c in snapshot.clusters:
+        clusters.append({
+            "cluster": c.cluster,
+            "cycle_id": c.cycle_id,
+            "started_ms": c.started_ms,
+            "finished_ms": c.finished_ms,
+            "health": asdict(c.health),
+            "groups": [asdict(g) for g in c.groups],
+            "partitions": [_partition_json(p) for p in c.partitions],
+        })
+    return json.dumps({"clusters": clusters}, indent=2, sort_keys=True)
+
+
+def format_ms(value: int | None) -> str:
+    """1234567 → '20m34s'; None → '-'."""
+    if value is None:
+        return "-"
+    if value < 1000:
+        return f"{value}ms"
+    seconds = value // 1000
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{value / 1000:.1f}s"
+
+
+def render_table(snapshot: Snapshot) -> str:
+    header = ("CLUSTER", "CONSUMER", "TOPIC", "PART", "COMMITTED", "LAG", "FRESHNESS",
+              "COMMIT LAG", "STATUS")
+    rows: list[tuple[str, ...]] = [header]
+    for c in snapshot.clusters:
+        if not c.health.up:
+            rows.append((c.cluster, "-", "-", "-", "-", "-", "-", "-",
+                         f"CLUSTER DOWN: {c.health.error}"))
+        for r in c.partitions:
+            fresh = format_ms(r.freshness_ms)
+            if r.freshness_is_lower_bound and r.freshness_ms is not None:
+                fresh = "≥" + fresh
+            status = r.status.value + (f" ({r.lost_records} lost)" if r.data_loss else "")
+            rows.append((r.key.cluster, r.key.consumer, r.key.topic, str(r.key.partition),
+                         "-" if r.committed_offset is None else str(r.committed_offset),
+                         str(r.offset_lag), fresh, format_ms(r.commit_lag_ms), status))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+                     .rstrip() for row in rows)

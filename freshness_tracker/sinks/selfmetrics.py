@@ -1,0 +1,69 @@
+"""The exporter's own counters: instrumented directly (allowed for an exporter's self-metrics).
+
+Gauges about each cluster's last cycle live in the snapshot Collector; what accumulates across
+cycles lives here. Every counter is pre-created per configured cluster, so known series start
+at 0 instead of appearing on the first failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from freshness_tracker import __version__
+from freshness_tracker.domain.model import ClusterSnapshot
+
+__all__ = ["SelfMetrics"]
+
+
+class SelfMetrics:
+    def __init__(self, registry: CollectorRegistry, clusters: Sequence[str]) -> None:
+        def counter(name: str, doc: str) -> Counter:
+            return Counter(f"freshness_tracker_{name}", doc, ["cluster"], registry=registry)
+
+        self.cycles = counter("cycles", "Cycles run per cluster.")
+        self.cycle_failures = counter(
+            "cycle_failures", "Cycles after which the cluster was reported down.")
+        self.burrow_errors = counter(
+            "burrow_errors", "Burrow requests that failed after retries (cluster list, consumer "
+            "list or a group's lag).")
+        self.kafka_reads = counter("kafka_reads", "Record reads sent to Kafka.")
+        self.kafka_read_failures = counter(
+            "kafka_read_failures", "Record reads that failed (no value was exported for them).")
+        self.cache_hits = counter(
+            "cache_hits", "Record timestamps answered from the cache instead of Kafka.")
+        self.data_loss_events = counter(
+            "data_loss_events", "Partition measurements that found the committed offset below "
+            "the log start.")
+        self.offset_mismatches = counter(
+            "offset_mismatches", "Reads where no record existed at the requested offset and the "
+            "next one was used (compaction, transaction markers).")
+        self.read_duration = Histogram(
+            "freshness_tracker_kafka_read_duration_seconds",
+            "Time a cycle spent reading Kafka, per cluster.", ["cluster"], registry=registry,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+        info = Gauge("freshness_tracker_build_info", "Build information; always 1.",
+                     ["version"], registry=registry)
+        info.labels(__version__).set(1)
+        for name in clusters:
+            for c in (self.cycles, self.cycle_failures, self.burrow_errors, self.kafka_reads,
+                      self.kafka_read_failures, self.cache_hits, self.data_loss_events,
+                      self.offset_mismatches):
+                c.labels(name)
+            self.read_duration.labels(name)
+
+    def observe(self, snapshot: ClusterSnapshot) -> None:
+        h = snapshot.health
+        c = h.cluster
+        self.cycles.labels(c).inc()
+        if not h.up:
+            self.cycle_failures.labels(c).inc()
+        self.burrow_errors.labels(c).inc(h.burrow_errors)
+        self.kafka_reads.labels(c).inc(h.kafka_reads)
+        self.kafka_read_failures.labels(c).inc(h.kafka_read_failures)
+        self.cache_hits.labels(c).inc(h.cache_hits)
+        self.data_loss_events.labels(c).inc(h.data_loss_events)
+        self.offset_mismatches.labels(c).inc(h.offset_mismatches)
+        if h.kafka_reads:
+            self.read_duration.labels(c).observe(h.read_duration_ms / 1000)
