@@ -258,7 +258,7 @@ def _clusters(tree: Any, warnings: list[str]) -> tuple[ClusterSettings, ...]:
                               "remove the duplicate entry")
         seen.add(name)
         num = reader.int("numConsumers", 1, 256) if "numConsumers" in entry else 2
-        props = _kafka_properties(entry.get("kafka"), f"{key}.kafka")
+        props = _kafka_properties(entry.get("kafka", None), f"{key}.kafka")
         for unknown in set(entry) - set(_CLUSTER_KEYS):
             warnings.append(_unknown_message(f"{key}.{_unquote(unknown)}", unknown, _CLUSTER_KEYS))
         out.append(ClusterSettings(name, ClusterKafkaSettings(name, MappingProxyType(props), num)))

@@ -1,0 +1,116 @@
+"""The Collector renders exactly the published snapshot (golden exposition lines)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from freshness_tracker.config.settings import Granularity
+from freshness_tracker.domain.model import (
+    ClusterHealth,
+    ClusterSnapshot,
+    GroupResult,
+    PartitionKey,
+    PartitionResult,
+    PartitionStatus,
+    TopicResult,
+)
+from freshness_tracker.publish import SnapshotHolder
+from freshness_tracker.sinks.prometheus import FreshnessCollector
+
+
+def result(partition: int, status: PartitionStatus, freshness: int | None,
+           **kw: object) -> PartitionResult:
+    base: dict[str, object] = dict(
+        key=PartitionKey("c", "g", "t", partition), status=status, burrow_status="WARN",
+        committed_offset=10, log_end_offset=15, offset_lag=5, commit_time_ms=1,
+        record_timestamp_ms=1, freshness_ms=freshness, commit_lag_ms=7)
+    base.update(kw)
+    return PartitionResult(**base)  # type: ignore[arg-type]
+
+
+def snapshot(up: bool = True) -> ClusterSnapshot:
+    parts = (
+        result(0, PartitionStatus.OK, 1234, retention_headroom_ms=5000),
+        result(1, PartitionStatus.LOOKUP_FAILED, None, commit_lag_ms=None),
+        result(2, PartitionStatus.DATA_LOSS, 900, lost_records=3, retention_headroom_ms=0),
+    )
+    return ClusterSnapshot(
+        "c", 1, 1_000, 2_000,
+        ClusterHealth("c", up, 1_000, 2_000 if up else None, 1_000, groups=1, partitions=3),
+        parts, (TopicResult("c", "g", "t", 1234, 15, 3, 1),),
+        (GroupResult("c", "g", "WARN", 1234, 15, 3, 1, 1),))
+
+
+def render(holder: SnapshotHolder, granularity: Granularity = Granularity.PARTITION) -> str:
+    registry = CollectorRegistry()
+    registry.register(FreshnessCollector(holder, granularity))
+    return generate_latest(registry).decode()
+
+
+def test_partition_series() -> None:
+    holder = SnapshotHolder()
+    holder.publish(snapshot())
+    text = render(holder)
+    lines = set(text.splitlines())
+    assert 'kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"} 1234.0' \
+        in lines
+    assert 'kafka_consumer_commit_lag_ms{cluster="c",consumer="g",partition="0",topic="t"} 7.0' \
+        in lines
+    assert 'kafka_consumer_data_loss{cluster="c",consumer="g",partition="2",topic="t"} 1.0' in lines
+    assert 'kafka_consumer_lost_records{cluster="c",consumer="g",partition="2",topic="t"} 3.0' \
+        in lines
+    assert 'kafka_consumer_retention_headroom_ms{cluster="c",consumer="g",partition="0",' \
+        'topic="t"} 5000.0' in lines
+    assert 'kafka_consumer_partition_burrow_status{cluster="c",consumer="g",partition="0",' \
+        'topic="t"} 2.0' in lines
+    assert 'kafka_consumer_group_max_freshness_ms{cluster="c",consumer="g"} 1234.0' in lines
+    assert 'kafka_consumer_group_burrow_status{cluster="c",consumer="g"} 2.0' in lines
+    assert 'kafka_consumer_topic_max_freshness_ms{cluster="c",consumer="g",topic="t"} 1234.0' \
+        in lines
+    assert 'freshness_tracker_cluster_up{cluster="c"} 1.0' in lines
+    assert 'freshness_tracker_cluster_last_success_timestamp_seconds{cluster="c"} 2.0' in lines
+    assert 'freshness_tracker_cluster_partitions{cluster="c",status="lookup_failed"} 1.0' in lines
+
+
+def test_failed_lookup_has_no_freshness_sample() -> None:
+    holder = SnapshotHolder()
+    holder.publish(snapshot())
+    text = render(holder)
+    assert 'kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="1"' not in text
+    assert 'kafka_consumer_data_loss{cluster="c",consumer="g",partition="1"' not in text
+    # the offset lag from Burrow is still true and still exported
+    assert 'kafka_consumer_offset_lag{cluster="c",consumer="g",partition="1",topic="t"} 5.0' \
+        in text
+
+
+def test_failed_cluster_has_health_but_no_last_success() -> None:
+    holder = SnapshotHolder()
+    holder.publish(ClusterSnapshot("c", 2, 1_000, 2_000,
+                                   ClusterHealth("c", False, 1_000, None, 1_000, error="x")))
+    text = render(holder)
+    assert 'freshness_tracker_cluster_up{cluster="c"} 0.0' in text
+    assert "freshness_tracker_cluster_last_success_timestamp_seconds{" not in text
+    assert "kafka_consumer_freshness_ms{" not in text
+
+
+def test_granularity_group_drops_partition_and_topic_series() -> None:
+    holder = SnapshotHolder()
+    holder.publish(snapshot())
+    text = render(holder, Granularity.GROUP)
+    assert "kafka_consumer_freshness_ms{" not in text
+    assert "kafka_consumer_topic_max_freshness_ms{" not in text
+    assert 'kafka_consumer_group_max_freshness_ms{cluster="c",consumer="g"} 1234.0' in text
+    topic = render(holder, Granularity.TOPIC)
+    assert "kafka_consumer_freshness_ms{" not in topic
+    assert "kafka_consumer_topic_max_freshness_ms{" in topic
+
+
+def test_publish_replaces_one_cluster_only() -> None:
+    holder = SnapshotHolder()
+    holder.publish(snapshot())
+    other = ClusterSnapshot("d", 1, 1, 2, ClusterHealth("d", True, 1, 2, 1))
+    holder.publish(other)
+    assert [c.cluster for c in holder.current.clusters] == ["c", "d"]
+    holder.publish(ClusterSnapshot("c", 2, 3, 4, ClusterHealth("c", False, 3, 2, 1)))
+    assert [c.cycle_id for c in holder.current.clusters] == [2, 1]
+    assert holder.current.clusters[0].partitions == ()

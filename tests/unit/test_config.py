@@ -1,0 +1,126 @@
+"""Config loading: defaults, env overrides, dotted librdkafka keys, errors that name the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from freshness_tracker.cli import main
+from freshness_tracker.config import load_settings
+from freshness_tracker.config.settings import Granularity, parse_duration
+from freshness_tracker.errors import ConfigError
+
+MINIMAL = 'clusters = [{ name = "local", kafka { "bootstrap.servers" = "k:9092" } }]'
+
+
+def test_defaults_from_reference() -> None:
+    s = load_settings(text=MINIMAL)
+    assert s.burrow.url == "http://127.0.0.1:8000"
+    assert s.web.port == 8081 and s.frequency_s == 30
+    assert s.granularity is Granularity.PARTITION
+    assert s.clusters[0].kafka.properties["bootstrap.servers"] == "k:9092"
+    assert s.clusters[0].kafka.num_consumers == 2
+    assert s.warnings == ()
+
+
+def test_seed_example_keys_work_as_written() -> None:
+    # The original article's keys, with ':' separators and unquoted dotted librdkafka keys.
+    s = load_settings(text="""
+burrow: { url: "http://burrow.example.com" }
+workerThreadCount: 4
+clusters: [
+  { name: logs-cluster, numConsumers: 3,
+    kafka: { bootstrap.servers: "l1.example.com:9092, l2.example.com:9092" } }
+  { name: metrics-cluster, kafka: { bootstrap.servers: "m1.example.com:9092" } }
+]
+""")
+    assert s.burrow.url == "http://burrow.example.com"
+    assert s.worker_threads == 4
+    c = s.clusters[0]
+    assert c.name == "logs-cluster" and c.kafka.num_consumers == 3
+    assert c.kafka.properties["bootstrap.servers"] == "l1.example.com:9092, l2.example.com:9092"
+    assert s.clusters[1].kafka.properties["bootstrap.servers"] == "m1.example.com:9092"
+
+
+def test_nested_librdkafka_properties_are_flattened() -> None:
+    s = load_settings(text="""clusters = [{ name = a, kafka {
+        bootstrap.servers = "x:1"
+        security.protocol = SASL_SSL
+        "sasl.mechanisms" = PLAIN
+        sasl.username = u
+        enable.ssl.certificate.verification = false
+    } }]""")
+    assert dict(s.clusters[0].kafka.properties) == {
+        "bootstrap.servers": "x:1", "security.protocol": "SASL_SSL",
+        "sasl.mechanisms": "PLAIN", "sasl.username": "u",
+        "enable.ssl.certificate.verification": "false"}
+
+
+def test_env_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRESHNESS_TRACKER_BURROW_URL", "http://from-env:8000")
+    monkeypatch.setenv("FRESHNESS_TRACKER_PORT", "9100")
+    monkeypatch.setenv("SASL_PASS", "s3cret")
+    s = load_settings(text=MINIMAL.replace(
+        '"k:9092"', '"k:9092", "sasl.password" = ${?SASL_PASS}'))
+    assert s.burrow.url == "http://from-env:8000"
+    assert s.web.port == 9100
+    assert s.clusters[0].kafka.properties["sasl.password"] == "s3cret"
+    assert "s3cret" not in repr(s)
+
+
+def test_user_file_wins_over_reference_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRESHNESS_TRACKER_PORT", "9100")
+    assert load_settings(text=MINIMAL + "\nport = 9200").web.port == 9200
+
+
+def test_unknown_keys_warn_with_suggestion() -> None:
+    s = load_settings(text=MINIMAL + "\nworkerThreadCnt = 3\nburrow.urll = x")
+    assert any("workerThreadCnt" in w and "workerThreadCount" in w for w in s.warnings)
+    assert any("burrow.urll" in w and "'url'" in w for w in s.warnings)
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ("clusters = []", "clusters"),
+    ("", "clusters"),
+    ('clusters = [{ kafka {} }]', "clusters[0].name"),
+    ('clusters = [{ name = a }, { name = a }]', "clusters[1].name"),
+    ('clusters = [{ name = a, numConsumers = 0 }]', "clusters[0].numConsumers"),
+    ('clusters = [{ name = a, numConsumers = many }]', "clusters[0].numConsumers"),
+    ('clusters = [{ name = a, kafka = 5 }]', "clusters[0].kafka"),
+    (MINIMAL + "\nburrow.url = ftp://x", "burrow.url"),
+    (MINIMAL + "\nport = 70000", "port"),
+    (MINIMAL + "\nfrequency_sec = 0", "frequency_sec"),
+    (MINIMAL + "\nburrow.timeout = soon", "burrow.timeout"),
+    (MINIMAL + "\ngranularity = broker", "granularity"),
+    (MINIMAL + '\nfilters.groups.allow = ["("]', "filters.groups.allow[0]"),
+    (MINIMAL + "\nshard { index = 2, count = 2 }", "shard.index"),
+    (MINIMAL + '\nweb.tlsCertFile = "/x.pem"', "web.tlsCertFile"),
+    ("clusters = [ { name = a ", "<text>"),
+])
+def test_errors_name_the_key(text: str, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(text=text)
+    assert info.value.key == key
+    assert str(info.value).startswith(key)
+
+
+def test_durations() -> None:
+    assert parse_duration("500ms", "k") == 0.5
+    assert parse_duration("5m", "k") == 300
+    assert parse_duration(7, "k") == 7
+    assert load_settings(text=MINIMAL + "\nlookup.timeout = 2500ms").lookup.timeout_s == 2.5
+    assert load_settings(text=MINIMAL + "\nburrow.timeout = 3 seconds").burrow.timeout_s == 3
+
+
+def test_cli_exits_2_on_config_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.conf"
+    bad.write_text("clusters = [{ name = a, numConsumers = -1 }]")
+    assert main(["once", "--config", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "clusters[0].numConsumers" in err[0]
+
+
+def test_cli_exits_2_on_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--config", "/nonexistent.conf"]) == 2
+    assert "does not exist" in capsys.readouterr().err

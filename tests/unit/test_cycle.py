@@ -1,0 +1,136 @@
+"""One cluster cycle end to end with fakes: values, caching, health, nothing stale."""
+
+from __future__ import annotations
+
+from freshness_tracker.config.settings import ClusterSettings
+from freshness_tracker.cycle import ClusterMeasurer
+from freshness_tracker.domain.filters import NameFilter, Shard
+from freshness_tracker.domain.model import PartitionStatus, ReadOutcome, ReadRequest, RecordRead
+from freshness_tracker.kafka.cache import TimestampCache
+from freshness_tracker.kafka.settings import ClusterKafkaSettings
+from tests.fakes import FakeBurrow, FakeReader, group, lag
+
+NOW = 100_000
+
+
+def cluster(name: str = "c", servers: str | None = "k:9092") -> ClusterSettings:
+    props = {"bootstrap.servers": servers} if servers else {}
+    return ClusterSettings(name, ClusterKafkaSettings(name, props))
+
+
+def setup(reader: FakeReader | None = None, **kw: object) -> tuple[ClusterMeasurer, FakeBurrow,
+                                                                    FakeReader]:
+    burrow = FakeBurrow({"c": [
+        group("c", "fast", lag(consumer="fast", partition=0, committed=10, current_lag=0)),
+        group("c", "slow", lag(consumer="slow", partition=0, committed=4, current_lag=6,
+                               commit_time=95_000),
+              lag(consumer="slow", partition=1, committed=7, current_lag=2, commit_time=99_000)),
+    ]})
+    reader = reader or FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000,
+                                   ("t", 1, 6): 97_000, ("t", 1, 7): 98_000})
+    m = ClusterMeasurer(cluster(), burrow, lambda _k: reader, clock=lambda: NOW,
+                        **kw)  # type: ignore[arg-type]
+    return m, burrow, reader
+
+
+def test_cycle_measures_every_partition() -> None:
+    m, _, _ = setup(cache=TimestampCache(100))
+    snap = m.measure()
+    by = {(r.key.consumer, r.key.partition): r for r in snap.partitions}
+    assert by[("fast", 0)].freshness_ms == 0 and by[("fast", 0)].status is PartitionStatus.CAUGHT_UP
+    assert by[("slow", 0)].freshness_ms == 10_000
+    assert by[("slow", 0)].commit_lag_ms == 15_000
+    assert by[("slow", 1)].freshness_ms == 2_000
+    assert by[("slow", 1)].commit_lag_ms == 2_000
+    assert snap.health.up and snap.health.kafka_reads == 4
+    groups = {g.consumer: g for g in snap.groups}
+    assert groups["slow"].max_freshness_ms == 10_000 and groups["slow"].offset_lag == 8
+    assert groups["fast"].max_freshness_ms == 0
+
+
+def test_second_cycle_without_movement_reads_nothing() -> None:
+    m, _, reader = setup(cache=TimestampCache(100))
+    first = m.measure()
+    reader.requests.clear()
+    second = m.measure()
+    assert reader.requests == []
+    assert second.health.kafka_reads == 0 and second.health.cache_hits == 4
+    assert [r.freshness_ms for r in first.partitions] == [r.freshness_ms for r in second.partitions]
+
+
+def test_burrow_down_fails_cluster_with_no_values() -> None:
+    m, burrow, _ = setup()
+    assert m.measure().health.up
+    burrow.down = True
+    snap = m.measure()
+    assert not snap.health.up
+    assert snap.partitions == () and snap.groups == ()
+    assert "cannot reach Burrow" in (snap.health.error or "")
+    assert snap.health.last_success_ms == NOW  # from the earlier cycle, not advanced
+
+
+def test_kafka_down_fails_cluster_and_drops_lagging_values() -> None:
+    reader = FakeReader()
+    reader.down = True
+    m, _, _ = setup(reader)
+    snap = m.measure()
+    assert not snap.health.up
+    assert snap.health.last_success_ms is None
+    statuses = {r.key.consumer: r.status for r in snap.partitions}
+    assert statuses["slow"] is PartitionStatus.LOOKUP_FAILED
+    assert all(r.freshness_ms is None for r in snap.partitions if r.key.consumer == "slow")
+
+
+def test_all_reads_failing_marks_cluster_down() -> None:
+    reader = FakeReader()
+    reader.fail_all = True
+    m, _, _ = setup(reader)
+    snap = m.measure()
+    assert not snap.health.up and snap.health.kafka_read_failures == 4
+    assert "all 4 Kafka reads failed" in (snap.health.error or "")
+
+
+def test_partial_failure_keeps_cluster_up_and_drops_only_failed_value() -> None:
+    bad = ReadRequest("c", "t", 1, 7)
+    reader = FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000, ("t", 1, 6): 97_000},
+                        outcomes={bad: RecordRead(bad, ReadOutcome.FAILED, error="timeout")})
+    m, _, _ = setup(reader)
+    snap = m.measure()
+    assert snap.health.up
+    by = {(r.key.consumer, r.key.partition): r for r in snap.partitions}
+    assert by[("slow", 1)].freshness_ms is None
+    assert by[("slow", 0)].freshness_ms == 10_000
+
+
+def test_vanished_group_has_no_series_next_cycle() -> None:
+    m, burrow, _ = setup()
+    assert {g.consumer for g in m.measure().groups} == {"fast", "slow"}
+    burrow.groups["c"] = [g for g in burrow.groups["c"] if g.consumer != "slow"]
+    snap = m.measure()
+    assert {g.consumer for g in snap.groups} == {"fast"}
+    assert {r.key.consumer for r in snap.partitions} == {"fast"}
+
+
+def test_cluster_not_in_burrow_is_failed() -> None:
+    m = ClusterMeasurer(cluster("other"), FakeBurrow({"c": []}), lambda _k: FakeReader())
+    snap = m.measure()
+    assert not snap.health.up and "does not list cluster 'other'" in (snap.health.error or "")
+
+
+def test_bootstrap_servers_taken_from_burrow() -> None:
+    seen: list[ClusterKafkaSettings] = []
+    burrow = FakeBurrow({"c": []}, servers={"c": ["b1:9092", "b2:9092"]})
+    m = ClusterMeasurer(cluster(servers=None), burrow, lambda k: seen.append(k) or FakeReader())  # type: ignore[func-returns-value]
+    assert m.measure().health.up
+    assert seen[0].properties["bootstrap.servers"] == "b1:9092,b2:9092"
+
+
+def test_filters_and_shard_skip_groups_before_asking_burrow() -> None:
+    m, burrow, _ = setup(groups=NameFilter.compile(deny=["fast"]))
+    snap = m.measure()
+    assert {g.consumer for g in snap.groups} == {"slow"}
+    assert burrow.lag_calls == 1
+    m2, _, _ = setup(topics=NameFilter.compile(allow=["other"]))
+    assert m2.measure().partitions == ()
+    owned = [Shard(i, 3).owns("c", "slow") for i in range(3)]
+    assert owned.count(True) == 1
