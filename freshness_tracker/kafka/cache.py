@@ -1,0 +1,101 @@
+"""A bounded LRU of record timestamps, so an unchanged committed offset is read from Kafka once.
+
+A record's timestamp never changes once written, so an exact (FOUND) answer stays true forever:
+no TTL is needed, only a size bound. Everything else (GAP, END, OUT_OF_RANGE, FAILED) depends on
+the log's current state and is never cached.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
+
+__all__ = ["TimestampCache"]
+
+_Entry = tuple[int, str | None]  # (timestamp_ms, timestamp_type)
+
+
+class TimestampCache:
+    """Thread-safe LRU of (cluster, topic, partition, offset) -> (timestamp_ms, timestamp_type).
+
+    `max_entries=0` disables caching (every get misses, every put is dropped).
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        if max_entries < 0:
+            raise ValueError(f"max_entries must be >= 0, got {max_entries}")
+        self._max = max_entries
+        self._entries: OrderedDict[ReadRequest, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
+
+    @property
+    def max_entries(self) -> int:
+        return self._max
+
+    @property
+    def hits(self) -> int:
+        return self._hits
+
+    @property
+    def misses(self) -> int:
+        return self._misses
+
+    def get(self, request: ReadRequest) -> _Entry | None:
+        """The cached (timestamp_ms, timestamp_type) of the record at exactly this offset."""
+        key = _key(request)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self._misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self._hits += 1
+            return entry
+
+    def put(self, read: RecordRead) -> None:
+        """Remember a FOUND read; anything else is ignored (it may change with the log)."""
+        if self._max == 0 or read.outcome is not ReadOutcome.FOUND or read.timestamp_ms is None:
+            return
+        if read.offset != read.request.offset:  # a FOUND read always has it; refuse otherwise
+            return
+        key = _key(read.request)
+        with self._lock:
+            self._entries[key] = (read.timestamp_ms, read.timestamp_type)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+
+    def as_read(self, request: ReadRequest) -> RecordRead | None:
+        """A FOUND RecordRead built from the cache, or None on a miss."""
+        entry = self.get(request)
+        if entry is None:
+            return None
+        ts, ts_type = entry
+        return RecordRead(
+            request,
+            ReadOutcome.FOUND,
+            offset=request.offset,
+            timestamp_ms=ts,
+            timestamp_type=ts_type,
+        )
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"entries": len(self._entries), "hits": self._hits, "misses": self._misses}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+def _key(request: ReadRequest) -> ReadRequest:
+    """ReadRequest is frozen and holds exactly (cluster, topic, partition, offset)."""
+    return request
