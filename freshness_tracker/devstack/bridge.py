@@ -116,13 +116,14 @@ class OffsetsBridge:
         self.poll_interval_s = poll_interval_s
         self.reemit_interval_s = reemit_interval_s
         self.live_for_s = live_for_s
-        common: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": log}
-        self._producer = Producer({**common, "linger.ms": 0, "acks": "all"})
-        self._admin = AdminClient(common)
+        self._common: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "logger": log}
+        self._producer = Producer({**self._common, "linger.ms": 0, "acks": "all"})
+        self._admin: AdminClient | None = None
         self._state: dict[tuple[str, str, int], _Emitted] = {}
         self._pinned: set[tuple[str, str, int]] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._paused = threading.Event()
         self._thread: threading.Thread | None = None
         self.records_emitted = 0
 
@@ -136,7 +137,7 @@ class OffsetsBridge:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=15)
             self._thread = None
         self._producer.flush(5)
 
@@ -148,16 +149,36 @@ class OffsetsBridge:
             self._pinned.add((group, topic, partition))
         write_commit(self._producer, group, topic, partition, offset, commit_timestamp_ms)
 
+    def pause(self) -> None:
+        """Stop polling (the broker is being cut off) until :meth:`resume`."""
+        self._paused.set()
+
+    def resume(self) -> None:
+        """Poll again, with fresh clients (see :meth:`reset_clients`)."""
+        self.reset_clients()
+        self._paused.clear()
+
+    def reset_clients(self) -> None:
+        """Use a fresh AdminClient from the next poll on.
+
+        After its broker connection was cut, librdkafka's AdminClient can time out on every
+        ``list_consumer_group_offsets`` (it never sends the OffsetFetch again); a new one works.
+        """
+        self._admin = None
+
     def sync_once(self) -> int:
         """One poll of tansu; returns how many OffsetCommit records were produced."""
-        groups = self._admin.list_consumer_groups(request_timeout=10).result(timeout=15)
+        if self._admin is None:
+            self._admin = AdminClient(self._common)
+        admin = self._admin
+        groups = admin.list_consumer_groups(request_timeout=5).result(timeout=10)
         now = time.monotonic()
         now_ms = int(time.time() * 1000)
         emitted = 0
         for listing in groups.valid:
             request = [ConsumerGroupTopicPartitions(listing.group_id)]
-            futures = self._admin.list_consumer_group_offsets(request, request_timeout=10)
-            result = futures[listing.group_id].result(timeout=15)
+            futures = admin.list_consumer_group_offsets(request, request_timeout=5)
+            result = futures[listing.group_id].result(timeout=10)
             for tp in result.topic_partitions or []:
                 emitted += self._maybe_emit(listing.group_id, tp, now, now_ms)
         if emitted:
@@ -191,10 +212,14 @@ class OffsetsBridge:
         failures = 0
         while not self._stop.is_set():
             started = time.monotonic()
+            if self._paused.is_set():
+                self._stop.wait(self.poll_interval_s)
+                continue
             try:
                 self.sync_once()
                 failures = 0
             except Exception as exc:  # keep bridging through broker outages
+                self.reset_clients()
                 failures += 1
                 if failures == 1 or failures % 20 == 0:
                     log.warning("offsets bridge poll failed (%d in a row): %s", failures, exc)
