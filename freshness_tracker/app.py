@@ -88,7 +88,9 @@ class Exporter:
         return KafkaRecordReader(kafka, self.settings.lookup, pool, self._executor)
 
     def _retention(self, kafka: ClusterKafkaSettings) -> RetentionSource:
-        source = TopicRetention(kafka, ttl_s=self.settings.lookup.topic_config_ttl_s)
+        lookup = self.settings.lookup
+        source = TopicRetention(dict(kafka.properties), ttl_s=lookup.topic_config_ttl_s,
+                                cluster=kafka.name, timeout_s=lookup.timeout_s)
         self._closers.append(getattr(source, "close", lambda: None))
         return source
 

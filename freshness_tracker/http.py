@@ -84,8 +84,8 @@ class _ThreadingServer(ThreadingMixIn, WSGIServer):
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (stdlib signature)
-        log.debug("http " + format, *args)
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("http %s", format % args)
 
 
 class MetricsServer:

@@ -38,7 +38,9 @@ def _wanted(lag: PartitionLag) -> Iterable[tuple[ReadRequest, bool]]:
         yield ReadRequest(key.cluster, key.topic, key.partition, committed - 1), lagging
 
 
-def plan_reads(lags: Iterable[PartitionLag], is_cached: Callable[[ReadRequest], bool]) -> LookupPlan:
+def plan_reads(
+    lags: Iterable[PartitionLag], is_cached: Callable[[ReadRequest], bool]
+) -> LookupPlan:
     """Plan the reads for a set of partitions (any mix of groups and topics of one cluster)."""
     must_read: set[ReadRequest] = set()
     cached: set[ReadRequest] = set()

@@ -71,7 +71,7 @@ def parse_consumer_list(body: Any, url: str = "") -> list[str]:
 
 
 def parse_cluster_servers(body: Any, url: str = "") -> list[str]:
-    """`GET /v3/kafka/{c}` → `module.servers` (the cluster's bootstrap servers as Burrow has them)."""
+    """`GET /v3/kafka/{c}` → `module.servers`: the bootstrap servers Burrow uses."""
     module = _object(_object(body, url).get("module"), url, "'module'")
     servers = module.get("servers")
     if not isinstance(servers, list):

@@ -57,7 +57,7 @@ class WebSettings:
 
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
-    """One configured cluster. `kafka.properties` may lack bootstrap.servers until Burrow fills it."""
+    """One configured cluster; `kafka.properties` may lack bootstrap.servers (Burrow has them)."""
 
     name: str
     kafka: ClusterKafkaSettings
@@ -282,8 +282,9 @@ def _unknown_keys(tree: Any, reference: Any, prefix: str, out: list[str]) -> Non
 
 def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     """Validate a merged tree into Settings."""
-    from freshness_tracker.config.load import reference_text  # local: avoid an import cycle
     from pyhocon import ConfigFactory
+
+    from freshness_tracker.config.load import reference_text  # local: avoid an import cycle
 
     warnings: list[str] = []
     ref = reference if reference is not None else ConfigFactory.parse_string(

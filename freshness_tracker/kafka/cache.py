@@ -44,6 +44,11 @@ class TimestampCache:
     def misses(self) -> int:
         return self._misses
 
+    def contains(self, request: ReadRequest) -> bool:
+        """Whether a timestamp is cached, without touching LRU order or counters (planning)."""
+        with self._lock:
+            return _key(request) in self._entries
+
     def get(self, request: ReadRequest) -> _Entry | None:
         """The cached (timestamp_ms, timestamp_type) of the record at exactly this offset."""
         key = _key(request)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 __all__ = ["ClusterKafkaSettings", "LookupSettings"]
 
@@ -16,7 +16,8 @@ class LookupSettings:
     batch_size: int = 200  # partitions one consumer assigns at once
     timeout_s: float = 10.0  # deadline for one batch
     fetch_wait_max_ms: int = 100  # broker hold time for an empty fetch
-    max_partition_fetch_bytes: int = 65_536  # per partition per fetch; a bigger record still arrives whole
+    # per partition per fetch; a bigger record still arrives whole
+    max_partition_fetch_bytes: int = 65_536
     fetch_max_bytes: int = 4_194_304  # per fetch response
     queued_max_messages_kbytes: int = 8_192  # librdkafka prefetch queue bound per consumer
     cache_size: int = 200_000  # (cluster, topic, partition, offset) -> timestamp entries

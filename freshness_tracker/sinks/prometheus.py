@@ -63,7 +63,8 @@ class FreshnessCollector(Collector):
         freshness = GaugeMetricFamily(
             "kafka_consumer_freshness_ms",
             "Age in milliseconds of the oldest uncommitted record (now minus its timestamp); 0 "
-            "when nothing is uncommitted. A lower bound when kafka_consumer_data_loss is 1." + _LAST,
+            "when nothing is uncommitted. A lower bound when kafka_consumer_data_loss is 1."
+            + _LAST,
             labels=PARTITION_LABELS)
         commit_lag = GaugeMetricFamily(
             "kafka_consumer_commit_lag_ms",
