@@ -1,0 +1,792 @@
+"""The lookup state machine and the consumer pool, driven by a fake consumer (no broker).
+
+The fake simulates what librdkafka delivers for manually assigned partitions: records in offset
+order from the assigned offset, an EOF event at the log end, and an `_AUTO_OFFSET_RESET` error
+event for an offset outside the log (as `auto.offset.reset=error` does).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    KafkaException,
+)
+from confluent_kafka import KafkaError as RdKafkaError
+
+from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
+from freshness_tracker.domain.ports import RecordReader
+from freshness_tracker.errors import ClusterUnavailable
+from freshness_tracker.kafka.consumers import (
+    FORCED_SETTINGS,
+    LOOKUP_GROUP_ID,
+    ConsumerPool,
+    PoolClosed,
+    build_consumer_config,
+    fetch_requests_from_stats,
+)
+from freshness_tracker.kafka.lookup import KafkaRecordReader
+from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+
+CLUSTER = "c1"
+BASE_TS = 1_700_000_000_000
+
+# --- the fake broker and consumer --------------------------------------------------------
+
+
+class FakeClock:
+    """Deterministic time: an idle consume() advances it by its timeout."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
+@dataclass
+class FakeLog:
+    """One partition: records by offset (missing offsets are gaps), log start and end."""
+
+    records: dict[int, tuple[int, int]]  # offset -> (timestamp type, timestamp)
+    log_start: int
+    log_end: int
+    leader: int = 1
+    stuck: bool = False  # never answers (a slow or beyond-end partition on tansu)
+    error: Any = None  # a partition error event delivered instead of records
+
+
+def make_log(n: int, *, start: int = 0, gaps: tuple[int, ...] = (), leader: int = 1) -> FakeLog:
+    records = {o: (TIMESTAMP_CREATE_TIME, BASE_TS + o) for o in range(start, n) if o not in gaps}
+    return FakeLog(records, start, n, leader)
+
+
+@dataclass
+class FakeError:
+    code_: int
+    text: str = "fake error"
+    retriable_: bool = False
+    fatal_: bool = False
+
+    def code(self) -> int:
+        return self.code_
+
+    def str(self) -> str:
+        return self.text
+
+    def name(self) -> str:
+        return f"E{self.code_}"
+
+    def retriable(self) -> bool:
+        return self.retriable_
+
+    def fatal(self) -> bool:
+        return self.fatal_
+
+
+@dataclass
+class FakeMessage:
+    topic_: str | None
+    partition_: int | None
+    offset_: int
+    ts: tuple[int, int] = (TIMESTAMP_NOT_AVAILABLE, -1)
+    err: FakeError | None = None
+
+    def error(self) -> FakeError | None:
+        return self.err
+
+    def topic(self) -> str | None:
+        return self.topic_
+
+    def partition(self) -> int | None:
+        return self.partition_
+
+    def offset(self) -> int:
+        return self.offset_
+
+    def timestamp(self) -> tuple[int, int]:
+        return self.ts
+
+
+@dataclass
+class FakeBroker:
+    """The cluster the fake consumers talk to, and a log of what they did."""
+
+    logs: dict[tuple[str, int], FakeLog] = field(default_factory=dict)
+    clock: FakeClock = field(default_factory=FakeClock)
+    records_per_poll: int = 3  # records one "fetch" delivers per partition
+    unreachable: bool = False
+    assignments: list[list[tuple[str, int, int]]] = field(default_factory=list)
+    unassignments: list[list[tuple[str, int]]] = field(default_factory=list)
+    delivered: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    watermark_calls: int = 0
+    metadata_calls: int = 0
+    consumers: list[FakeConsumer] = field(default_factory=list)
+    client_errors: list[FakeError] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_topic(self, topic: str, logs: list[FakeLog]) -> None:
+        for partition, log in enumerate(logs):
+            self.logs[(topic, partition)] = log
+
+    def metadata(self) -> Any:
+        topics: dict[str, Any] = {}
+        for (topic, partition), log in self.logs.items():
+            meta = topics.setdefault(topic, SimpleNamespace(error=None, partitions={}))
+            meta.partitions[partition] = SimpleNamespace(leader=log.leader)
+        return SimpleNamespace(topics=topics)
+
+
+class FakeConsumer:
+    """Behaves like a manually assigned librdkafka consumer over a FakeBroker."""
+
+    def __init__(self, broker: FakeBroker, config: dict[str, Any]) -> None:
+        self.broker = broker
+        self.config = config
+        self.positions: dict[tuple[str, int], int] = {}
+        self.silenced: set[tuple[str, int]] = set()  # in error state after out-of-range
+        self.closed = False
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        self.broker.metadata_calls += 1
+        if self.broker.unreachable:
+            raise KafkaException(RdKafkaError(RdKafkaError._TRANSPORT))
+        return self.broker.metadata()
+
+    def incremental_assign(self, partitions: list[Any]) -> None:
+        entries = []
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            assert key not in self.positions, f"{key} assigned twice"
+            self.positions[key] = tp.offset
+            self.silenced.discard(key)
+            entries.append((tp.topic, tp.partition, tp.offset))
+        with self.broker.lock:
+            self.broker.assignments.append(entries)
+
+    def incremental_unassign(self, partitions: list[Any]) -> None:
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        for key in keys:
+            assert key in self.positions, f"{key} unassigned but not assigned"
+            del self.positions[key]
+        with self.broker.lock:
+            self.broker.unassignments.append(keys)
+
+    def unassign(self) -> None:
+        self.positions.clear()
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        out: list[Any] = []
+        while self.broker.client_errors and len(out) < num_messages:
+            out.append(FakeMessage(None, None, -1001, err=self.broker.client_errors.pop(0)))
+        for key in list(self.positions):
+            out.extend(self._fetch(key, num_messages - len(out)))
+            if len(out) >= num_messages:
+                break
+        if not out:
+            self.broker.clock.advance(timeout)
+        return out
+
+    def _fetch(self, key: tuple[str, int], room: int) -> list[FakeMessage]:
+        log = self.broker.logs[key]
+        position = self.positions[key]
+        if key in self.silenced or log.stuck or room <= 0:
+            return []
+        if log.error is not None:
+            self.silenced.add(key)
+            return [FakeMessage(*key, position, err=log.error)]
+        if position < log.log_start or position > log.log_end:
+            self.silenced.add(key)
+            reset = FakeError(RdKafkaError._AUTO_OFFSET_RESET, "offset out of range")
+            return [FakeMessage(*key, position, err=reset)]
+        if position == log.log_end:
+            self.silenced.add(key)
+            return [FakeMessage(*key, position, err=FakeError(RdKafkaError._PARTITION_EOF))]
+        out = []
+        while position < log.log_end and len(out) < min(room, self.broker.records_per_poll):
+            if position in log.records:
+                out.append(FakeMessage(*key, position, ts=log.records[position]))
+                with self.broker.lock:
+                    self.broker.delivered.setdefault(key, []).append(position)
+            position += 1
+        self.positions[key] = position
+        return out
+
+    def get_watermark_offsets(
+        self, partition: Any, timeout: float = -1, cached: bool = False
+    ) -> tuple[int, int]:
+        log = self.broker.logs[(partition.topic, partition.partition)]
+        if cached:
+            return (-1001, log.log_end)
+        self.broker.watermark_calls += 1
+        return (log.log_start, log.log_end)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+# --- fixtures and helpers ----------------------------------------------------------------
+
+
+@pytest.fixture
+def broker() -> FakeBroker:
+    return FakeBroker()
+
+
+@pytest.fixture
+def executor() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        yield pool
+
+
+def make_reader(
+    broker: FakeBroker,
+    executor: ThreadPoolExecutor,
+    *,
+    num_consumers: int = 1,
+    **lookup_kwargs: Any,
+) -> tuple[KafkaRecordReader, ConsumerPool]:
+    settings = ClusterKafkaSettings(
+        CLUSTER, {"bootstrap.servers": "b1:9092,b2:9092"}, num_consumers=num_consumers
+    )
+    lookup = LookupSettings(**{"timeout_s": 5.0, **lookup_kwargs})
+
+    def factory(config: dict[str, Any]) -> FakeConsumer:
+        consumer = FakeConsumer(broker, config)
+        broker.consumers.append(consumer)
+        return consumer
+
+    pool = ConsumerPool(settings, lookup, consumer_factory=factory)
+    reader = KafkaRecordReader(settings, lookup, pool, executor, clock=broker.clock)
+    return reader, pool
+
+
+def req(topic: str, partition: int, offset: int) -> ReadRequest:
+    return ReadRequest(CLUSTER, topic, partition, offset)
+
+
+def by_request(reads: list[RecordRead]) -> dict[ReadRequest, RecordRead]:
+    return {r.request: r for r in reads}
+
+
+# --- outcomes ----------------------------------------------------------------------------
+
+
+def test_reader_satisfies_the_record_reader_protocol(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    reader, _ = make_reader(broker, executor)
+    assert isinstance(reader, KafkaRecordReader)
+    as_port: RecordReader = reader
+    assert as_port.read([]) == []
+    assert broker.metadata_calls == 0  # nothing to read, nothing asked
+
+
+def test_found_reports_the_exact_record_timestamp(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(10)])
+    reader, _ = make_reader(broker, executor)
+
+    [read] = reader.read([req("t", 0, 4)])
+
+    assert read == RecordRead(
+        req("t", 0, 4),
+        ReadOutcome.FOUND,
+        offset=4,
+        timestamp_ms=BASE_TS + 4,
+        timestamp_type="CreateTime",
+    )
+
+
+def test_log_append_time_is_named(broker: FakeBroker, executor: ThreadPoolExecutor) -> None:
+    log = make_log(3)
+    log.records[1] = (TIMESTAMP_LOG_APPEND_TIME, BASE_TS + 99)
+    broker.add_topic("t", [log])
+    reader, _ = make_reader(broker, executor)
+
+    [read] = reader.read([req("t", 0, 1)])
+
+    assert (read.outcome, read.timestamp_ms, read.timestamp_type) == (
+        ReadOutcome.FOUND,
+        BASE_TS + 99,
+        "LogAppendTime",
+    )
+
+
+@pytest.mark.parametrize("ts", [(TIMESTAMP_NOT_AVAILABLE, 0), (TIMESTAMP_CREATE_TIME, -1)])
+def test_record_without_timestamp_fails(
+    broker: FakeBroker, executor: ThreadPoolExecutor, ts: tuple[int, int]
+) -> None:
+    log = make_log(3)
+    log.records[1] = ts
+    broker.add_topic("t", [log])
+    reader, _ = make_reader(broker, executor)
+
+    [read] = reader.read([req("t", 0, 1)])
+
+    assert read.outcome is ReadOutcome.FAILED
+    assert read.error == "record has no timestamp"
+    assert read.timestamp_ms is None
+
+
+def test_gap_returns_the_next_existing_record(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(10, gaps=(3, 4, 5))])
+    reader, _ = make_reader(broker, executor)
+
+    reads = by_request(reader.read([req("t", 0, 3), req("t", 0, 5), req("t", 0, 6)]))
+
+    for offset in (3, 5):
+        gap = reads[req("t", 0, offset)]
+        assert (gap.outcome, gap.offset, gap.timestamp_ms) == (ReadOutcome.GAP, 6, BASE_TS + 6)
+    found = reads[req("t", 0, 6)]
+    assert (found.outcome, found.offset) == (ReadOutcome.FOUND, 6)
+
+
+def test_end_when_nothing_at_or_after_the_offset(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(10, gaps=(8, 9))])
+    reader, _ = make_reader(broker, executor)
+
+    reads = by_request(reader.read([req("t", 0, 8), req("t", 0, 10)]))
+
+    assert reads[req("t", 0, 8)] == RecordRead(req("t", 0, 8), ReadOutcome.END, log_end_offset=10)
+    assert reads[req("t", 0, 10)].outcome is ReadOutcome.END
+
+
+def test_out_of_range_reports_log_start_and_earliest_record(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(20, start=7)])
+    reader, _ = make_reader(broker, executor)
+
+    reads = by_request(reader.read([req("t", 0, 2), req("t", 0, 3), req("t", 0, 12)]))
+
+    for offset in (2, 3):
+        lost = reads[req("t", 0, offset)]
+        assert lost.outcome is ReadOutcome.OUT_OF_RANGE
+        assert (lost.log_start_offset, lost.offset, lost.timestamp_ms) == (7, 7, BASE_TS + 7)
+        assert lost.log_end_offset == 20
+        assert lost.error is None
+    found = reads[req("t", 0, 12)]
+    assert (found.outcome, found.timestamp_ms) == (ReadOutcome.FOUND, BASE_TS + 12)
+    assert broker.watermark_calls == 1
+
+
+def test_out_of_range_when_the_earliest_record_cannot_be_read(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    log = make_log(20, start=7)
+    broker.add_topic("t", [log])
+    reader, _ = make_reader(broker, executor, timeout_s=2.0)
+    original = FakeConsumer._fetch
+
+    def stuck_after_reset(self: FakeConsumer, key: tuple[str, int], room: int) -> list[Any]:
+        if self.positions.get(key) == 7:  # the re-read at the log start never answers
+            return []
+        return original(self, key, room)
+
+    FakeConsumer._fetch = stuck_after_reset  # type: ignore[method-assign]
+    try:
+        [lost] = reader.read([req("t", 0, 2)])
+    finally:
+        FakeConsumer._fetch = original  # type: ignore[method-assign]
+
+    assert lost.outcome is ReadOutcome.OUT_OF_RANGE
+    assert lost.log_start_offset == 7
+    assert lost.offset is None and lost.timestamp_ms is None
+    assert lost.error is not None and "earliest retained record not read" in lost.error
+
+
+def test_out_of_range_on_an_empty_log(broker: FakeBroker, executor: ThreadPoolExecutor) -> None:
+    broker.add_topic("t", [FakeLog({}, log_start=9, log_end=9)])
+    reader, _ = make_reader(broker, executor)
+
+    [lost] = reader.read([req("t", 0, 4)])
+
+    assert lost.outcome is ReadOutcome.OUT_OF_RANGE
+    assert (lost.log_start_offset, lost.log_end_offset, lost.offset) == (9, 9, None)
+
+
+def test_offset_beyond_the_log_end_is_end_with_a_note(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(10)])
+    reader, _ = make_reader(broker, executor)
+
+    [read] = reader.read([req("t", 0, 50)])
+
+    assert read.outcome is ReadOutcome.END
+    assert read.log_end_offset == 10
+    assert read.error == "offset is beyond the log end 10"
+
+
+def test_deadline_fails_what_is_left_with_a_clear_error(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    stuck = make_log(10)
+    stuck.stuck = True
+    broker.add_topic("t", [make_log(10), stuck])
+    reader, _ = make_reader(broker, executor, timeout_s=3.0)
+    start = broker.clock()
+
+    reads = by_request(reader.read([req("t", 0, 1), req("t", 1, 1)]))
+
+    assert reads[req("t", 0, 1)].outcome is ReadOutcome.FOUND
+    failed = reads[req("t", 1, 1)]
+    assert failed.outcome is ReadOutcome.FAILED
+    assert failed.error is not None
+    assert failed.error.startswith("timed out after 3 s waiting for offset 1")
+    assert "log end per last fetch: 10" in failed.error
+    assert 3.0 <= broker.clock() - start < 3.5
+
+
+def test_non_retriable_partition_error_fails_only_that_partition(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broken = make_log(10)
+    broken.error = FakeError(RdKafkaError.TOPIC_AUTHORIZATION_FAILED, "not authorized")
+    broker.add_topic("t", [make_log(10), broken])
+    reader, _ = make_reader(broker, executor)
+
+    reads = by_request(reader.read([req("t", 0, 1), req("t", 1, 1)]))
+
+    assert reads[req("t", 0, 1)].outcome is ReadOutcome.FOUND
+    assert reads[req("t", 1, 1)] == RecordRead(
+        req("t", 1, 1), ReadOutcome.FAILED, error="not authorized"
+    )
+
+
+def test_fatal_client_error_fails_the_batch_and_replaces_the_consumer(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(10)])
+    broker.client_errors.append(FakeError(RdKafkaError._FATAL, "fenced", fatal_=True))
+    reader, pool = make_reader(broker, executor)
+
+    [read] = reader.read([req("t", 0, 1)])
+    assert (read.outcome, read.error) == (ReadOutcome.FAILED, "fenced")
+    assert broker.consumers[0].closed
+
+    [again] = reader.read([req("t", 0, 1)])
+    assert again.outcome is ReadOutcome.FOUND
+    assert len(broker.consumers) == 2
+    assert pool.stats()["consumers_replaced"] == 1
+
+
+def test_unknown_topic_partition_and_bad_requests_fail_without_raising(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    leaderless = make_log(5)
+    leaderless.leader = -1
+    broker.add_topic("t", [make_log(5), leaderless])
+    reader, _ = make_reader(broker, executor)
+    requests = [
+        req("missing", 0, 1),
+        req("t", 7, 1),
+        req("t", 1, 1),
+        req("t", 0, -1),
+        ReadRequest("other", "t", 0, 1),
+        req("t", 0, 1),
+    ]
+
+    reads = reader.read(requests)
+
+    assert [r.request for r in reads] == requests
+    assert [r.outcome for r in reads] == [ReadOutcome.FAILED] * 5 + [ReadOutcome.FOUND]
+    errors = [r.error for r in reads[:5]]
+    assert errors == [
+        "unknown topic missing",
+        "unknown partition t[7]",
+        "t[1] has no leader",
+        "invalid offset -1",
+        "request for cluster other sent to the reader of c1",
+    ]
+
+
+def test_cluster_unreachable_raises_cluster_unavailable(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(5)])
+    broker.unreachable = True
+    reader, _ = make_reader(broker, executor)
+
+    with pytest.raises(ClusterUnavailable, match=r"cluster c1: no broker reachable at b1:9092"):
+        reader.read([req("t", 0, 1)])
+
+
+# --- batching ----------------------------------------------------------------------------
+
+
+def test_adjacent_offsets_share_one_assignment(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(100)])
+    reader, _ = make_reader(broker, executor)
+
+    reads = by_request(reader.read([req("t", 0, 41), req("t", 0, 40)]))
+
+    assert [r.outcome for r in reads.values()] == [ReadOutcome.FOUND] * 2
+    assert reads[req("t", 0, 40)].timestamp_ms == BASE_TS + 40
+    assert reads[req("t", 0, 41)].timestamp_ms == BASE_TS + 41
+    assert broker.assignments == [[("t", 0, 40)]]
+    assert broker.unassignments == [[("t", 0)]]
+
+
+def test_partitions_leave_the_assignment_as_soon_as_answered(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.records_per_poll = 1
+    broker.add_topic("t", [make_log(1000), make_log(1000)])
+    reader, _ = make_reader(broker, executor)
+
+    reader.read([req("t", 0, 10), req("t", 1, 500), req("t", 1, 502)])
+
+    assert broker.delivered[("t", 0)] == [10]  # nothing after the answer was fetched
+    assert broker.delivered[("t", 1)] == [500, 501, 502]
+
+
+def test_many_partitions_in_one_batch_one_read_each(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(5) for _ in range(50)])
+    reader, _ = make_reader(broker, executor, batch_size=200)
+    requests = [req("t", p, o) for p in range(50) for o in (2, 3)]
+
+    reads = reader.read(requests)
+
+    assert [r.request for r in reads] == requests
+    assert all(r.outcome is ReadOutcome.FOUND for r in reads)
+    assert all(r.timestamp_ms == BASE_TS + r.request.offset for r in reads)
+    assert len(broker.assignments) == 1 and len(broker.assignments[0]) == 50
+    assert reader.stats()["batches"] == 1
+
+
+def test_batches_are_cut_per_leader(broker: FakeBroker, executor: ThreadPoolExecutor) -> None:
+    broker.add_topic("a", [make_log(5, leader=1 + p % 2) for p in range(10)])
+    broker.add_topic("b", [make_log(5, leader=3) for _ in range(3)])
+    reader, _ = make_reader(broker, executor, num_consumers=2, batch_size=3)
+    requests = [req("a", p, 1) for p in range(10)] + [req("b", p, 1) for p in range(3)]
+
+    reads = reader.read(requests)
+
+    assert all(r.outcome is ReadOutcome.FOUND for r in reads)
+    leaders = {(t, p): log.leader for (t, p), log in broker.logs.items()}
+    for batch in broker.assignments:
+        assert len(batch) <= 3
+        assert len({leaders[(t, p)] for t, p, _ in batch}) == 1
+    # leader 1: 5 partitions -> 2 batches, leader 2: 5 -> 2, leader 3: 3 -> 1
+    assert len(broker.assignments) == 5
+    assert reader.stats()["batches"] == 5
+    assert len(broker.consumers) <= 2
+
+
+def test_duplicate_requests_each_get_an_answer(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(5)])
+    reader, _ = make_reader(broker, executor)
+
+    reads = reader.read([req("t", 0, 2), req("t", 0, 2)])
+
+    assert [r.outcome for r in reads] == [ReadOutcome.FOUND, ReadOutcome.FOUND]
+
+
+def test_a_crashing_consumer_fails_its_batch_not_the_call(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(5)])
+    reader, pool = make_reader(broker, executor)
+
+    def boom(num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        raise KafkaException(RdKafkaError(RdKafkaError._STATE))
+
+    with pool.borrow() as consumer:
+        consumer.consume = boom  # type: ignore[method-assign]
+
+    [read] = reader.read([req("t", 0, 1)])
+
+    assert read.outcome is ReadOutcome.FAILED
+    assert read.error is not None and read.error.startswith("lookup consumer failed")
+    assert broker.consumers[0].closed  # replaced, not lent again
+
+
+def test_stats_count_reads_batches_and_failures(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(5)])
+    reader, _ = make_reader(broker, executor)
+
+    reader.read([req("t", 0, 1), req("t", 0, 9), req("x", 0, 1)])
+    reader.read([req("t", 0, 2)])
+
+    stats = reader.stats()
+    assert stats["reads"] == 4
+    assert stats["batches"] == 2
+    assert stats["failures"] == 1
+    assert stats["found"] == 2 and stats["end"] == 1
+    assert stats["fetch_requests"] == 0  # statistics disabled
+
+
+# --- the consumer pool -------------------------------------------------------------------
+
+
+def test_config_forces_safety_settings_over_user_properties() -> None:
+    settings = ClusterKafkaSettings(
+        CLUSTER,
+        {
+            "bootstrap.servers": "k:9093",
+            "security.protocol": "SASL_SSL",
+            "sasl.password": "secret",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": "true",
+            "fetch.wait.max.ms": "250",
+        },
+    )
+    config, overridden = build_consumer_config(settings, LookupSettings(), 1000)
+
+    assert overridden == ["auto.offset.reset", "enable.auto.commit"]
+    for key, value in FORCED_SETTINGS.items():
+        assert config[key] == value
+    assert config["security.protocol"] == "SASL_SSL"
+    assert config["sasl.password"] == "secret"
+    assert config["fetch.wait.max.ms"] == "250"  # a default, so the user may tune it
+    assert config["group.id"] == LOOKUP_GROUP_ID
+    assert config["client.id"] == "freshness-tracker"
+    assert config["fetch.queue.backoff.ms"] == "1"
+    assert config["statistics.interval.ms"] == "1000"
+    assert config["max.partition.fetch.bytes"] == "65536"
+    assert config["queued.max.messages.kbytes"] == "8192"
+
+
+def test_pool_warns_once_about_overridden_forced_settings(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = ClusterKafkaSettings(CLUSTER, {"auto.offset.reset": "latest"})
+    with caplog.at_level(logging.WARNING, logger="freshness_tracker.kafka.consumers"):
+        pool = ConsumerPool(settings, LookupSettings(), consumer_factory=_unused_factory)
+        with pool.borrow():
+            pass
+    warnings = [r for r in caplog.records if "auto.offset.reset" in r.getMessage()]
+    assert len(warnings) == 1
+    assert pool.config()["auto.offset.reset"] == "error"
+
+
+def _unused_factory(config: dict[str, Any]) -> FakeConsumer:
+    return FakeConsumer(FakeBroker(), config)
+
+
+def test_pool_is_lazy_bounded_and_blocking() -> None:
+    created: list[FakeConsumer] = []
+
+    def factory(config: dict[str, Any]) -> FakeConsumer:
+        created.append(FakeConsumer(FakeBroker(), config))
+        return created[-1]
+
+    pool = ConsumerPool(
+        ClusterKafkaSettings(CLUSTER, num_consumers=2), LookupSettings(), consumer_factory=factory
+    )
+    assert created == []
+    with pool.borrow() as first, pool.borrow() as second:
+        assert first is not second
+        with pytest.raises(TimeoutError), pool.borrow(timeout=0.05):
+            pass
+    with pool.borrow() as again:
+        assert again in (first, second)
+    assert len(created) == 2
+    assert "error_cb" in created[0].config and "stats_cb" not in created[0].config
+
+    pool.close()
+    assert all(c.closed for c in created)
+    with pytest.raises(PoolClosed), pool.borrow():
+        pass
+
+
+def test_pool_replaces_a_consumer_after_a_fatal_error_callback() -> None:
+    created: list[FakeConsumer] = []
+
+    def factory(config: dict[str, Any]) -> FakeConsumer:
+        created.append(FakeConsumer(FakeBroker(), config))
+        return created[-1]
+
+    pool = ConsumerPool(
+        ClusterKafkaSettings(CLUSTER, num_consumers=1), LookupSettings(), consumer_factory=factory
+    )
+    with pool.borrow() as consumer:
+        consumer.config["error_cb"](FakeError(RdKafkaError._FATAL, "fenced", fatal_=True))
+        assert pool.last_error(consumer) == "fenced"
+    with pool.borrow() as replacement:
+        assert replacement is not consumer
+    assert created[0].closed and not created[1].closed
+    assert pool.stats() == {"consumers_created": 2, "consumers_replaced": 1, "consumers_live": 1}
+
+
+def test_pool_replaces_a_consumer_whose_borrower_raised() -> None:
+    created: list[FakeConsumer] = []
+
+    def factory(config: dict[str, Any]) -> FakeConsumer:
+        created.append(FakeConsumer(FakeBroker(), config))
+        return created[-1]
+
+    pool = ConsumerPool(
+        ClusterKafkaSettings(CLUSTER, num_consumers=1), LookupSettings(), consumer_factory=factory
+    )
+    with pytest.raises(RuntimeError), pool.borrow():
+        raise RuntimeError("bug")
+    with pool.borrow():
+        pass
+    assert [c.closed for c in created] == [True, False]
+
+
+def test_pool_counts_fetch_requests_from_statistics() -> None:
+    created: list[FakeConsumer] = []
+
+    def factory(config: dict[str, Any]) -> FakeConsumer:
+        created.append(FakeConsumer(FakeBroker(), config))
+        return created[-1]
+
+    pool = ConsumerPool(
+        ClusterKafkaSettings(CLUSTER, num_consumers=1),
+        LookupSettings(),
+        statistics_interval_ms=100,
+        consumer_factory=factory,
+    )
+
+    def stats(fetches: dict[str, int]) -> str:
+        brokers = {name: {"req": {"Fetch": n, "Metadata": 3}} for name, n in fetches.items()}
+        return json.dumps({"brokers": brokers})
+
+    with pool.borrow() as consumer:
+        assert consumer.config["statistics.interval.ms"] == "100"
+        consumer.config["stats_cb"](stats({"b1/1": 4, "b2/2": 3}))
+        consumer.config["stats_cb"](stats({"b1/1": 6, "b2/2": 3}))
+        pool.discard(consumer)
+    assert pool.fetch_requests() == 9
+    with pool.borrow() as consumer:
+        consumer.config["stats_cb"](stats({"b1/1": 2}))
+    assert pool.fetch_requests() == 11
+
+
+def test_fetch_requests_from_stats_tolerates_garbage() -> None:
+    assert fetch_requests_from_stats("not json") == 0
+    assert fetch_requests_from_stats(json.dumps({"brokers": {"b": {}}})) == 0
