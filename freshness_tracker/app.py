@@ -72,6 +72,7 @@ class Exporter:
                 retention_factory=retention_factory or (
                     self._retention if reader_factory is None else None),
                 groups=settings.groups, topics=settings.topics, shard=settings.shard,
+                commit_lag_when_caught_up=settings.lookup.commit_lag_when_caught_up,
                 clock=clock,
             )
             for cluster in settings.clusters

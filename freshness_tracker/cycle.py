@@ -92,8 +92,10 @@ class ClusterMeasurer:
         groups: NameFilter | None = None,
         topics: NameFilter | None = None,
         shard: Shard | None = None,
+        commit_lag_when_caught_up: bool = False,
         clock: Callable[[], int] = now_ms,
     ) -> None:
+        self._commit_lag_when_caught_up = commit_lag_when_caught_up
         self.cluster = cluster
         self._burrow = burrow
         self._reader_factory = reader_factory
@@ -155,7 +157,8 @@ class ClusterMeasurer:
             return self._failed(started, str(exc), burrow_errors=1)
 
         partitions = [p for g in lags.groups for p in g.partitions if self._topics(p.key.topic)]
-        plan = plan_reads(partitions, self._cache.contains if self._cache else lambda _r: False)
+        plan = plan_reads(partitions, self._cache.contains if self._cache else lambda _r: False,
+                          read_caught_up_commit_lag=self._commit_lag_when_caught_up)
         kafka_error: str | None = None
         read_started = time.monotonic()
         try:

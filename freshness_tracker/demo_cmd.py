@@ -38,7 +38,8 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
     log.info("starting the local stack (ZooKeeper, tansu, Burrow) and a workload")
     with start_demo() as env, tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "demo.conf"
-        config.write_text(env.config_text(port=port, frequency_sec=5))
+        config.write_text(env.config_text(port=port, frequency_sec=5)
+                          + "lookup.commitLagWhenCaughtUp = true\n")
         settings = load_settings(config)
         exporter = Exporter(settings, sinks=[lambda _s: sys.stderr.write(
             "\n" + render_table(exporter.holder.current) + "\n")])

@@ -25,7 +25,7 @@ class LookupPlan:
     from_cache: tuple[ReadRequest, ...]
 
 
-def _wanted(lag: PartitionLag) -> Iterable[tuple[ReadRequest, bool]]:
+def _wanted(lag: PartitionLag, read_caught_up: bool) -> Iterable[tuple[ReadRequest, bool]]:
     """(request, must_read) pairs for one partition; must_read False means cache-only."""
     committed = lag.committed_offset
     if committed is None or committed < 0:
@@ -35,17 +35,25 @@ def _wanted(lag: PartitionLag) -> Iterable[tuple[ReadRequest, bool]]:
     if lagging:
         yield ReadRequest(key.cluster, key.topic, key.partition, committed), True
     if committed > 0 and lag.commit_time_ms is not None:
-        yield ReadRequest(key.cluster, key.topic, key.partition, committed - 1), lagging
+        yield (ReadRequest(key.cluster, key.topic, key.partition, committed - 1),
+               lagging or read_caught_up)
 
 
 def plan_reads(
-    lags: Iterable[PartitionLag], is_cached: Callable[[ReadRequest], bool]
+    lags: Iterable[PartitionLag],
+    is_cached: Callable[[ReadRequest], bool],
+    *,
+    read_caught_up_commit_lag: bool = False,
 ) -> LookupPlan:
-    """Plan the reads for a set of partitions (any mix of groups and topics of one cluster)."""
+    """Plan the reads for a set of partitions (any mix of groups and topics of one cluster).
+
+    `read_caught_up_commit_lag` also reads C−1 of caught-up partitions (one read per commit
+    movement) so groups that keep up get a commit lag too; off by default: zero lag, zero reads.
+    """
     must_read: set[ReadRequest] = set()
     cached: set[ReadRequest] = set()
     for lag in lags:
-        for request, must in _wanted(lag):
+        for request, must in _wanted(lag, read_caught_up_commit_lag):
             if request in cached or request in must_read:
                 continue
             if is_cached(request):

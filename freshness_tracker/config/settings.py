@@ -326,6 +326,7 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         queued_max_messages_kbytes=r.int("lookup.queuedMaxMessagesKbytes", 1),
         cache_size=r.int("lookup.cacheSize", 0),
         topic_config_ttl_s=r.seconds("lookup.topicConfigTtl"),
+        commit_lag_when_caught_up=r.bool("lookup.commitLagWhenCaughtUp"),
     )
     shard = Shard(index=r.int("shard.index", 0), count=r.int("shard.count", 1))
     if shard.index >= shard.count:

@@ -31,6 +31,14 @@ def test_caught_up_partition_uses_cache_for_commit_lag() -> None:
     assert plan.to_read == ()
 
 
+def test_caught_up_commit_lag_read_when_enabled() -> None:
+    plan = plan_reads([lag(committed=10, current_lag=0)], never, read_caught_up_commit_lag=True)
+    assert plan.to_read == (ReadRequest("c", "t", 0, 9),)
+    cached = plan_reads([lag(committed=10, current_lag=0)], lambda r: True,
+                        read_caught_up_commit_lag=True)
+    assert cached.to_read == () and cached.from_cache == (ReadRequest("c", "t", 0, 9),)
+
+
 def test_no_previous_read_without_commit_time_or_at_zero() -> None:
     assert plan_reads([lag(committed=10, current_lag=1, commit_time=None)], never).to_read == (
         ReadRequest("c", "t", 0, 10),)
