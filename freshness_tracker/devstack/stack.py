@@ -79,7 +79,7 @@ class LocalStack:
         self.start_timeout_s = start_timeout_s
         self.keep_workdir = keep_workdir or bool(os.environ.get("FT_STACK_KEEP"))
         self._own_workdir = workdir is None
-        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="ft-devstack-"))
+        self._workdir = Path(workdir) if workdir else None
         self._rtt_ms = rtt_ms
         self._bridge_poll_interval_s = bridge_poll_interval_s
         self._bootstrap = ""
@@ -120,6 +120,13 @@ class LocalStack:
         return self._burrow_url
 
     @property
+    def workdir(self) -> Path:
+        """Configs and logs; a fresh temporary directory unless one was given."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="ft-devstack-"))
+        return self._workdir
+
+    @property
     def zookeeper_address(self) -> str:
         return self._need(self.zookeeper, "ZooKeeper").address
 
@@ -141,7 +148,8 @@ class LocalStack:
             else:
                 wait_until(self._burrow_good, self.start_timeout_s, f"Burrow at {self.burrow_url}")
         except BaseException:
-            log.error("local stack failed to start; logs in %s\n%s", self.workdir, self.logs_tail())
+            where = self._workdir or "(none)"
+            log.error("local stack failed to start; logs in %s\n%s", where, self.logs_tail())
             self.keep_workdir = True
             self.stop()
             raise
@@ -194,8 +202,9 @@ class LocalStack:
         self._started = False
         atexit.unregister(self.stop)
         self._stop_components()
-        if self._own_workdir and not self.keep_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._own_workdir and not self.keep_workdir and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
 
     def _stop_components(self) -> None:
         for consumer in self._committers.values():
