@@ -107,6 +107,7 @@ class TopicRetention:
         try:
             futures = self._submit(topics)
         except Exception as exc:
+            self._reset_admin()
             self._warn_once(topics, exc)
             return dict.fromkeys(topics)
         answers: dict[str, int | None] = {}
@@ -121,6 +122,8 @@ class TopicRetention:
             entry = entries.get(_RETENTION_KEY)
             answers[topic] = parse_retention(None if entry is None else entry.value)
         self._remember({t: v for t, v in answers.items() if t not in failed})
+        if failed:
+            self._reset_admin()
         for error, group in _group_errors(failed).items():
             self._warn_once(group, error)
         return answers
@@ -143,6 +146,12 @@ class TopicRetention:
             if self._admin is None:
                 self._admin = self._factory()
             return self._admin
+
+    def _reset_admin(self) -> None:
+        """Drop the client after a failure: librdkafka's AdminClient can stay wedged after its
+        connection was cut (requests never re-sent), so the next cycle starts with a new one."""
+        with self._lock:
+            self._admin = None
 
     def _remember(self, answers: Mapping[str, int | None]) -> None:
         now = self._clock()
