@@ -17,6 +17,7 @@ from types import FrameType
 
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
+from freshness_tracker.domain.model import ClusterSnapshot
 from freshness_tracker.http import MetricsServer, make_app
 from freshness_tracker.sinks.render import render_table
 
@@ -41,8 +42,11 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
         config.write_text(env.config_text(port=port, frequency_sec=5)
                           + "lookup.commitLagWhenCaughtUp = true\n")
         settings = load_settings(config)
-        exporter = Exporter(settings, sinks=[lambda _s: sys.stderr.write(
-            "\n" + render_table(exporter.holder.current) + "\n")])
+
+        def show(_snapshot: ClusterSnapshot) -> None:
+            sys.stderr.write("\n" + render_table(exporter.holder.current) + "\n")
+
+        exporter = Exporter(settings, sinks=[show])
         server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
                                         settings.web), settings.web).start()
         sys.stderr.write(

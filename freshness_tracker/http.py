@@ -66,7 +66,8 @@ def make_app(
                                            ("Content-Type", "text/plain")])
                 return [b"Unauthorized\n"]
         if path == "/metrics":
-            return metrics(environ, start)
+            served: Iterable[bytes] = metrics(environ, start)
+            return served
         if path == "/readyz":
             return _json(start, *ready())
         if path == "/":

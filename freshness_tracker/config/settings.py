@@ -103,7 +103,7 @@ def parse_duration(value: Any, key: str) -> float:
     """Seconds from a number or a HOCON duration ("10s", "500ms", "5m")."""
     if isinstance(value, relativedelta):
         base = value.days * 86400 + value.hours * 3600 + value.minutes * 60 + value.seconds
-        return base + value.microseconds / 1e6
+        return float(base + value.microseconds / 1e6)
     if isinstance(value, timedelta):
         return value.total_seconds()
     if isinstance(value, bool):
@@ -134,7 +134,7 @@ class _Reader:
             node = node[part]
         return node
 
-    def str(self, key: str, *, required: bool = False) -> str:
+    def text(self, key: str, *, required: bool = False) -> str:
         value = self.raw(key)
         if isinstance(value, Mapping | list) or value is None:
             raise ConfigError(self.path(key), f"expected a string, got {_kind(value)}")
@@ -143,7 +143,7 @@ class _Reader:
             raise ConfigError(self.path(key), "must not be empty")
         return text
 
-    def int(self, key: str, low: int, high: int | None = None) -> int:
+    def whole(self, key: str, low: int, high: int | None = None) -> int:
         value = self.raw(key)
         try:
             number = int(str(value).strip()) if not isinstance(value, bool) else None
@@ -163,7 +163,7 @@ class _Reader:
                               f"use a duration above {low:g}s")
         return value
 
-    def bool(self, key: str) -> bool:
+    def flag(self, key: str) -> bool:
         value = self.raw(key)
         if isinstance(value, bool):
             return value
@@ -188,7 +188,7 @@ class _Reader:
         return [str(p) for p in value]
 
     def choice(self, key: str, choices: Sequence[str]) -> str:
-        value = self.str(key).lower()
+        value = self.text(key).lower()
         if value not in choices:
             raise ConfigError(self.path(key), f"{value!r} is not valid",
                               "valid values are " + ", ".join(repr(c) for c in choices))
@@ -252,12 +252,12 @@ def _clusters(tree: Any, warnings: list[str]) -> tuple[ClusterSettings, ...]:
         if not isinstance(entry, Mapping):
             raise ConfigError(key, f"expected an object, got {_kind(entry)}")
         reader = _Reader(entry, key)
-        name = reader.str("name", required=True)
+        name = reader.text("name", required=True)
         if name in seen:
             raise ConfigError(f"{key}.name", f"cluster {name!r} is configured twice",
                               "remove the duplicate entry")
         seen.add(name)
-        num = reader.int("numConsumers", 1, 256) if "numConsumers" in entry else 2
+        num = reader.whole("numConsumers", 1, 256) if "numConsumers" in entry else 2
         props = _kafka_properties(entry.get("kafka", None), f"{key}.kafka")
         for unknown in set(entry) - set(_CLUSTER_KEYS):
             warnings.append(_unknown_message(f"{key}.{_unquote(unknown)}", unknown, _CLUSTER_KEYS))
@@ -292,43 +292,43 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     _unknown_keys({k: v for k, v in tree.items() if k != "clusters"}, ref, "", warnings)
 
     r = _Reader(tree)
-    url = r.str("burrow.url", required=True)
+    url = r.text("burrow.url", required=True)
     if not re.match(r"^https?://[^/\s]+", url):
         raise ConfigError("burrow.url", f"{url!r} is not an http(s) URL",
                           'write e.g. burrow.url = "http://burrow:8000"')
     burrow = BurrowSettings(
         url=url,
         timeout_s=r.seconds("burrow.timeout"),
-        retries=r.int("burrow.retries", 0, 10),
-        concurrency=r.int("burrow.concurrency", 1, 256),
-        username=r.str("burrow.username"),
-        password=r.str("burrow.password"),
-        ca_file=r.str("burrow.caFile"),
-        tls_verify=r.bool("burrow.tlsVerify"),
+        retries=r.whole("burrow.retries", 0, 10),
+        concurrency=r.whole("burrow.concurrency", 1, 256),
+        username=r.text("burrow.username"),
+        password=r.text("burrow.password"),
+        ca_file=r.text("burrow.caFile"),
+        tls_verify=r.flag("burrow.tlsVerify"),
     )
     web = WebSettings(
-        listen_address=r.str("listenAddress", required=True),
-        port=r.int("port", 0, 65535),
-        tls_cert_file=r.str("web.tlsCertFile"),
-        tls_key_file=r.str("web.tlsKeyFile"),
-        basic_auth_username=r.str("web.basicAuthUsername"),
-        basic_auth_password=r.str("web.basicAuthPassword"),
+        listen_address=r.text("listenAddress", required=True),
+        port=r.whole("port", 0, 65535),
+        tls_cert_file=r.text("web.tlsCertFile"),
+        tls_key_file=r.text("web.tlsKeyFile"),
+        basic_auth_username=r.text("web.basicAuthUsername"),
+        basic_auth_password=r.text("web.basicAuthPassword"),
     )
     if bool(web.tls_cert_file) != bool(web.tls_key_file):
         raise ConfigError("web.tlsCertFile", "TLS needs both a certificate and a key file",
                           "set both web.tlsCertFile and web.tlsKeyFile, or neither")
     lookup = LookupSettings(
-        batch_size=r.int("lookup.batchSize", 1, 100_000),
+        batch_size=r.whole("lookup.batchSize", 1, 100_000),
         timeout_s=r.seconds("lookup.timeout"),
         fetch_wait_max_ms=int(r.seconds("lookup.fetchWaitMax") * 1000),
-        max_partition_fetch_bytes=r.int("lookup.maxPartitionFetchBytes", 1024),
-        fetch_max_bytes=r.int("lookup.fetchMaxBytes", 1024),
-        queued_max_messages_kbytes=r.int("lookup.queuedMaxMessagesKbytes", 1),
-        cache_size=r.int("lookup.cacheSize", 0),
+        max_partition_fetch_bytes=r.whole("lookup.maxPartitionFetchBytes", 1024),
+        fetch_max_bytes=r.whole("lookup.fetchMaxBytes", 1024),
+        queued_max_messages_kbytes=r.whole("lookup.queuedMaxMessagesKbytes", 1),
+        cache_size=r.whole("lookup.cacheSize", 0),
         topic_config_ttl_s=r.seconds("lookup.topicConfigTtl"),
-        commit_lag_when_caught_up=r.bool("lookup.commitLagWhenCaughtUp"),
+        commit_lag_when_caught_up=r.flag("lookup.commitLagWhenCaughtUp"),
     )
-    shard = Shard(index=r.int("shard.index", 0), count=r.int("shard.count", 1))
+    shard = Shard(index=r.whole("shard.index", 0), count=r.whole("shard.count", 1))
     if shard.index >= shard.count:
         raise ConfigError("shard.index", f"{shard.index} is not below shard.count {shard.count}",
                           "use 0 ≤ index < count")
@@ -336,7 +336,7 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         burrow=burrow,
         web=web,
         frequency_s=r.seconds("frequency_sec"),
-        worker_threads=r.int("workerThreadCount", 1, 1024),
+        worker_threads=r.whole("workerThreadCount", 1, 1024),
         granularity=Granularity(r.choice("granularity", [g.value for g in Granularity])),
         groups=NameFilter.compile(r.regexes("filters.groups.allow"),
                                   r.regexes("filters.groups.deny")),
@@ -344,7 +344,7 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
                                   r.regexes("filters.topics.deny")),
         lookup=lookup,
         shard=shard,
-        history_path=r.str("history.path"),
+        history_path=r.text("history.path"),
         log_level=r.choice("logging.level", ["debug", "info", "warning", "error"]).upper(),
         log_format=r.choice("logging.format", ["logfmt", "json"]),
         clusters=_clusters(tree, warnings),

@@ -130,8 +130,8 @@ def measure_partition(
         log_start = read.log_start_offset
         lost = max(log_start - committed, 0) if log_start is not None else 0
         earliest_ts = read.timestamp_ms
-        fresh = freshness_ms(now_ms, earliest_ts) if earliest_ts is not None else None
-        return result(PartitionStatus.DATA_LOSS, record_ts=earliest_ts, freshness=fresh,
+        bound = freshness_ms(now_ms, earliest_ts) if earliest_ts is not None else None
+        return result(PartitionStatus.DATA_LOSS, record_ts=earliest_ts, freshness=bound,
                       lost=lost, headroom=0 if retention_ms is not None else None,
                       error=read.error)
     return result(PartitionStatus.LOOKUP_FAILED, error=read.error or f"read {read.outcome}")
