@@ -283,6 +283,7 @@ class ConsumerPool:
             self._put_back(slot)
             raise PoolClosed(f"consumer pool of cluster {self.cluster} is closed")
         if slot is not None:
+            slot.last_error = None  # a borrower only cares about errors during its own use
             return slot
         try:
             return self._create()

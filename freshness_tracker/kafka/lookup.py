@@ -35,6 +35,7 @@ from typing import Any
 from confluent_kafka import (
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
+    KafkaException,
     TopicPartition,
 )
 from confluent_kafka import KafkaError as _RdKafkaError
@@ -138,8 +139,10 @@ class _BatchRun:
         consume_batch: int,
         poll_timeout_s: float,
         clock: Callable[[], float],
+        client_error: Callable[[], str | None] = lambda: None,
     ) -> None:
         self._consumer = consumer
+        self._pool_error = client_error
         self._tasks: dict[_PartKey, _PartitionTask] = {t.key: t for t in tasks}
         self._timeout_s = timeout_s
         self._consume_batch = consume_batch
@@ -364,7 +367,8 @@ class _BatchRun:
             return self._client_error
         first = task.wanted[0].offset if task.wanted else task.log_start
         reason = f"timed out after {self._timeout_s:g} s waiting for offset {first}"
-        details = [d for d in (task.last_error, self._client_error) if d]
+        client_error = self._client_error or self._pool_error()
+        details = [d for d in (task.last_error, client_error) if d]
         details.extend(self._cached_watermark_hint(task))
         if details:
             reason += " (" + "; ".join(details) + ")"
@@ -459,16 +463,24 @@ class KafkaRecordReader:
     # --- metadata and planning ------------------------------------------------------------
 
     def _metadata(self) -> Any:
-        """All topics' metadata, once per call: the first lookup in a topic costs ~1 s otherwise."""
+        """All topics' metadata, once per call: the first lookup in a topic costs ~1 s otherwise.
+
+        A metadata failure means the cluster is down, not the consumer: it stays in the pool.
+        """
         timeout = self._lookup.timeout_s
+        error: Exception
         try:
             with self._pool.borrow(timeout=timeout) as consumer:
-                return consumer.list_topics(timeout=timeout)
-        except Exception as exc:
-            servers = self._pool.bootstrap_servers or "(no bootstrap.servers)"
-            raise ClusterUnavailable(
-                f"cluster {self.cluster}: no broker reachable at {servers}: {exc}"
-            ) from exc
+                try:
+                    return consumer.list_topics(timeout=timeout)
+                except KafkaException as exc:
+                    error = exc
+        except Exception as exc:  # no consumer could be created or borrowed
+            error = exc
+        servers = self._pool.bootstrap_servers or "(no bootstrap.servers)"
+        raise ClusterUnavailable(
+            f"cluster {self.cluster}: no broker reachable at {servers}: {error}"
+        ) from error
 
     def _plan(
         self, requests: Sequence[ReadRequest], metadata: Any
@@ -547,6 +559,7 @@ class KafkaRecordReader:
                     consume_batch=self._consume_batch,
                     poll_timeout_s=self._poll_timeout_s,
                     clock=self._clock,
+                    client_error=lambda: self._pool.last_error(consumer),
                 )
                 answers = run.run()
                 if run.broken:

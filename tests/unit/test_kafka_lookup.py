@@ -139,7 +139,8 @@ class FakeBroker:
     watermark_calls: int = 0
     metadata_calls: int = 0
     consumers: list[FakeConsumer] = field(default_factory=list)
-    client_errors: list[FakeError] = field(default_factory=list)
+    client_errors: list[FakeError] = field(default_factory=list)  # as consume() events
+    callback_errors: list[FakeError] = field(default_factory=list)  # via error_cb
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_topic(self, topic: str, logs: list[FakeLog]) -> None:
@@ -194,6 +195,8 @@ class FakeConsumer:
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
         out: list[Any] = []
+        while self.broker.callback_errors:
+            self.config["error_cb"](self.broker.callback_errors.pop(0))
         while self.broker.client_errors and len(out) < num_messages:
             out.append(FakeMessage(None, None, -1001, err=self.broker.client_errors.pop(0)))
         for key in list(self.positions):
@@ -531,8 +534,27 @@ def test_cluster_unreachable_raises_cluster_unavailable(
     broker.unreachable = True
     reader, _ = make_reader(broker, executor)
 
-    with pytest.raises(ClusterUnavailable, match=r"cluster c1: no broker reachable at b1:9092"):
-        reader.read([req("t", 0, 1)])
+    for _ in range(2):
+        with pytest.raises(ClusterUnavailable, match=r"cluster c1: no broker reachable at b1:9092"):
+            reader.read([req("t", 0, 1)])
+
+    assert len(broker.consumers) == 1  # the cluster is down, not the consumer: it is kept
+    assert not broker.consumers[0].closed
+
+
+def test_deadline_error_names_the_client_error(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    stuck = make_log(10)
+    stuck.stuck = True
+    broker.add_topic("t", [stuck])
+    broker.callback_errors.append(FakeError(RdKafkaError._TRANSPORT, "Connection refused"))
+    reader, _ = make_reader(broker, executor, timeout_s=1.0)
+
+    [read] = reader.read([req("t", 0, 1)])
+
+    assert read.outcome is ReadOutcome.FAILED
+    assert read.error is not None and "Connection refused" in read.error
 
 
 # --- batching ----------------------------------------------------------------------------

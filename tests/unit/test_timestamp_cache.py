@@ -33,6 +33,17 @@ def test_found_read_is_cached_and_counted() -> None:
     assert cache.stats() == {"entries": 1, "hits": 1, "misses": 2}
 
 
+def test_contains_does_not_count_or_reorder() -> None:
+    cache = TimestampCache(2)
+    cache.put(found(req(1), 1))
+    cache.put(found(req(2), 2))
+    assert cache.contains(req(1)) and not cache.contains(req(3))
+    cache.put(found(req(3), 3))  # 1 is still the least recently used: evicted
+
+    assert not cache.contains(req(1))
+    assert (cache.hits, cache.misses) == (0, 0)
+
+
 def test_key_is_cluster_topic_partition_offset() -> None:
     cache = TimestampCache(10)
     cache.put(found(req(1), 5))
