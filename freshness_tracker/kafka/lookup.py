@@ -63,6 +63,11 @@ _MAX_RESETS = 3
 
 _NO_TIMESTAMP = "record has no timestamp"
 
+#: Requests on one partition this close to the last record are reached by reading on; farther
+#: ones (other groups far ahead) get their own seek instead of reading through the records in
+#: between, which can be millions of records, megabytes each.
+_READ_THROUGH_MAX = 16
+
 _PartKey = tuple[str, int]
 
 
@@ -227,6 +232,8 @@ class _BatchRun:
 
     def _on_record(self, task: _PartitionTask, message: Any) -> None:
         offset: int = message.offset()
+        if offset < task.assigned_at:
+            return  # already returned by consume() before we moved this partition on
         ts, ts_type = timestamp_of(message)
         if task.below_start and task.log_start is not None and offset >= task.log_start:
             for wanted in task.below_start:
@@ -238,6 +245,13 @@ class _BatchRun:
             self._answer_record(wanted, outcome, offset, ts, ts_type)
         if task.done:
             self._finish(task)
+        elif not task.below_start and task.wanted[0].offset - offset > _READ_THROUGH_MAX:
+            self._reposition(task)
+
+    def _reposition(self, task: _PartitionTask) -> None:
+        """Seek straight to the next wanted offset of a partition (see _READ_THROUGH_MAX)."""
+        self._unassign([task])
+        self._assign([task])
 
     def _on_eof(self, task: _PartitionTask, eof_offset: int) -> None:
         """Nothing at or after the fetch position: every open request ends there."""
@@ -273,11 +287,10 @@ class _BatchRun:
             beyond = f"offset is beyond the log end {high}" if wanted.offset > high else None
             self._answer(wanted, ReadOutcome.END, log_end_offset=high, error=beyond)
         task.wanted = [w for w in task.wanted if low <= w.offset < high]
-        self._unassign([task])
         if task.done:
-            self._finish(task)  # already unassigned: _drop_finished() skips it
+            self._finish(task)
             return
-        self._assign([task])
+        self._reposition(task)
 
     def _watermarks(self, task: _PartitionTask) -> tuple[int, int] | None:
         timeout = max(0.1, min(self._remaining(), 5.0))

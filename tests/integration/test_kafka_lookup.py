@@ -298,6 +298,21 @@ def test_adjacent_offsets_share_one_assignment(
     assert readers.assignments == [[(topic, 0, 6), (topic, 1, 3)]]
 
 
+def test_far_apart_offsets_are_sought_not_read_through(
+    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+) -> None:
+    topic = topic_name("far")
+    create_topic(admin, topic, 1)
+    produce(tansu, topic, {0: 300})
+    reader, _ = readers.make()
+
+    reads = reader.read([req(topic, 0, 5), req(topic, 0, 6), req(topic, 0, 290)])
+
+    for read in reads:
+        assert_found(read)
+    assert readers.assignments == [[(topic, 0, 5)], [(topic, 0, 290)]]
+
+
 def test_end_at_the_log_end(
     admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:

@@ -38,6 +38,7 @@ from freshness_tracker.kafka.consumers import (
 )
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from freshness_tracker.kafka.topic_config import TopicRetention, parse_retention
 
 CLUSTER = "c1"
 BASE_TS = 1_700_000_000_000
@@ -588,6 +589,20 @@ def test_partitions_leave_the_assignment_as_soon_as_answered(
     assert broker.delivered[("t", 1)] == [500, 501, 502]
 
 
+def test_far_apart_offsets_on_one_partition_get_their_own_seek(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.records_per_poll = 5
+    broker.add_topic("t", [make_log(100_000)])
+    reader, _ = make_reader(broker, executor)
+
+    reads = reader.read([req("t", 0, 10), req("t", 0, 11), req("t", 0, 90_000)])
+
+    assert all(r.outcome is ReadOutcome.FOUND for r in reads)
+    assert broker.assignments == [[("t", 0, 10)], [("t", 0, 90_000)]]
+    assert len(broker.delivered[("t", 0)]) <= 10  # not the 90,000 records in between
+
+
 def test_many_partitions_in_one_batch_one_read_each(
     broker: FakeBroker, executor: ThreadPoolExecutor
 ) -> None:
@@ -812,3 +827,67 @@ def test_pool_counts_fetch_requests_from_statistics() -> None:
 def test_fetch_requests_from_stats_tolerates_garbage() -> None:
     assert fetch_requests_from_stats("not json") == 0
     assert fetch_requests_from_stats(json.dumps({"brokers": {"b": {}}})) == 0
+
+
+# --- TopicRetention with a fake AdminClient ------------------------------------------------
+
+
+class FakeAdmin:
+    """describe_configs() answering from a dict; a topic mapped to an exception fails."""
+
+    def __init__(self, configs: dict[str, Any]) -> None:
+        self.configs = configs
+        self.calls: list[list[str]] = []
+
+    def describe_configs(self, resources: list[Any], request_timeout: float = -1) -> Any:
+        from concurrent.futures import Future
+
+        self.calls.append([r.name for r in resources])
+        futures = {}
+        for resource in resources:
+            future: Future[Any] = Future()
+            answer = self.configs.get(resource.name, {})
+            if isinstance(answer, Exception):
+                future.set_exception(answer)
+            else:
+                future.set_result({k: SimpleNamespace(name=k, value=v) for k, v in answer.items()})
+            futures[resource] = future
+        return futures
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("604800000", 604_800_000), ("0", 0), ("-1", None), (None, None), ("junk", None)],
+)
+def test_parse_retention(value: str | None, expected: int | None) -> None:
+    assert parse_retention(value) == expected
+
+
+def test_topic_retention_batches_caches_and_never_raises(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    admin = FakeAdmin(
+        {
+            "a": {"retention.ms": "1000"},
+            "b": {"retention.ms": "-1"},
+            "c": {"cleanup.policy": "compact"},
+            "d": KafkaException(RdKafkaError(RdKafkaError.TOPIC_AUTHORIZATION_FAILED)),
+            "e": KafkaException(RdKafkaError(RdKafkaError.TOPIC_AUTHORIZATION_FAILED)),
+        }
+    )
+    now = [0.0]
+    source = TopicRetention(lambda: admin, ttl_s=10, clock=lambda: now[0], batch_size=2)
+
+    with caplog.at_level(logging.WARNING, logger="freshness_tracker.kafka.topic_config"):
+        first = source.retention_ms(["a", "b", "c", "d", "e", "a"])
+        again = source.retention_ms(["a", "b", "c", "d", "e"])
+
+    assert first == {"a": 1000, "b": None, "c": None, "d": None, "e": None}
+    assert again == first
+    assert admin.calls[:3] == [["a", "b"], ["c", "d"], ["e"]]
+    assert admin.calls[3:] == [["d", "e"]]  # failures are asked again, answers are cached
+    assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+
+    now[0] = 11.0
+    source.retention_ms(["a"])
+    assert admin.calls[-1] == ["a"]  # TTL expired
