@@ -28,7 +28,7 @@ import threading
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import CancelledError, Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -541,18 +541,25 @@ class KafkaRecordReader:
     # --- execution ------------------------------------------------------------------------
 
     def _run_batches(self, batches: list[list[_PartitionTask]]) -> list[_Answer]:
+        """One worker per pool consumer drains the batches; whatever no worker answered
+        (executor shut down, a bug) is failed by _assemble()."""
         if not batches:
             return []
         todo = _BatchQueue(batches)
-        workers = min(self._pool.size, len(batches))
-        futures: list[Future[list[_Answer]]] = [
-            self._executor.submit(self._drain, todo) for _ in range(workers)
-        ]
+        futures: list[Future[list[_Answer]]] = []
+        for _ in range(min(self._pool.size, len(batches))):
+            try:
+                futures.append(self._executor.submit(self._drain, todo))
+            except RuntimeError as exc:  # the executor is shutting down
+                logger.info("cluster %s: lookups not started: %s", self.cluster, exc)
+                break
         answers: list[_Answer] = []
         for future in futures:
             try:
                 answers.extend(future.result())
-            except Exception:  # a bug: _assemble() fails whatever is missing
+            except CancelledError:
+                logger.info("cluster %s: lookups cancelled (shutting down)", self.cluster)
+            except Exception:
                 logger.exception("cluster %s: lookup worker crashed", self.cluster)
         return answers
 
@@ -599,7 +606,9 @@ class KafkaRecordReader:
         return [
             read
             if read is not None
-            else RecordRead(requests[i], ReadOutcome.FAILED, error="internal error: no answer")
+            else RecordRead(
+                requests[i], ReadOutcome.FAILED, error="lookup not run (shutting down or crashed)"
+            )
             for i, read in enumerate(results)
         ]
 

@@ -891,3 +891,15 @@ def test_topic_retention_batches_caches_and_never_raises(
     now[0] = 11.0
     source.retention_ms(["a"])
     assert admin.calls[-1] == ["a"]  # TTL expired
+
+
+def test_a_shut_down_executor_fails_requests_instead_of_raising(broker: FakeBroker) -> None:
+    broker.add_topic("t", [make_log(5)])
+    executor = ThreadPoolExecutor(max_workers=1)
+    reader, _ = make_reader(broker, executor)
+    executor.shutdown()
+
+    [read] = reader.read([req("t", 0, 1)])
+
+    assert read.outcome is ReadOutcome.FAILED
+    assert read.error == "lookup not run (shutting down or crashed)"
