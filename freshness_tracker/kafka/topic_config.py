@@ -122,7 +122,7 @@ class TopicRetention:
             entry = entries.get(_RETENTION_KEY)
             answers[topic] = parse_retention(None if entry is None else entry.value)
         self._remember({t: v for t, v in answers.items() if t not in failed})
-        if failed:
+        if any(_is_transport_failure(e) for e in failed.values()):
             self._reset_admin()
         for error, group in _group_errors(failed).items():
             self._warn_once(group, error)
@@ -176,6 +176,20 @@ class TopicRetention:
             shown,
             text,
         )
+
+
+_TRANSPORT_CODES = frozenset({"_TIMED_OUT", "_TRANSPORT", "_ALL_BROKERS_DOWN", "_MSG_TIMED_OUT",
+                              "_DESTROY", "_RESOLVE"})
+
+
+def _is_transport_failure(exc: BaseException) -> bool:
+    """A timeout or connection failure (worth a new client), not a per-topic answer such as an
+    unknown or unauthorized topic (a new client would only churn)."""
+    if isinstance(exc, TimeoutError):
+        return True
+    error = exc.args[0] if exc.args else None
+    name = getattr(error, "name", None)
+    return callable(name) and name() in _TRANSPORT_CODES
 
 
 def _group_errors(failed: Mapping[str, BaseException]) -> dict[BaseException, list[str]]:
