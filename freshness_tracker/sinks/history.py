@@ -1,0 +1,207 @@
+"""The history table: every cycle's partition results appended as Parquet (extra: history).
+
+One row per (cycle, cluster, consumer, topic, partition). `HISTORY_SCHEMA` is a public contract
+(docs/spark.md): the live exporter (`history.path`) and the Spark snapshot job both write through
+`write_snapshot`, and the Spark report job reads the table back with exactly this schema.
+
+Layout, hive-style so Spark, pyarrow, DuckDB and Trino read it as a partitioned table:
+
+    <root>/date=YYYY-MM-DD/cluster=<name>/cycle-<cycle start ms>[-shard<i>of<n>].parquet
+
+`date` (UTC day of the cycle start) and `cluster` live in the path, not in the files. The file
+name is derived from the cluster and the cycle start, so writing the same cycle again replaces
+the file instead of duplicating rows (the Spark job's `--cycle-time` relies on it). Files are
+written under a hidden temporary name and renamed into place, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import uuid
+from pathlib import Path
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from freshness_tracker.domain.filters import Shard
+from freshness_tracker.domain.model import ClusterSnapshot
+
+__all__ = [
+    "FILE_SCHEMA",
+    "HISTORY_SCHEMA",
+    "HISTORY_SCHEMA_VERSION",
+    "PARTITION_COLUMNS",
+    "HistorySink",
+    "cycle_id_for",
+    "read_history",
+    "snapshot_table",
+    "write_snapshot",
+]
+
+log = logging.getLogger(__name__)
+
+HISTORY_SCHEMA_VERSION = "1"
+
+_TS = pa.timestamp("ms", tz="UTC")
+
+#: The table as readers see it: data columns, then the two path partition columns.
+HISTORY_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("cycle_id", pa.string(), nullable=False),  # "<cluster>@<cycle start ms>"
+        pa.field("cycle_start", _TS, nullable=False),  # when the cycle began (or --cycle-time)
+        pa.field("sample_time", _TS, nullable=False),  # the clock freshness was measured at
+        pa.field("consumer", pa.string(), nullable=False),
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        pa.field("status", pa.string(), nullable=False),  # PartitionStatus value
+        pa.field("burrow_status", pa.string(), nullable=False),  # Burrow's partition status
+        pa.field("committed_offset", pa.int64()),  # Burrow end.offset; null: no commit
+        pa.field("log_end_offset", pa.int64()),  # committed + current_lag
+        pa.field("offset_lag", pa.int64(), nullable=False),  # Burrow current_lag
+        pa.field("commit_time", _TS),  # Burrow end.timestamp
+        pa.field("record_timestamp", _TS),  # timestamp of the record freshness is measured from
+        pa.field("freshness_ms", pa.int64()),  # null: not measured this cycle (never stale)
+        pa.field("commit_lag_ms", pa.int64()),
+        pa.field("data_loss", pa.bool_(), nullable=False),  # freshness is then a lower bound
+        pa.field("lost_records", pa.int64(), nullable=False),
+        pa.field("retention_headroom_ms", pa.int64()),
+        pa.field("lookup_error", pa.string()),
+        pa.field("date", pa.date32(), nullable=False),  # path partition: UTC day of cycle_start
+        pa.field("cluster", pa.string(), nullable=False),  # path partition
+    ],
+    metadata={"freshness_tracker.history_schema_version": HISTORY_SCHEMA_VERSION},
+)
+
+PARTITION_COLUMNS = ("date", "cluster")
+
+#: What each Parquet file holds: everything but the path partition columns.
+FILE_SCHEMA: pa.Schema = pa.schema(
+    [f for f in HISTORY_SCHEMA if f.name not in PARTITION_COLUMNS],
+    metadata=HISTORY_SCHEMA.metadata,
+)
+
+
+def cycle_id_for(cluster: str, cycle_start_ms: int, shard: Shard | None = None) -> str:
+    """Deterministic: the same cluster, cycle start (and shard) always give the same id."""
+    base = f"{cluster}@{cycle_start_ms}"
+    if shard is not None and shard.count > 1:
+        base += f"#{shard.index}of{shard.count}"
+    return base
+
+
+def snapshot_table(snapshot: ClusterSnapshot, *, cycle_start_ms: int | None = None,
+                   shard: Shard | None = None) -> pa.Table:
+    """The snapshot's partition rows as an Arrow table in FILE_SCHEMA (no partition columns)."""
+    start = snapshot.started_ms if cycle_start_ms is None else cycle_start_ms
+    rows = snapshot.partitions
+    n = len(rows)
+    columns = {
+        "cycle_id": [cycle_id_for(snapshot.cluster, start, shard)] * n,
+        "cycle_start": [start] * n,
+        "sample_time": [snapshot.finished_ms] * n,
+        "consumer": [r.key.consumer for r in rows],
+        "topic": [r.key.topic for r in rows],
+        "partition": [r.key.partition for r in rows],
+        "status": [r.status.value for r in rows],
+        "burrow_status": [r.burrow_status for r in rows],
+        "committed_offset": [r.committed_offset for r in rows],
+        "log_end_offset": [r.log_end_offset for r in rows],
+        "offset_lag": [r.offset_lag for r in rows],
+        "commit_time": [r.commit_time_ms for r in rows],
+        "record_timestamp": [r.record_timestamp_ms for r in rows],
+        "freshness_ms": [r.freshness_ms for r in rows],
+        "commit_lag_ms": [r.commit_lag_ms for r in rows],
+        "data_loss": [r.data_loss for r in rows],
+        "lost_records": [r.lost_records for r in rows],
+        "retention_headroom_ms": [r.retention_headroom_ms for r in rows],
+        "lookup_error": [r.error for r in rows],
+    }
+    return pa.Table.from_pydict(columns, schema=FILE_SCHEMA)
+
+
+def _utc_date(ms: int) -> dt.date:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).date()
+
+
+def _file_name(cycle_start_ms: int, shard: Shard | None) -> str:
+    suffix = f"-shard{shard.index}of{shard.count}" if shard is not None and shard.count > 1 else ""
+    return f"cycle-{cycle_start_ms}{suffix}.parquet"
+
+
+def _filesystem(root: str) -> tuple[pafs.FileSystem, str, bool]:
+    """(filesystem, path inside it, is local). Plain paths are local; URIs go to pyarrow.fs."""
+    if "://" in root and not root.startswith("file://"):
+        fs, path = pafs.FileSystem.from_uri(root)
+        return fs, path.rstrip("/"), False
+    local = root[len("file://"):] if root.startswith("file://") else root
+    return pafs.LocalFileSystem(), str(Path(local).absolute()), True
+
+
+def partition_path(root: str, date: dt.date, cluster: str) -> str:
+    """`root/date=…/cluster=…` with the cluster name escaped the way Spark unescapes it."""
+    return f"{root.rstrip('/')}/date={date.isoformat()}/cluster={quote(cluster, safe='')}"
+
+
+def write_snapshot(root: str, snapshot: ClusterSnapshot, *, cycle_start_ms: int | None = None,
+                   shard: Shard | None = None) -> str | None:
+    """Write (or replace) the snapshot's cycle file; returns its path, None if it has no rows.
+
+    A cycle whose cluster failed has no partition rows: nothing is written, so the report sees
+    the gap as "no data", never as good.
+    """
+    table = snapshot_table(snapshot, cycle_start_ms=cycle_start_ms, shard=shard)
+    if table.num_rows == 0:
+        return None
+    start = snapshot.started_ms if cycle_start_ms is None else cycle_start_ms
+    fs, base, local = _filesystem(root)
+    directory = partition_path(base, _utc_date(start), snapshot.cluster)
+    final = f"{directory}/{_file_name(start, shard)}"
+    fs.create_dir(directory, recursive=True)
+    if not local:  # object stores replace a key atomically on PUT
+        pq.write_table(table, final, filesystem=fs, compression="zstd")
+        return final
+    temporary = f"{directory}/.{uuid.uuid4().hex}.tmp"  # hidden: readers skip dot files
+    try:
+        pq.write_table(table, temporary, filesystem=fs, compression="zstd")
+        os.replace(temporary, final)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+    return final
+
+
+class HistorySink:
+    """A per-ClusterSnapshot sink for the exporter: `HistorySink(path)(snapshot)`.
+
+    With sharded replicas pass `shard` so replicas of one cluster never overwrite each other.
+    """
+
+    def __init__(self, path: str, *, shard: Shard | None = None) -> None:
+        if not path:
+            raise ValueError("history path must not be empty")
+        self.path = path
+        self.shard = shard
+
+    def __call__(self, snapshot: ClusterSnapshot) -> None:
+        written = write_snapshot(self.path, snapshot, shard=self.shard)
+        if written:
+            log.debug("history cluster=%s rows=%d file=%s", snapshot.cluster,
+                      len(snapshot.partitions), written)
+
+    def __repr__(self) -> str:
+        return f"HistorySink({self.path!r})"
+
+
+def read_history(root: str) -> pa.Table:
+    """The whole table in HISTORY_SCHEMA (pyarrow; for tests and small tables; Spark for big)."""
+    fs, base, _ = _filesystem(root)
+    partitioning = ds.partitioning(
+        pa.schema([HISTORY_SCHEMA.field(c) for c in PARTITION_COLUMNS]), flavor="hive")
+    dataset = ds.dataset(base, filesystem=fs, format="parquet", partitioning=partitioning,
+                         schema=HISTORY_SCHEMA, ignore_prefixes=[".", "_"])
+    return dataset.to_table()
