@@ -28,13 +28,16 @@ from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.prometheus import FreshnessCollector
-from freshness_tracker.sinks.selfmetrics import SelfMetrics
+from freshness_tracker.sinks.selfmetrics import KafkaClientCollector, SelfMetrics
 
 __all__ = ["Exporter"]
 
 log = logging.getLogger(__name__)
 
 SnapshotSink = Callable[[ClusterSnapshot], None]
+
+#: librdkafka statistics (Fetch request counts) cadence: cheap at this interval.
+STATISTICS_INTERVAL_MS = 10_000
 
 
 class Exporter:
@@ -79,14 +82,20 @@ class Exporter:
         ]
         self.self_metrics = SelfMetrics(self.registry, [c.name for c in settings.clusters])
         self.registry.register(FreshnessCollector(self.holder, settings.granularity))
+        self.registry.register(KafkaClientCollector(self._pool_stats))
         ProcessCollector(registry=self.registry)
 
     # --- Kafka clients -----------------------------------------------------------------
 
     def _kafka_reader(self, kafka: ClusterKafkaSettings) -> KafkaRecordReader:
-        pool = ConsumerPool(kafka, self.settings.lookup)
+        pool = ConsumerPool(kafka, self.settings.lookup,
+                            statistics_interval_ms=STATISTICS_INTERVAL_MS)
         self._pools.append(pool)
         return KafkaRecordReader(kafka, self.settings.lookup, pool, self._executor)
+
+    def _pool_stats(self) -> list[tuple[str, int, int]]:
+        return [(p.cluster, p.fetch_requests(), p.stats()["consumers_live"])
+                for p in list(self._pools)]
 
     def _retention(self, kafka: ClusterKafkaSettings) -> RetentionSource:
         lookup = self.settings.lookup

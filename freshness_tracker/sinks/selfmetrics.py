@@ -7,14 +7,45 @@ at 0 instead of appearing on the first failure.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from freshness_tracker import __version__
 from freshness_tracker.domain.model import ClusterSnapshot
 
-__all__ = ["SelfMetrics"]
+__all__ = ["KafkaClientCollector", "SelfMetrics"]
+
+#: (cluster, fetch requests so far, live consumers) per consumer pool.
+PoolStats = Callable[[], list[tuple[str, int, int]]]
+
+
+class KafkaClientCollector(Collector):
+    """Kafka client figures read from the consumer pools at scrape time (cheap counters)."""
+
+    def __init__(self, pool_stats: PoolStats) -> None:
+        self._pool_stats = pool_stats
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        fetches = CounterMetricFamily(
+            "freshness_tracker_kafka_fetch_requests",
+            "Fetch requests sent by the lookup consumers (librdkafka statistics, updated every "
+            "10 s while consumers poll); divide its rate by kafka_reads to see batching.",
+            labels=["cluster"])
+        consumers = GaugeMetricFamily(
+            "freshness_tracker_kafka_consumers",
+            "Lookup consumers currently open per cluster (at most numConsumers).",
+            labels=["cluster"])
+        for cluster, fetch_requests, live in self._pool_stats():
+            fetches.add_metric([cluster], float(fetch_requests))
+            consumers.add_metric([cluster], float(live))
+        yield fetches
+        yield consumers
 
 
 class SelfMetrics:

@@ -114,3 +114,17 @@ def test_publish_replaces_one_cluster_only() -> None:
     holder.publish(ClusterSnapshot("c", 2, 3, 4, ClusterHealth("c", False, 3, 2, 1)))
     assert [c.cycle_id for c in holder.current.clusters] == [2, 1]
     assert holder.current.clusters[0].partitions == ()
+
+
+def test_kafka_client_collector_reads_pool_stats_at_scrape_time() -> None:
+    from freshness_tracker.sinks.selfmetrics import KafkaClientCollector
+
+    stats = [("c", 7, 2)]
+    registry = CollectorRegistry()
+    registry.register(KafkaClientCollector(lambda: stats))
+    assert registry.get_sample_value("freshness_tracker_kafka_fetch_requests_total",
+                                     {"cluster": "c"}) == 7
+    stats[0] = ("c", 9, 1)
+    assert registry.get_sample_value("freshness_tracker_kafka_fetch_requests_total",
+                                     {"cluster": "c"}) == 9
+    assert registry.get_sample_value("freshness_tracker_kafka_consumers", {"cluster": "c"}) == 1
