@@ -1,0 +1,349 @@
+"""The real command line as a subprocess (`python -m freshness_tracker`) against the real stack:
+`run` serves /metrics, /healthz, /readyz and / and stops on SIGTERM; `once` prints every format
+and exits 1 when a cluster fails; `check` says what is right and wrong; config errors exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from freshness_tracker.devstack import LocalStack
+from tests.integration.exporter_helpers import (
+    Commit,
+    Scrape,
+    Topic,
+    commit_all,
+    exporter_conf,
+    free_port,
+    now_ms,
+    poll,
+    seed_topic,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Seeded:
+    stack: LocalStack
+    topic: Topic
+    commit: Commit  # lagging: offset 2 of 5 records
+
+    @property
+    def group(self) -> str:
+        return self.commit.group
+
+    def labels(self) -> dict[str, str]:
+        return {"cluster": self.stack.cluster, "consumer": self.group,
+                "topic": self.topic.name, "partition": "0"}  # fmt: skip
+
+    @property
+    def commit_lag_ms(self) -> int:
+        return self.commit.time_ms - self.topic.ts(0, 1)
+
+    @property
+    def record_ts(self) -> int:
+        return self.topic.ts(0, 2)
+
+
+@pytest.fixture(scope="module")
+def seeded(stack: LocalStack) -> Seeded:
+    if not stack.managed:
+        pytest.skip("chosen commit times need the managed local stack")
+    tag = f"cli-{os.getpid()}-{now_ms() % 1_000_000}"
+    t = now_ms()
+    topic = seed_topic(stack, f"{tag}-t", {0: [t - 50_000 + 10_000 * i for i in range(5)]})
+    commit = Commit(f"{tag}-g", topic, 0, 2, t - 15_000)
+    commit_all(stack, [commit])
+    return Seeded(stack, topic, commit)
+
+
+def write_config(tmp_path: Path, seeded: Seeded, name: str = "ft.conf", **kw: object) -> Path:
+    path = tmp_path / name
+    path.write_text(exporter_conf(seeded.stack, seeded.group, **kw))  # type: ignore[arg-type]
+    return path
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "freshness_tracker", *args]
+
+
+def env() -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("FRESHNESS_TRACKER_", "BURROW_"))}  # fmt: skip
+    clean["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), clean.get("PYTHONPATH")]))
+    return clean
+
+
+def run_all(
+    commands: Sequence[list[str]], timeout_s: float = 90
+) -> list[subprocess.CompletedProcess[str]]:
+    """Run the commands concurrently (the machine is small; imports dominate)."""
+    procs = [subprocess.Popen(c, cwd=ROOT, env=env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for c in commands]  # fmt: skip
+    results = []
+    for cmd, proc in zip(commands, procs, strict=True):
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"{cmd} did not finish in {timeout_s} s; stderr:\n{err}")
+        results.append(subprocess.CompletedProcess(cmd, proc.returncode, out, err))
+    return results
+
+
+def http_get(url: str, timeout_s: float = 5) -> tuple[int, str, str]:
+    """(status, content type, body); status 0 when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return resp.status, resp.headers.get("Content-Type", ""), resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers.get("Content-Type", ""), err.read().decode()
+    except OSError:
+        return 0, "", ""
+
+
+def cycles(base: str, cluster: str) -> float | None:
+    scrape = Scrape.parse(http_get(f"{base}/metrics")[2])
+    return scrape.get("freshness_tracker_cycles_total", cluster=cluster)
+
+
+# --- run ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def running(
+    tmp_path: Path, seeded: Seeded
+) -> Iterator[tuple[subprocess.Popen[str], str, Path, int]]:
+    """`run` with frequency_sec = 1: (process, base URL, its stderr file, start time in ms)."""
+    port = free_port()
+    config = write_config(tmp_path, seeded, port=port, frequency_sec=1)
+    stderr = tmp_path / "stderr.log"
+    started = now_ms()
+    with stderr.open("w") as err_file:
+        proc = subprocess.Popen(cli("run", "--config", str(config)), cwd=ROOT, env=env(),
+                                stdout=subprocess.DEVNULL, stderr=err_file, text=True)
+    try:
+        yield proc, f"http://127.0.0.1:{port}", stderr, started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_run_serves_metrics_health_and_stops_on_sigterm(
+    running: tuple[subprocess.Popen[str], str, Path, int], seeded: Seeded
+) -> None:
+    proc, base, stderr, started = running
+
+    def ready() -> bool:
+        assert proc.poll() is None, f"exited {proc.returncode}:\n{stderr.read_text()}"
+        return http_get(f"{base}/readyz")[0] == 200
+
+    poll(ready, 90, "/readyz to answer 200", interval_s=0.2)
+    status, ctype, body = http_get(f"{base}/readyz")
+    assert (status, json.loads(body)) == (200, {"status": "ready", "waiting_for": []})
+
+    status, ctype, body = http_get(f"{base}/metrics")
+    scraped = now_ms()
+    assert status == 200 and ctype.startswith("text/plain")
+    scrape = Scrape.parse(body)
+    fresh = scrape.get("kafka_consumer_freshness_ms", **seeded.labels())
+    assert fresh is not None, body
+    # from a cycle that ran between the process start and the scrape
+    assert started - seeded.record_ts <= fresh <= scraped - seeded.record_ts
+    assert scrape.get("kafka_consumer_commit_lag_ms", **seeded.labels()) == seeded.commit_lag_ms
+    assert scrape.get("kafka_consumer_offset_lag", **seeded.labels()) == 3
+    assert scrape.get("freshness_tracker_cluster_up", cluster=seeded.stack.cluster) == 1.0
+    assert scrape.series("process_resident_memory_bytes")
+
+    status, ctype, body = http_get(f"{base}/healthz")
+    assert status == 200 and ctype == "application/json"
+    health = json.loads(body)
+    assert health["status"] == "ok"
+    assert health["clusters"][seeded.stack.cluster]["up"] is True
+
+    status, ctype, body = http_get(f"{base}/")
+    assert status == 200 and ctype.startswith("text/html")
+    assert "freshness-tracker" in body and 'href="/metrics"' in body
+    assert http_get(f"{base}/nope")[0] == 404
+
+    # It keeps cycling (frequency_sec = 1): freshness of the unmoved partition grows.
+    def later_cycle() -> float | None:
+        sc = Scrape.parse(http_get(f"{base}/metrics")[2])
+        cycles = sc.get("freshness_tracker_cycles_total", cluster=seeded.stack.cluster) or 0
+        value = sc.get("kafka_consumer_freshness_ms", **seeded.labels())
+        return value if cycles >= 2 and value is not None and value > fresh else None
+
+    poll(later_cycle, 30, "a second cycle with a larger freshness", interval_s=0.3)
+
+    proc.send_signal(signal.SIGTERM)
+    stopping = time.monotonic()
+    try:
+        code = proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running 5 s after SIGTERM:\n{stderr.read_text()}")
+    took = time.monotonic() - stopping
+    log = stderr.read_text()
+    assert code == 0, log
+    assert took < 5
+    assert "Traceback" not in log, log
+    assert "signal=SIGTERM" in log and "stopped" in log, log
+    assert http_get(f"{base}/healthz", timeout_s=1)[0] == 0  # the listener is closed
+
+
+# --- once --------------------------------------------------------------------------------
+
+
+def test_once_prints_every_format(tmp_path: Path, seeded: Seeded) -> None:
+    config = str(write_config(tmp_path, seeded))
+    started = now_ms()
+    prom, as_json, table = run_all([cli("once", "--config", config, "--format", f)
+                                    for f in ("prometheus", "json", "table")])  # fmt: skip
+    finished = now_ms()
+    for result in (prom, as_json, table):
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+
+    scrape = Scrape.parse(prom.stdout)
+    fresh = scrape.get("kafka_consumer_freshness_ms", **seeded.labels())
+    assert fresh is not None
+    assert started - seeded.record_ts <= fresh <= finished - seeded.record_ts
+    assert scrape.get("kafka_consumer_commit_lag_ms", **seeded.labels()) == seeded.commit_lag_ms
+    assert scrape.get("freshness_tracker_cluster_up", cluster=seeded.stack.cluster) == 1.0
+    assert scrape.get("freshness_tracker_kafka_reads_total", cluster=seeded.stack.cluster) == 2
+
+    body = json.loads(as_json.stdout)
+    (cluster,) = body["clusters"]
+    assert cluster["cluster"] == seeded.stack.cluster and cluster["health"]["up"] is True
+    (part,) = cluster["partitions"]
+    assert (part["consumer"], part["topic"], part["partition"]) == (
+        seeded.group, seeded.topic.name, 0)
+    assert part["status"] == "ok" and part["committed_offset"] == 2 and part["offset_lag"] == 3
+    assert part["record_timestamp_ms"] == seeded.record_ts
+    assert part["commit_lag_ms"] == seeded.commit_lag_ms
+    assert cluster["started_ms"] - seeded.record_ts <= part["freshness_ms"]
+    assert part["freshness_ms"] <= cluster["finished_ms"] - seeded.record_ts
+    assert [g["consumer"] for g in cluster["groups"]] == [seeded.group]
+
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:3] == ["CLUSTER", "CONSUMER", "TOPIC"]
+    (row,) = [line for line in lines if seeded.group in line]
+    cells = row.split()
+    assert cells[:6] == [seeded.stack.cluster, seeded.group, seeded.topic.name, "0", "2", "3"]
+    assert cells[-1] == "ok" and cells[-2] == "25.0s"  # commit lag: -15 s minus -40 s
+
+
+def test_once_exits_1_when_burrow_is_unreachable(tmp_path: Path, seeded: Seeded) -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    config = str(write_config(tmp_path, seeded, burrow_url=nowhere))
+    prom, table = run_all([cli("once", "--config", config, "--format", f)
+                           for f in ("prometheus", "table")])  # fmt: skip
+    for result in (prom, table):
+        assert result.returncode == 1, (result.stdout, result.stderr)
+        assert "Traceback" not in result.stderr
+    scrape = Scrape.parse(prom.stdout)
+    assert scrape.get("freshness_tracker_cluster_up", cluster=seeded.stack.cluster) == 0.0
+    assert scrape.series("kafka_consumer_freshness_ms") == {}
+    assert f"{seeded.stack.cluster}" in table.stdout and "CLUSTER DOWN" in table.stdout
+    assert "cannot reach Burrow" in table.stdout
+
+
+# --- check -------------------------------------------------------------------------------
+
+
+def test_check_passes_and_fails_for_an_unknown_cluster(tmp_path: Path, seeded: Seeded) -> None:
+    good = str(write_config(tmp_path, seeded))
+    bad = str(write_config(tmp_path, seeded, "unknown.conf", cluster="no-such-cluster"))
+    ok, failed = run_all([cli("check", "--config", good), cli("check", "--config", bad)])
+
+    assert ok.returncode == 0, (ok.stdout, ok.stderr)
+    lines = ok.stdout.splitlines()
+    assert lines[-1] == "all checks passed"
+    assert all(line.startswith("ok    ") for line in lines[:-1]), lines
+    assert any(f"burrow: {seeded.stack.burrow_url} is healthy" in line for line in lines)
+    assert any(line.startswith(f"ok    cluster {seeded.stack.cluster}: Kafka at ")
+               for line in lines), lines  # fmt: skip
+
+    assert failed.returncode == 1, (failed.stdout, failed.stderr)
+    assert "FAIL  cluster no-such-cluster: Burrow does not list it" in failed.stdout
+    assert "ok    burrow:" in failed.stdout  # what is right is said too
+    assert failed.stdout.splitlines()[-1] == "1 check(s) failed"
+
+
+# --- usage and configuration errors ------------------------------------------------------
+
+
+def test_usage_and_config_errors_exit_2(tmp_path: Path, seeded: Seeded) -> None:
+    negative = tmp_path / "negative.conf"
+    negative.write_text(write_config(tmp_path, seeded).read_text().replace(
+        "numConsumers = 2", "numConsumers = -1"))
+    bad_freq = tmp_path / "bad-frequency.conf"
+    bad_freq.write_text('burrow.url = "http://127.0.0.1:1"\nfrequency_sec = soon\n'
+                      'clusters = [{ name = "x" }]\n')
+    bare, neg_once, neg_run, freq = run_all([
+        cli(),
+        cli("once", "--config", str(negative)),
+        cli("run", "--config", str(negative)),
+        cli("check", "--config", str(bad_freq)),
+    ])
+
+    assert bare.returncode == 2 and "usage:" in bare.stderr
+    expected = ((neg_once, "clusters[0].numConsumers"), (neg_run, "clusters[0].numConsumers"),
+                (freq, "frequency_sec"))
+    for result, key in expected:
+        assert result.returncode == 2, (result.args, result.stdout, result.stderr)
+        assert result.stdout == ""
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith("config error: ") and key in lines[0], lines
+
+
+def test_sigterm_while_a_cycle_is_blocked_on_kafka(tmp_path: Path, seeded: Seeded) -> None:
+    """The broker is cut and reads wait up to lookup.timeout (20 s): SIGTERM must not wait."""
+    stack = seeded.stack
+    port = free_port()
+    config = write_config(tmp_path, seeded, port=port, frequency_sec=0.5,
+                          extra="lookup { cacheSize = 0, timeout = 20s }")
+    stderr = tmp_path / "stderr.log"
+    with stderr.open("w") as err_file:
+        proc = subprocess.Popen(cli("run", "--config", str(config)), cwd=ROOT, env=env(),
+                                stdout=subprocess.DEVNULL, stderr=err_file, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        poll(lambda: http_get(f"{base}/readyz")[0] == 200, 90, "/readyz", interval_s=0.2)
+        stack.stop_broker()
+        try:
+            time.sleep(1.0)  # the next cycle (0.5 s after the last) is now stuck reading
+            stuck = cycles(base, stack.cluster)
+            time.sleep(1.0)
+            assert cycles(base, stack.cluster) == stuck  # no cycle ended in 2 periods
+            proc.send_signal(signal.SIGTERM)
+            try:
+                code = proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"still running 5 s after SIGTERM:\n{stderr.read_text()}")
+        finally:
+            stack.start_broker()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+    log = stderr.read_text()
+    assert code == 0, log
+    assert "Traceback" not in log, log
+    assert "stopped" in log, log
