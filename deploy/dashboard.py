@@ -1,0 +1,346 @@
+"""The Grafana dashboard, as code: `build()` returns the dashboard JSON model.
+
+Written out by deploy/generate.py into the chart (files/) and examples/grafana/dashboards/.
+Every query filters on the template variables $job, $cluster, $consumer (and $topic where the
+metric has a topic); tests run every query against a real Prometheus scraping a real exporter.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+GROUP = 'job=~"$job", cluster=~"$cluster", consumer=~"$consumer"'
+TOPIC = GROUP + ', topic=~"$topic"'
+CLUSTER = 'job=~"$job", cluster=~"$cluster"'
+
+# Burrow's own status indexes (the exporter exports them as is).
+GROUP_STATUS = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
+                3: ("ERR", "red")}
+PARTITION_STATUS = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
+                    3: ("ERR", "red"), 4: ("STOP", "red"), 5: ("STALL", "orange"),
+                    6: ("REWIND", "purple")}
+
+_ids = itertools.count(1)
+
+
+def target(expr: str, legend: str = "", ref: str = "A", *, instant: bool = False,
+           table: bool = False) -> dict[str, Any]:
+    t: dict[str, Any] = {"datasource": DS, "expr": expr, "legendFormat": legend or "__auto",
+                         "refId": ref, "range": not instant, "instant": instant}
+    if table:
+        t["format"] = "table"
+    return t
+
+
+def mappings(states: dict[int, tuple[str, str]]) -> list[dict[str, Any]]:
+    return [{"type": "value", "options": {
+        str(value): {"text": text, "color": color, "index": i}
+        for i, (value, (text, color)) in enumerate(states.items())}}]
+
+
+def panel(kind: str, title: str, targets: list[dict[str, Any]], *, unit: str, w: int, h: int,
+          x: int, y: int, description: str = "", thresholds: list[tuple[float | None, str]]
+          | None = None, overrides: list[dict[str, Any]] | None = None,
+          value_mappings: list[dict[str, Any]] | None = None,
+          options: dict[str, Any] | None = None, custom: dict[str, Any] | None = None,
+          transformations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    steps = [{"color": color, "value": value}
+             for value, color in (thresholds or [(None, "green")])]
+    defaults: dict[str, Any] = {"unit": unit, "thresholds": {"mode": "absolute", "steps": steps},
+                                "mappings": value_mappings or []}
+    if kind == "timeseries":
+        defaults["custom"] = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 0,
+                              "showPoints": "never", "spanNulls": False,
+                              "thresholdsStyle": {"mode": "line" if thresholds else "off"},
+                              **(custom or {})}
+        defaults["color"] = {"mode": "palette-classic"}
+    elif custom:
+        defaults["custom"] = custom
+    p: dict[str, Any] = {
+        "id": next(_ids), "type": kind, "title": title, "description": description,
+        "datasource": DS, "gridPos": {"x": x, "y": y, "w": w, "h": h},
+        "targets": targets,
+        "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
+        "options": options or {},
+    }
+    if kind == "timeseries" and not options:
+        p["options"] = {"legend": {"displayMode": "table", "placement": "right",
+                                   "calcs": ["lastNotNull", "max"], "showLegend": True},
+                        "tooltip": {"mode": "multi", "sort": "desc"}}
+    if transformations:
+        p["transformations"] = transformations
+    return p
+
+
+def row(title: str, y: int) -> dict[str, Any]:
+    return {"id": next(_ids), "type": "row", "title": title, "collapsed": False,
+            "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}, "panels": []}
+
+
+def stat(title: str, expr: str, unit: str, x: int, y: int, description: str,
+         thresholds: list[tuple[float | None, str]] | None = None,
+         value_mappings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return panel("stat", title, [target(expr, instant=True)], unit=unit, w=4, h=4, x=x, y=y,
+                 description=description, thresholds=thresholds, value_mappings=value_mappings,
+                 options={"reduceOptions": {"calcs": ["lastNotNull"], "fields": "",
+                                            "values": False},
+                          "colorMode": "background", "graphMode": "none",
+                          "textMode": "value"})
+
+
+def variable(name: str, label: str, query: str) -> dict[str, Any]:
+    return {"name": name, "label": label, "type": "query", "datasource": DS,
+            "query": {"query": query, "refId": f"{name}-query"}, "definition": query,
+            "refresh": 2, "multi": True, "includeAll": True, "allValue": ".*",
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
+            "sort": 1, "hide": 0, "options": []}
+
+
+def _panels() -> list[dict[str, Any]]:
+    ps: list[dict[str, Any]] = []
+    y = 0
+    ps.append(row("Overview", y))
+    y += 1
+    ps += [
+        stat("Worst group freshness",
+             f"max(kafka_consumer_group_max_freshness_ms{{{GROUP}}})", "dtdurationms", 0, y,
+             "Age of the oldest uncommitted record over the selected groups.",
+             [(None, "green"), (60_000, "yellow"), (300_000, "red")]),
+        stat("Groups measured", f"sum(freshness_tracker_cluster_groups{{{CLUSTER}}})",
+             "short", 4, y, "Consumer groups measured in the last cycle (all shards)."),
+        stat("Partitions with data loss",
+             f"sum(kafka_consumer_group_data_loss_partitions{{{GROUP}}})", "short", 8, y,
+             "Partitions whose unread records were deleted by retention.",
+             [(None, "green"), (1, "red")]),
+        stat("Unmeasured partitions",
+             f"sum(kafka_consumer_group_unmeasured_partitions{{{GROUP}}})", "short", 12, y,
+             "Partitions without a freshness value this cycle (read failed or no commit).",
+             [(None, "green"), (1, "yellow")]),
+        stat("Clusters down",
+             f"count(freshness_tracker_cluster_up{{{CLUSTER}}} == 0) or vector(0)", "short",
+             16, y, "Clusters whose last cycle failed (Burrow or every Kafka read).",
+             [(None, "green"), (1, "red")]),
+        stat("Exporter targets up", 'sum(up{job=~"$job"})', "short", 20, y,
+             "Scrape targets of the tracker that answer (one per replica).",
+             [(None, "red"), (1, "green")]),
+    ]
+    y += 4
+    ps.append(row("Freshness", y))
+    y += 1
+    objective = [(None, "green"), (300_000, "red")]
+    ps += [
+        panel("timeseries", "Freshness per group (worst partition)", [target(
+            f"max by (cluster, consumer) (kafka_consumer_group_max_freshness_ms{{{GROUP}}})",
+            "{{cluster}} / {{consumer}}")], unit="ms", w=12, h=9, x=0, y=y,
+            thresholds=objective,
+            description="now − timestamp of the oldest uncommitted record, worst partition of "
+                        "each group; 0 when caught up. The red line is the 5 min objective."),
+        panel("timeseries", "Freshness per topic", [target(
+            "max by (cluster, consumer, topic) "
+            f"(kafka_consumer_topic_max_freshness_ms{{{TOPIC}}})",
+            "{{consumer}} / {{topic}}")], unit="ms", w=12, h=9, x=12, y=y,
+            thresholds=objective, description="Worst partition per group and topic."),
+    ]
+    y += 9
+    ps += [
+        panel("timeseries", "Freshness per partition", [target(
+            f"kafka_consumer_freshness_ms{{{TOPIC}}}",
+            "{{consumer}} / {{topic}} [{{partition}}]")], unit="ms", w=12, h=9, x=0, y=y,
+            thresholds=objective,
+            description="A lower bound where kafka_consumer_data_loss is 1."),
+        panel("table", "Worst partitions now", [target(
+            f"topk(20, kafka_consumer_freshness_ms{{{TOPIC}}})",
+            "{{cluster}} {{consumer}} {{topic}} {{partition}}", instant=True, table=True)],
+            unit="dtdurationms", w=12, h=9, x=12, y=y,
+            description="The 20 partitions with the oldest uncommitted record.",
+            options={"showHeader": True, "sortBy": [{"displayName": "Value", "desc": True}]},
+            transformations=[{"id": "organize", "options": {
+                "excludeByName": {"Time": True, "__name__": True, "job": True,
+                                  "instance": True},
+                "indexByName": {"cluster": 0, "consumer": 1, "topic": 2, "partition": 3,
+                                "Value": 4},
+                "renameByName": {"Value": "freshness"}}}]),
+    ]
+    y += 9
+    ps.append(row("Lag: time and offsets", y))
+    y += 1
+    ps += [
+        panel("timeseries", "Freshness beside offset lag", [
+            target(f"max by (cluster, consumer) (kafka_consumer_group_max_freshness_ms{{{GROUP}}})",
+                   "freshness {{consumer}}", "A"),
+            target(f"sum by (cluster, consumer) (kafka_consumer_group_offset_lag{{{GROUP}}})",
+                   "offset lag {{consumer}}", "B")],
+            unit="ms", w=12, h=9, x=0, y=y,
+            description="Time (left axis) and records (right axis, dashed) behind, per group: "
+                        "a large offset lag can be fresh, a small one can be stale.",
+            overrides=[{"matcher": {"id": "byFrameRefID", "options": "B"}, "properties": [
+                {"id": "unit", "value": "short"},
+                {"id": "custom.axisPlacement", "value": "right"},
+                {"id": "custom.axisLabel", "value": "records"},
+                {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}]}],
+            custom={"axisLabel": "time behind"}),
+        panel("timeseries", "Commit lag per partition", [target(
+            f"kafka_consumer_commit_lag_ms{{{TOPIC}}}",
+            "{{consumer}} / {{topic}} [{{partition}}]")], unit="ms", w=12, h=9, x=12, y=y,
+            description="Commit time − timestamp of the last committed record: how long a "
+                        "record waited before the group committed it."),
+    ]
+    y += 9
+    ps += [
+        panel("timeseries", "Offset lag per topic", [target(
+            f"sum by (cluster, consumer, topic) (kafka_consumer_topic_offset_lag{{{TOPIC}}})",
+            "{{consumer}} / {{topic}}")], unit="short", w=12, h=8, x=0, y=y,
+            description="Records between the committed offset and the log end (Burrow)."),
+        panel("timeseries", "Offset lag per partition", [target(
+            f"kafka_consumer_offset_lag{{{TOPIC}}}",
+            "{{consumer}} / {{topic}} [{{partition}}]")], unit="short", w=12, h=8, x=12, y=y,
+            description="Burrow's current_lag per partition."),
+    ]
+    y += 8
+    ps.append(row("Data loss and retention", y))
+    y += 1
+    ps += [
+        panel("timeseries", "Retention headroom (worst partition per topic)", [target(
+            "min by (cluster, consumer, topic) "
+            f"(kafka_consumer_retention_headroom_ms{{{TOPIC}}})",
+            "{{consumer}} / {{topic}}")], unit="ms", w=8, h=8, x=0, y=y,
+            thresholds=[(None, "red"), (3_600_000, "green")],
+            description="retention.ms − freshness: time left before unconsumed records are "
+                        "deleted. Alert on it before data loss."),
+        panel("timeseries", "Partitions with data loss", [target(
+            "sum by (cluster, consumer) "
+            f"(kafka_consumer_group_data_loss_partitions{{{GROUP}}})",
+            "{{cluster}} / {{consumer}}")], unit="short", w=8, h=8, x=8, y=y,
+            thresholds=[(None, "green"), (1, "red")],
+            description="Committed offset below the log start: records were deleted unread."),
+        panel("timeseries", "Lost records", [target(
+            f"sum by (cluster, consumer, topic) (kafka_consumer_lost_records{{{TOPIC}}})",
+            "{{consumer}} / {{topic}}")], unit="short", w=8, h=8, x=16, y=y,
+            description="Log start − committed offset, summed over partitions."),
+    ]
+    y += 8
+    ps.append(row("Burrow", y))
+    y += 1
+    ps += [
+        panel("state-timeline", "Burrow group status", [target(
+            f"max by (cluster, consumer) (kafka_consumer_group_burrow_status{{{GROUP}}})",
+            "{{cluster}} / {{consumer}}")], unit="none", w=12, h=8, x=0, y=y,
+            value_mappings=mappings(GROUP_STATUS),
+            description="Burrow's evaluation of the group (its sliding window rules).",
+            options={"showValue": "auto", "mergeValues": True, "rowHeight": 0.8,
+                     "legend": {"showLegend": False}}),
+        panel("table", "Burrow partition status", [target(
+            f"kafka_consumer_partition_burrow_status{{{TOPIC}}}",
+            "{{consumer}} {{topic}} {{partition}}", instant=True, table=True)],
+            unit="none", w=12, h=8, x=12, y=y, value_mappings=mappings(PARTITION_STATUS),
+            description="Burrow's status per partition (STOP, STALL, REWIND name the problem).",
+            custom={"cellOptions": {"type": "color-background"}},
+            transformations=[{"id": "organize", "options": {
+                "excludeByName": {"Time": True, "__name__": True, "job": True,
+                                  "instance": True},
+                "indexByName": {"cluster": 0, "consumer": 1, "topic": 2, "partition": 3,
+                                "Value": 4},
+                "renameByName": {"Value": "status"}}}]),
+    ]
+    y += 8
+    ps.append(row("Exporter health", y))
+    y += 1
+    ps += [
+        panel("state-timeline", "Cluster up", [target(
+            f"min by (cluster) (freshness_tracker_cluster_up{{{CLUSTER}}})", "{{cluster}}")],
+            unit="none", w=8, h=7, x=0, y=y,
+            value_mappings=mappings({0: ("DOWN", "red"), 1: ("UP", "green")}),
+            description="1 when the cluster's last cycle succeeded.",
+            options={"showValue": "auto", "mergeValues": True, "legend": {"showLegend": False}}),
+        panel("timeseries", "Cycle duration", [target(
+            f"max by (cluster) (freshness_tracker_cluster_cycle_duration_seconds{{{CLUSTER}}})",
+            "{{cluster}}")], unit="s", w=8, h=7, x=8, y=y,
+            description="How long each cluster's last cycle took (all replicas: the slowest)."),
+        panel("timeseries", "Last successful cycle age", [target(
+            "time() - max by (cluster) "
+            f"(freshness_tracker_cluster_last_success_timestamp_seconds{{{CLUSTER}}})",
+            "{{cluster}}")], unit="s", w=8, h=7, x=16, y=y,
+            thresholds=[(None, "green"), (600, "red")],
+            description="Seconds since the cluster's last successful cycle ended; grows while "
+                        "it fails."),
+    ]
+    y += 7
+    rate = "[$__rate_interval]"
+    ps += [
+        panel("timeseries", "Errors", [
+            target(f"sum by (cluster) (rate(freshness_tracker_cycle_failures_total{{{CLUSTER}}}"
+                   f"{rate}))", "cycle failures {{cluster}}", "A"),
+            target(f"sum by (cluster) (rate(freshness_tracker_burrow_errors_total{{{CLUSTER}}}"
+                   f"{rate}))", "Burrow errors {{cluster}}", "B"),
+            target("sum by (cluster) "
+                   f"(rate(freshness_tracker_kafka_read_failures_total{{{CLUSTER}}}{rate}))",
+                   "Kafka read failures {{cluster}}", "C")],
+            unit="ops", w=8, h=7, x=0, y=y,
+            description="Failed cycles, Burrow requests that failed after retries, failed "
+                        "Kafka reads (per second)."),
+        panel("timeseries", "Kafka reads and cache hits", [
+            target(f"sum by (cluster) (rate(freshness_tracker_kafka_reads_total{{{CLUSTER}}}"
+                   f"{rate}))", "reads {{cluster}}", "A"),
+            target(f"sum by (cluster) (rate(freshness_tracker_cache_hits_total{{{CLUSTER}}}"
+                   f"{rate}))", "cache hits {{cluster}}", "B")],
+            unit="ops", w=8, h=7, x=8, y=y,
+            description="Record reads sent to Kafka and timestamps answered from the cache."),
+        panel("timeseries", "Kafka read phase (p95)", [target(
+            "histogram_quantile(0.95, sum by (cluster, le) "
+            f"(rate(freshness_tracker_kafka_read_duration_seconds_bucket{{{CLUSTER}}}{rate})))",
+            "{{cluster}}")], unit="s", w=8, h=7, x=16, y=y,
+            description="95th percentile of the time a cycle spent reading Kafka."),
+    ]
+    y += 7
+    ps += [
+        panel("timeseries", "Partitions by outcome", [target(
+            f"sum by (cluster, status) (freshness_tracker_cluster_partitions{{{CLUSTER}}})",
+            "{{cluster}} {{status}}")], unit="short", w=12, h=7, x=0, y=y,
+            custom={"stacking": {"mode": "normal", "group": "A"}, "fillOpacity": 30},
+            description="ok, caught_up, gap, data_loss, no_commit, lookup_failed."),
+        panel("timeseries", "Exporter targets", [target(
+            'up{job=~"$job"}', "{{instance}}")], unit="none", w=12, h=7, x=12, y=y,
+            description="1 when Prometheus scrapes the replica."),
+    ]
+    return ps
+
+
+def build() -> dict[str, Any]:
+    global _ids
+    _ids = itertools.count(1)
+    return {
+        "title": "Kafka consumer freshness",
+        "uid": "freshness-tracker",
+        "description": "freshness-tracker: how far behind, in time, every Kafka consumer "
+                       "group is (exact, from record timestamps), with offset lag, data loss, "
+                       "retention headroom, Burrow status and the exporter's health.",
+        "tags": ["kafka", "consumer-lag", "freshness", "burrow"],
+        "editable": True,
+        "graphTooltip": 1,
+        "schemaVersion": 39,
+        "version": 1,
+        "refresh": "30s",
+        "time": {"from": "now-6h", "to": "now"},
+        "timezone": "",
+        "links": [],
+        "annotations": {"list": [{
+            "builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"},
+            "enable": True, "hide": True, "iconColor": "rgba(0, 211, 255, 1)",
+            "name": "Annotations & Alerts", "type": "dashboard"}]},
+        "templating": {"list": [
+            {"name": "datasource", "label": "Data source", "type": "datasource",
+             "query": "prometheus", "current": {}, "hide": 0, "refresh": 1, "options": []},
+            variable("job", "Job", "label_values(freshness_tracker_build_info, job)"),
+            variable("cluster", "Cluster",
+                     'label_values(freshness_tracker_cluster_up{job=~"$job"}, cluster)'),
+            variable("consumer", "Consumer group",
+                     'label_values(kafka_consumer_group_burrow_status{job=~"$job", '
+                     'cluster=~"$cluster"}, consumer)'),
+            variable("topic", "Topic",
+                     'label_values(kafka_consumer_topic_offset_lag{job=~"$job", '
+                     'cluster=~"$cluster", consumer=~"$consumer"}, topic)'),
+        ]},
+        "panels": _panels(),
+    }

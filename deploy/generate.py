@@ -1,0 +1,98 @@
+"""Write the generated deployment artifacts; `--check` fails if any is stale (tests run it).
+
+    python3 deploy/generate.py          # rewrite them
+    python3 deploy/generate.py --check  # exit 1 and name the stale files
+
+Sources -> outputs:
+  deploy/schema.py     -> helm/freshness-tracker/values.schema.json
+  deploy/dashboard.py  -> helm/freshness-tracker/files/freshness-tracker-dashboard.json
+                          examples/grafana/dashboards/freshness-tracker.json
+  the chart's templates/prometheusrule.yaml with default values
+                       -> examples/prometheus/freshness-tracker.rules.yml
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from deploy import dashboard, schema  # noqa: E402
+
+CHART = ROOT / "helm" / "freshness-tracker"
+RULES_HEADER = (
+    "# Prometheus rules for freshness-tracker: recording rules for group and topic aggregates\n"
+    "# and alerts. GENERATED from helm/freshness-tracker/templates/prometheusrule.yaml with the\n"
+    "# chart's default values (release name freshness-tracker, so job=\"freshness-tracker\") by\n"
+    "# deploy/generate.py: change the template or the values, not this file.\n"
+    "# Checked by `promtool check rules` and tested by deploy/prometheus/*.test.yml.\n"
+)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def rules_text() -> str:
+    import helm_python as helm
+
+    chart = helm.Chart.load(str(CHART))
+    rendered = chart.render({"prometheusRule": {"enabled": True}}, name="freshness-tracker",
+                            namespace="monitoring")
+    doc = yaml.safe_load(rendered["freshness-tracker/templates/prometheusrule.yaml"])
+    spec: dict[str, Any] = doc["spec"]
+    return RULES_HEADER + yaml.dump(spec, Dumper=_Dumper, sort_keys=False, width=100)
+
+
+def _board() -> str:
+    return json.dumps(dashboard.build(), indent=2) + "\n"
+
+
+#: In order: the schema first, since rendering the chart validates against it.
+OUTPUTS: list[tuple[Path, Callable[[], str]]] = [
+    (CHART / "values.schema.json", schema.render),
+    (CHART / "files" / "freshness-tracker-dashboard.json", _board),
+    (ROOT / "examples" / "grafana" / "dashboards" / "freshness-tracker.json", _board),
+    (ROOT / "examples" / "prometheus" / "freshness-tracker.rules.yml", rules_text),
+]
+
+
+def outputs() -> dict[Path, str]:
+    return {path: make() for path, make in OUTPUTS}
+
+
+def stale() -> list[Path]:
+    return [path for path, text in outputs().items()
+            if not path.is_file() or path.read_text() != text]
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--check"]:
+        bad = stale()
+        for path in bad:
+            print(f"stale: {path.relative_to(ROOT)} (run python3 deploy/generate.py)")  # noqa: T201
+        return 1 if bad else 0
+    for path, make in OUTPUTS:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(make())
+        print(f"wrote {path.relative_to(ROOT)}")  # noqa: T201
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
