@@ -209,7 +209,7 @@ def _panels() -> list[dict[str, Any]]:
             thresholds=[(None, "red"), (3_600_000, "green")],
             description="retention.ms − freshness: time left before unconsumed records are "
                         "deleted. Alert on it before data loss."),
-        panel("timeseries", "Partitions with data loss", [target(
+        panel("timeseries", "Data loss per group (partitions)", [target(
             "sum by (cluster, consumer) "
             f"(kafka_consumer_group_data_loss_partitions{{{GROUP}}})",
             "{{cluster}} / {{consumer}}")], unit="short", w=8, h=8, x=8, y=y,

@@ -1,0 +1,134 @@
+"""The Grafana dashboard's structure: variables, the panels the issue asks for, units, every
+query filtered by the template variables, one data source variable, a sane grid. (Every query
+is also run against a real Prometheus in tests/integration/test_prometheus_queries.py.)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from deploy import dashboard
+from tests.deploy.promql import _panels, dashboard_queries, selectors
+from tests.deploy.tools import DASHBOARD_FILES
+
+TIME_UNITS = {"ms", "dtdurationms"}
+SECOND_UNITS = {"s", "dtdurations"}
+
+
+@pytest.fixture(scope="module")
+def board() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DASHBOARD_FILES[0].read_text())
+    return data
+
+
+def _panel(board: dict[str, Any], title: str) -> dict[str, Any]:
+    return next(p for p in _panels(board) if p["title"] == title)
+
+
+def test_chart_and_example_copies_are_the_generated_dashboard(board: dict[str, Any]) -> None:
+    for path in DASHBOARD_FILES:
+        assert json.loads(path.read_text()) == dashboard.build() == board, path
+
+
+def test_variables(board: dict[str, Any]) -> None:
+    variables = {v["name"]: v for v in board["templating"]["list"]}
+    assert {"datasource", "job", "cluster", "consumer", "topic"} <= set(variables)
+    assert variables["datasource"]["type"] == "datasource"
+    assert variables["datasource"]["query"] == "prometheus"
+    for name in ("cluster", "consumer", "topic"):
+        v = variables[name]
+        assert v["multi"] and v["includeAll"] and v["allValue"] == ".*"
+        assert v["query"]["query"].startswith("label_values(")
+        assert v["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+    # each variable is narrowed by the ones before it
+    assert '$cluster' in variables["consumer"]["query"]["query"]
+    assert '$consumer' in variables["topic"]["query"]["query"]
+
+
+def test_the_panels_the_issue_asks_for(board: dict[str, Any]) -> None:
+    exprs = {p["title"]: " ".join(t["expr"] for t in p.get("targets", []))
+             for p in _panels(board)}
+    def has(title: str, *metrics: str) -> None:
+        assert title in exprs, f"no panel {title!r}"
+        for metric in metrics:
+            assert metric in exprs[title], (title, metric)
+    has("Freshness per group (worst partition)", "max by (cluster, consumer)",
+        "kafka_consumer_group_max_freshness_ms")
+    has("Freshness per partition", "kafka_consumer_freshness_ms")
+    has("Commit lag per partition", "kafka_consumer_commit_lag_ms")
+    has("Freshness beside offset lag", "kafka_consumer_group_max_freshness_ms",
+        "kafka_consumer_group_offset_lag")
+    has("Data loss per group (partitions)", "kafka_consumer_group_data_loss_partitions")
+    has("Lost records", "kafka_consumer_lost_records")
+    has("Retention headroom (worst partition per topic)", "kafka_consumer_retention_headroom_ms")
+    has("Burrow group status", "kafka_consumer_group_burrow_status")
+    has("Burrow partition status", "kafka_consumer_partition_burrow_status")
+    has("Cycle duration", "freshness_tracker_cluster_cycle_duration_seconds")
+    has("Errors", "freshness_tracker_cycle_failures_total", "freshness_tracker_burrow_errors_total",
+        "freshness_tracker_kafka_read_failures_total")
+    has("Last successful cycle age", "time() -",
+        "freshness_tracker_cluster_last_success_timestamp_seconds")
+
+
+def test_units_turn_milliseconds_into_durations(board: dict[str, Any]) -> None:
+    for panel in _panels(board):
+        if panel["type"] == "row":
+            continue
+        unit = panel["fieldConfig"]["defaults"]["unit"]
+        overridden = {o["matcher"]["options"]: {p["id"]: p["value"] for p in o["properties"]}
+                      for o in panel["fieldConfig"]["overrides"]}
+        for target in panel["targets"]:
+            target_unit = overridden.get(target["refId"], {}).get("unit", unit)
+            names = [name for name, _ in selectors(target["expr"])]
+            if any(n.endswith("_ms") for n in names):
+                assert target_unit in TIME_UNITS, (panel["title"], target["refId"])
+            elif any(n.endswith(("_seconds", "_seconds_bucket")) for n in names) \
+                    and "rate(" not in target["expr"].replace("histogram_quantile", ""):
+                assert target_unit in SECOND_UNITS, (panel["title"], target["refId"])
+            elif "histogram_quantile" in target["expr"]:
+                assert target_unit in SECOND_UNITS, panel["title"]
+            elif "rate(" in target["expr"]:
+                assert target_unit == "ops", panel["title"]
+            else:
+                assert target_unit not in TIME_UNITS | SECOND_UNITS, panel["title"]
+    beside = _panel(board, "Freshness beside offset lag")
+    lag = beside["fieldConfig"]["overrides"][0]
+    assert {p["id"]: p["value"] for p in lag["properties"]}["custom.axisPlacement"] == "right"
+
+
+def test_every_query_is_filtered_by_the_variables(board: dict[str, Any]) -> None:
+    for query in dashboard_queries(board):
+        for name, labels in selectors(query.expr):
+            assert labels.get("job") == '=~"$job"' or name == "freshness_tracker_build_info", \
+                (query.source, name)
+            if name.startswith(("kafka_consumer_", "freshness_tracker_")) and \
+                    name != "freshness_tracker_build_info" and query.source != "variable $cluster":
+                assert labels.get("cluster") == '=~"$cluster"', (query.source, name)
+            if name.startswith("kafka_consumer_") and query.source not in (
+                    "variable $cluster", "variable $consumer"):
+                assert labels.get("consumer") == '=~"$consumer"', (query.source, name)
+            if name.startswith("kafka_consumer_") and not name.startswith(
+                    "kafka_consumer_group_") and query.source != "variable $topic":
+                assert labels.get("topic") == '=~"$topic"', (query.source, name)
+
+
+def test_panels_use_the_datasource_variable_and_fit_the_grid(board: dict[str, Any]) -> None:
+    ids = [p["id"] for p in _panels(board)]
+    assert len(ids) == len(set(ids))
+    titles = [p["title"] for p in _panels(board)]
+    assert len(titles) == len(set(titles))
+    cells: set[tuple[int, int]] = set()
+    for panel in _panels(board):
+        g = panel["gridPos"]
+        assert g["x"] + g["w"] <= 24, panel["title"]
+        for x in range(g["x"], g["x"] + g["w"]):
+            for y in range(g["y"], g["y"] + g["h"]):
+                assert (x, y) not in cells, f"{panel['title']} overlaps another panel"
+                cells.add((x, y))
+        if panel["type"] != "row":
+            assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+            assert all(t["datasource"] == panel["datasource"] for t in panel["targets"])
+            assert panel["description"], panel["title"]
+    assert board["uid"] == "freshness-tracker" and board["schemaVersion"] >= 36

@@ -1,0 +1,87 @@
+"""The Prometheus rules: generated artifacts in sync, `promtool check rules`, `promtool test rules`
+with series that fire and series that do not for every alert, and recording-rule naming."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from typing import Any
+
+import pytest
+import yaml
+
+from deploy import generate
+from tests.deploy.tools import RULES_FILE, RULES_TEST_FILE, require_tool
+
+
+@pytest.fixture(scope="module")
+def rules() -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(RULES_FILE.read_text())
+    return data
+
+
+def test_generated_files_are_in_sync() -> None:
+    stale = [str(p.relative_to(generate.ROOT)) for p in generate.stale()]
+    assert not stale, f"run python3 deploy/generate.py: {stale}"
+
+
+def test_promtool_check_rules() -> None:
+    promtool = require_tool("promtool")
+    result = subprocess.run([promtool, "check", "rules", str(RULES_FILE)], capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_promtool_unit_tests_pass() -> None:
+    promtool = require_tool("promtool")
+    result = subprocess.run([promtool, "test", "rules", str(RULES_TEST_FILE)],
+                            capture_output=True, text=True, timeout=120, check=False,
+                            cwd=RULES_TEST_FILE.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+def test_every_alert_has_a_firing_and_a_quiet_case(rules: dict[str, Any]) -> None:
+    alerts = {r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r}
+    tests = yaml.safe_load(RULES_TEST_FILE.read_text())
+    assert tests["rule_files"] == ["../../examples/prometheus/freshness-tracker.rules.yml"]
+    fires: set[str] = set()
+    quiet: set[str] = set()
+    for case in tests["tests"]:
+        for check in case.get("alert_rule_test", []):
+            (fires if check["exp_alerts"] else quiet).add(check["alertname"])
+    assert alerts - fires == set(), "alerts never shown firing"
+    assert alerts - quiet == set(), "alerts never shown staying quiet"
+    # every recording rule an alert depends on is evaluated in a unit test too
+    exprs = " ".join(c.get("expr", "") for case in tests["tests"]
+                     for c in case.get("promql_expr_test", []))
+    assert "cluster_consumer:kafka_consumer_freshness_ms:max" in exprs
+
+
+def test_the_issue_asks_for_these_alerts(rules: dict[str, Any]) -> None:
+    by_name = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
+    assert "kafka_consumer_freshness_ms" in by_name["KafkaConsumerFreshnessObjectiveMissed"][
+        "expr"] and by_name["KafkaConsumerFreshnessObjectiveMissed"]["for"] == "10m"
+    assert "data_loss" in by_name["KafkaConsumerDataLoss"]["expr"]
+    assert "retention_headroom" in by_name["KafkaConsumerRetentionHeadroomLow"]["expr"]
+    assert "last_success" in by_name["FreshnessTrackerClusterNoSuccessfulCycle"]["expr"]
+    assert re.search(r"^up\{.*\} == 0$", by_name["FreshnessTrackerExporterDown"]["expr"])
+    assert by_name["FreshnessTrackerExporterAbsent"]["expr"].startswith("absent(up{")
+    assert "burrow_errors_total" in by_name["FreshnessTrackerBurrowUnreachable"]["expr"]
+    for rule in by_name.values():
+        assert rule["labels"]["severity"] in ("warning", "critical")
+        assert rule["annotations"]["summary"] and rule["annotations"]["description"]
+
+
+def test_recording_rules_are_named_after_their_aggregation(rules: dict[str, Any]) -> None:
+    records = [r for g in rules["groups"] for r in g["rules"] if "record" in r]
+    assert records
+    for rule in records:
+        level, metric, operation = rule["record"].split(":")
+        match = re.match(r"^(\w+) by \(([^)]*)\) \((\w+)", rule["expr"])
+        assert match, rule
+        op, labels, source = match.groups()
+        assert op == operation, rule
+        assert [x.strip() for x in labels.split(",")] == level.split("_"), rule
+        assert source.startswith(metric.rsplit("_ms", 1)[0].split("_")[0]), rule
