@@ -2,16 +2,22 @@
 the integration stack; then EVERY PromQL expression of the Grafana dashboard and of the rules,
 found programmatically, runs through Prometheus's HTTP API and must return data with the labels
 its legend, table or alert annotations use. The rules are also loaded into that Prometheus:
-every rule evaluates cleanly, and with tight thresholds only the lagging group alerts."""
+every rule evaluates cleanly, and with tight thresholds only the lagging group alerts. And the
+chart's sidecar mode for real: its rendered burrow.toml runs Debian's Burrow 1.2.1."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +25,7 @@ import yaml
 
 from freshness_tracker.config import load_settings
 from freshness_tracker.devstack import LocalStack
-from tests.deploy.chart import hocon, render, rule_spec
+from tests.deploy.chart import config_data, container, hocon, render, rule_spec
 from tests.deploy.live import JOB, Prometheus, running_exporter
 from tests.deploy.promql import Query, dashboard_queries, rule_queries, substitute
 from tests.deploy.tools import DASHBOARD_FILES, RULES_FILE, free_port
@@ -193,3 +199,70 @@ def test_loaded_rules_evaluate_and_only_the_lagging_group_alerts(live: Live) -> 
                    "KafkaConsumerFreshnessObjectiveMissed")["annotations"]["summary"]
     assert f"Consumer group {live.lagging} on {live.cluster} is " in summary
 
+
+
+def test_chart_sidecar_config_runs_the_real_burrow_and_the_tracker_reads_it(
+    live: Live, stack: LocalStack, tmp_path: Path
+) -> None:
+    """Sidecar mode for real: the chart's burrow.toml, filled by the init container's own
+    command, starts Debian's Burrow 1.2.1 with the container's (empty) environment on the
+    stack's Kafka and ZooKeeper, and the chart's HOCON reads that Burrow on localhost."""
+    port = free_port()
+    zookeeper = {"servers": [stack.zookeeper_address],
+                 "rootPath": f"/burrow-chart-{uuid.uuid4().hex[:6]}"}
+    values = {
+        "clusters": [{"name": stack.cluster, "bootstrapServers": stack.bootstrap_servers}],
+        "burrow": {"port": port, "zookeeper": zookeeper, "topicRefresh": 1, "offsetRefresh": 1},
+        "config": {"port": free_port(), "frequencySec": 1,
+                   "filters": {"groups": {"allow": [live.lagging], "deny": []},
+                               "topics": {"allow": [".*"], "deny": []}}},
+    }
+    docs = render(values)
+    init = container(docs, "burrow-config")
+    burrow_spec = container(docs, "burrow")
+    assert burrow_spec["env"] == [] and "envFrom" not in burrow_spec
+    template = tmp_path / "burrow.toml.in"
+    template.write_text(config_data(docs)["burrow.toml"].replace(
+        '"/tmp/burrow.pid"', json.dumps(str(tmp_path / "burrow.pid"))))  # the pod's /tmp
+    config_dir = tmp_path / "burrow"
+    config_dir.mkdir()
+    subprocess.run([sys.executable, *init["command"][1:-2], str(template),
+                    str(config_dir / "burrow.toml")], check=True, timeout=30,
+                   env={"PATH": os.environ["PATH"]})
+    log = (tmp_path / "burrow.log").open("wb")
+    burrow = subprocess.Popen(["/usr/bin/Burrow", "-config-dir", str(config_dir)], stdout=log,
+                              stderr=subprocess.STDOUT, cwd=tmp_path,
+                              env={e["name"]: e["value"] for e in burrow_spec["env"]})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        lag = f"{url}/v3/kafka/{stack.cluster}/consumer/{live.lagging}/lag"
+
+        def burrow_knows_the_group() -> bool:
+            try:
+                with urllib.request.urlopen(lag, timeout=2) as resp:
+                    body = json.loads(resp.read())
+            except (OSError, ValueError):
+                return False
+            return len(body.get("status", {}).get("partitions") or []) == 2
+
+        live.prometheus.wait(burrow_knows_the_group, 60, "the chart's Burrow to see the group")
+        settings = load_settings(text=hocon(docs))
+        assert settings.burrow.url == url  # the sidecar on localhost
+        with running_exporter(settings) as (exporter, _):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not exporter.holder.current.clusters:
+                time.sleep(0.2)
+            (cluster,) = exporter.holder.current.clusters
+            assert cluster.health.up, cluster.health.error
+            fresh = {(r.key.consumer, r.key.partition): r.freshness_ms
+                     for r in cluster.partitions}
+            assert set(fresh) == {(live.lagging, 0), (live.lagging, 1)}
+            assert all(f is not None and f > 19 * 60_000 for f in fresh.values()), fresh
+    finally:
+        burrow.terminate()
+        try:
+            burrow.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            burrow.kill()
+            burrow.wait()
+        log.close()
