@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from types import FrameType
 
@@ -63,11 +65,13 @@ def _settings(path: str) -> Settings:
     return settings
 
 
-def _stop_on_signals() -> threading.Event:
+def _stop_on_signals(stopped_at: list[float] | None = None) -> threading.Event:
     stop = threading.Event()
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         log.info("signal=%s stopping", signal.Signals(signum).name)
+        if stopped_at is not None and not stopped_at:
+            stopped_at.append(time.monotonic())
         stop.set()
 
     signal.signal(signal.SIGTERM, handler)
@@ -80,7 +84,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from freshness_tracker.http import MetricsServer, make_app
 
     settings = _settings(args.config)
-    stop = _stop_on_signals()
+    stopped_at: list[float] = []
+    stop = _stop_on_signals(stopped_at)
     exporter = Exporter(settings, sinks=_history_sinks(settings))
     server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
                                     settings.web), settings.web).start()
@@ -92,7 +97,30 @@ def cmd_run(args: argparse.Namespace) -> int:
         server.stop()
         exporter.close()
     log.info("stopped")
+    _exit_if_work_in_flight(EXIT_OK, stopped_at)
     return EXIT_OK
+
+
+#: SIGTERM must end the process within 5 s. A Burrow request or a Kafka batch in flight can
+#: take timeout x attempts, and Python joins every pool thread at exit (daemon or not: pool
+#: threads started by the daemon cycle threads are daemon, yet still joined), so whatever is
+#: still running this long after the signal is abandoned instead of awaited.
+EXIT_DEADLINE_S = 3.5
+
+
+def _exit_if_work_in_flight(code: int, stopped_at: list[float]) -> None:
+    began = stopped_at[0] if stopped_at else time.monotonic()
+    deadline = began + EXIT_DEADLINE_S
+    me = threading.current_thread()
+    for thread in threading.enumerate():
+        if thread is not me:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+    busy = sorted(t.name for t in threading.enumerate() if t is not me and t.is_alive())
+    if busy:
+        log.info("exiting with %d thread(s) still busy: %s", len(busy), ", ".join(busy))
+        logging.shutdown()
+        sys.stdout.flush()
+        os._exit(code)
 
 
 def _history_sinks(settings: Settings) -> list:  # type: ignore[type-arg]
