@@ -1,0 +1,239 @@
+"""Scoring: each method's error against the ground truth, on the same samples.
+
+Errors are in seconds. Per method and shape: mean and max absolute error over the samples where
+the method gave a number, the share of samples where it gave none (NaN) or +Inf, the mean
+absolute error in the ``moment_window_s`` after the onset and after the recovery, and the seconds
+of false alarms (value > threshold while the truth is below it) and missed alarms.
+
+Our exporter publishes the value of its last completed cycle, so at a sample time t its value is
+the truth of a moment up to one cycle period P (``frequency_sec`` + the cycle's duration) earlier,
+measured from Burrow data up to R older still (Burrow's offset-refresh and the bridge's commit
+mirroring, ``refresh_allowance_s``). Three views of our error:
+
+* raw: |value(t) − truth(t)|;
+* within one cycle: min over τ in [t − P, t] of |value(t) − truth(τ)|, i.e. the error left once
+  the publication delay is forgiven (what remains is Burrow's own visibility delay);
+* refresh needed: the smallest R such that value(t) lies between truth(τ) and truth(τ) + R for
+  some τ in [t − P − R, t]. Above ``refresh_allowance_s`` the value is beyond one cycle + refresh
+  of the truth: a bug to find.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from benchmarks.accuracy.estimators import estimate_series
+from benchmarks.accuracy.harness import HarnessConfig, RunData, ShapeRun
+from benchmarks.accuracy.sampler import Sample
+
+__all__ = ["METHODS", "MethodScore", "ShapeResult", "analyse", "analyse_shape"]
+
+METHODS = {
+    "ours": "freshness-tracker",
+    "ours_cycle": "freshness-tracker, within one cycle",
+    "interpolation": "interpolation (kafka-lag-exporter)",
+    "rate": "offset lag ÷ produce rate",
+}
+
+GRID_S = 0.025  # truth evaluation step inside a sample's cycle window
+SLACK_S = 0.1  # clock and scrape slack for the excess check
+MAX_REFRESH_SCAN_S = 10.0  # how far beyond one cycle to look for the truth a value matches
+
+
+@dataclass
+class MethodScore:
+    method: str
+    samples: int
+    mean_abs_s: float
+    max_abs_s: float
+    onset_s: float | None
+    recovery_s: float | None
+    false_alarm_s: float
+    missed_s: float
+    nan_pct: float
+    inf_pct: float
+    alarm_delay_s: float | None = None
+
+
+@dataclass
+class ShapeResult:
+    run: ShapeRun
+    scores: dict[str, MethodScore]
+    events: list[tuple[str, str, float]]  # (label, kind, seconds after start)
+    t_s: list[float]  # sample times (metrics), s after start
+    t_est_s: list[float]  # Burrow poll times, s after start
+    truth_s: list[float]  # truth at t_s
+    ours_s: list[float]
+    interp_s: list[float]
+    rate_s: list[float]
+    curve_t_s: list[float]  # the truth, densely
+    curve_s: list[float]
+    cycle_window_s: float
+    max_excess_s: float
+    excess_samples: list[float] = field(default_factory=list)  # t_s of samples with excess > 0
+    coverage_pct: float = 100.0
+    refresh_needed_s: float = 0.0  # the smallest R that explains every value (see module doc)
+    aligned_s: list[float] = field(default_factory=list)  # per sample: our within-one-cycle error
+
+
+def _nan_if_none(v: float | int | None) -> float:
+    return math.nan if v is None else float(v)
+
+
+def _leo(s: Sample) -> int | None:
+    """LEO as a Burrow-based exporter sees it: end.offset + current_lag (what ours uses too)."""
+    if s.committed is None or s.current_lag is None:
+        return None
+    return int(s.committed) + int(s.current_lag)
+
+
+def analyse(run: RunData) -> list[ShapeResult]:
+    cycle_max = max((s.cycle_s or 0.0 for r in run.shapes for s in r.samples), default=0.0)
+    window = run.config.frequency_s + cycle_max + SLACK_S
+    return [analyse_shape(r, run.config, run.t0_ms, run.end_ms, window) for r in run.shapes]
+
+
+def analyse_shape(r: ShapeRun, cfg: HarnessConfig, t0_ms: float, end_ms: float,
+                  cycle_window_s: float) -> ShapeResult:  # fmt: skip
+    def truth_s(t_ms: float) -> float:
+        v = r.truth.freshness_ms(t_ms)
+        return math.nan if v is None else v / 1000
+
+    samples = [s for s in r.samples if t0_ms <= s.metrics_ms <= end_ms]
+    t_s = [(s.metrics_ms - t0_ms) / 1000 for s in samples]
+    t_est_s = [(s.burrow_ms - t0_ms) / 1000 for s in samples]
+    truth_at = [truth_s(s.metrics_ms) for s in samples]
+    truth_est = [truth_s(s.burrow_ms) for s in samples]
+    ours = [_nan_if_none(s.ours_ms) / 1000 for s in samples]
+    interp_ms, rate_ms = estimate_series(
+        [(s.burrow_ms, s.committed, _leo(s)) for s in samples],
+        table_limit=cfg.table_limit, rate_window_ms=cfg.rate_window_s * 1000,
+        table_poll_ms=cfg.table_poll_s * 1000)
+    interp = [v / 1000 for v in interp_ms]
+    rate = [v / 1000 for v in rate_ms]
+
+    duration_s = (end_ms - t0_ms) / 1000
+    curve_t = [i * 0.1 for i in range(int(duration_s * 10) + 1)]
+    curve = [truth_s(t0_ms + t * 1000) for t in curve_t]
+    events = _resolve_events(r, curve_t, curve)
+
+    # our value against the truth over its cycle window
+    aligned, lo, hi, needed = [], [], [], []
+    steps = int(cycle_window_s / GRID_S)
+    scan = steps + int(MAX_REFRESH_SCAN_S / GRID_S)
+    for s, v in zip(samples, ours, strict=True):
+        window = [truth_s(s.metrics_ms - k * GRID_S * 1000) for k in range(scan + 1)]
+        in_cycle = [w for w in window[: steps + 1] if not math.isnan(w)] or [math.nan]
+        lo.append(min(in_cycle))
+        hi.append(max(in_cycle))
+        if math.isnan(v):
+            aligned.append(math.nan)
+            needed.append(0.0)
+            continue
+        aligned.append(min(abs(v - w) for w in in_cycle))
+        needed.append(_refresh_needed(v, window, steps))
+    allowance = cfg.refresh_allowance_s
+    onsets = [t for _, kind, t in events if kind == "onset"]
+    recoveries = [t for _, kind, t in events if kind == "recovery"]
+    score = _Scorer(cfg, onsets[:1], recoveries[:1], curve_t, curve)
+    scores = {
+        "ours": score("ours", t_s, ours, truth_at, truth_at, truth_at),
+        "ours_cycle": score("ours_cycle", t_s, ours, truth_at, lo, hi, errors=aligned),
+        "interpolation": score("interpolation", t_est_s, interp, truth_est, truth_est, truth_est),
+        "rate": score("rate", t_est_s, rate, truth_est, truth_est, truth_est),
+    }
+    return ShapeResult(
+        run=r, scores=scores, events=events, t_s=t_s, t_est_s=t_est_s, truth_s=truth_at,
+        ours_s=ours, interp_s=interp, rate_s=rate, curve_t_s=curve_t, curve_s=curve,
+        cycle_window_s=cycle_window_s,
+        max_excess_s=max(max(needed, default=0.0) - allowance, 0.0),
+        excess_samples=[t for t, n in zip(t_s, needed, strict=True) if n > allowance],
+        refresh_needed_s=max(needed, default=0.0), aligned_s=aligned,
+        coverage_pct=100.0 * sum(not math.isnan(v) for v in ours) / max(len(ours), 1),
+    )
+
+
+def _refresh_needed(value: float, window: Sequence[float], steps: int) -> float:
+    """The smallest Burrow delay R that explains ``value``: the least R such that for some τ in
+    [t − P − R, t] the value is between truth(τ) and truth(τ) + R (``window[k]`` is truth(t − k
+    grid steps), ``steps`` grid steps make P). Infinite if no τ in the scanned window does."""
+    best = math.inf
+    for k, w in enumerate(window):
+        if math.isnan(w) or value - w < -SLACK_S:
+            continue
+        best = min(best, max(value - w - SLACK_S, (k - steps) * GRID_S, 0.0))
+        if best == 0.0:
+            break
+    return best
+
+
+def _resolve_events(r: ShapeRun, curve_t: list[float], curve: list[float]
+                    ) -> list[tuple[str, str, float]]:  # fmt: skip
+    events = []
+    for e in r.shape.events:
+        at = e.at_s
+        if at is None:
+            at = next((t for t, v in zip(curve_t, curve, strict=True)
+                       if t >= e.after_s and v == 0.0), None)
+        if at is not None:
+            events.append((e.label, e.kind, at))
+    return events
+
+
+@dataclass
+class _Scorer:
+    cfg: HarnessConfig
+    onsets: list[float]
+    recoveries: list[float]
+    curve_t: list[float]
+    curve: list[float]
+
+    def __call__(self, method: str, t: Sequence[float], values: Sequence[float],
+                 truth: Sequence[float], truth_lo: Sequence[float], truth_hi: Sequence[float],
+                 errors: Sequence[float] | None = None) -> MethodScore:  # fmt: skip
+        n = len(values)
+        if errors is None:
+            errors = [abs(v - tr) if math.isfinite(v) else math.nan
+                      for v, tr in zip(values, truth, strict=True)]
+        defined = [e for e in errors if not math.isnan(e)]
+        threshold = self.cfg.threshold_s
+        interval = self.cfg.sample_interval_s
+        false_alarms = sum(v > threshold and h < threshold
+                           for v, h in zip(values, truth_hi, strict=True))
+        missed = sum(lo_ >= threshold and not v > threshold
+                     for v, lo_ in zip(values, truth_lo, strict=True))
+
+        def around(starts: list[float]) -> float | None:
+            if not starts:
+                return None
+            start = starts[0]
+            picked = [e for ti, e in zip(t, errors, strict=True)
+                      if start <= ti <= start + self.cfg.moment_window_s and not math.isnan(e)]
+            return sum(picked) / len(picked) if picked else math.nan
+
+        return MethodScore(
+            method=method, samples=n,
+            mean_abs_s=sum(defined) / len(defined) if defined else math.nan,
+            max_abs_s=max(defined, default=math.nan),
+            onset_s=around(self.onsets), recovery_s=around(self.recoveries),
+            false_alarm_s=false_alarms * interval, missed_s=missed * interval,
+            nan_pct=100.0 * sum(math.isnan(v) for v in values) / max(n, 1),
+            inf_pct=100.0 * sum(math.isinf(v) for v in values) / max(n, 1),
+            alarm_delay_s=self._alarm_delay(t, values),
+        )
+
+    def _alarm_delay(self, t: Sequence[float], values: Sequence[float]) -> float | None:
+        """After the first onset: seconds from the truth crossing the threshold to the first
+        sample at which the method is above it too (negative: it fired before the truth did)."""
+        if not self.onsets:
+            return None
+        crossing = next((ct for ct, cv in zip(self.curve_t, self.curve, strict=True)
+                         if ct >= self.onsets[0] and cv >= self.cfg.threshold_s), None)
+        if crossing is None:
+            return None
+        onset, threshold = self.onsets[0], self.cfg.threshold_s
+        first = next((ti for ti, v in zip(t, values, strict=True)
+                      if ti >= onset and v > threshold), None)
+        return math.inf if first is None else first - crossing

@@ -1,0 +1,178 @@
+"""Runs every shape concurrently against the real stack while sampling the exporter and Burrow.
+
+The result (:class:`RunData`) holds everything needed to score and plot the run again later:
+the harness's own log of produced timestamps and committed offsets per shape (the ground
+truth), every sample, and the settings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.accuracy.sampler import ExporterProcess, Sample, Sampler, Target
+from benchmarks.accuracy.shapes import Shape, standard_shapes
+from benchmarks.accuracy.traffic import ShapeDriver
+from benchmarks.accuracy.truth import TruthLog
+from freshness_tracker.devstack import LocalStack
+
+__all__ = ["HarnessConfig", "RunData", "ShapeRun", "run_harness"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class HarnessConfig:
+    duration_s: float = 480.0
+    sample_interval_s: float = 1.0
+    frequency_s: float = 2.0  # the exporter's frequency_sec
+    threshold_s: float = 20.0  # alert threshold for false / missed alarms
+    rate_window_s: float = 60.0  # lag ÷ rate: the rate's window
+    table_limit: int = 60  # kafka-lag-exporter lookup-table.memory.size
+    table_poll_s: float = 0.0  # kafka-lag-exporter poll interval (0: every sample)
+    moment_window_s: float = 20.0  # "error after onset / recovery" averages this long
+    refresh_allowance_s: float = 2.0  # Burrow offset-refresh (1 s) + bridge commit mirroring
+    low_volume_interval_s: float = 45.0
+    mode: str = "full"
+
+
+@dataclass
+class ShapeRun:
+    shape: Shape
+    topic: str
+    group: str
+    truth: TruthLog
+    samples: list[Sample]
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunData:
+    config: HarnessConfig
+    t0_ms: float
+    end_ms: float
+    shapes: list[ShapeRun]
+    wall_s: float = 0.0
+    sampler_failures: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": asdict(self.config), "t0_ms": self.t0_ms, "end_ms": self.end_ms,
+            "wall_s": self.wall_s, "sampler_failures": self.sampler_failures,
+            "sample_fields": list(Sample.__dataclass_fields__),
+            "shapes": [{
+                "shape": r.shape.to_json(), "topic": r.topic, "group": r.group,
+                "truth": r.truth.to_json(), "samples": [s.to_json() for s in r.samples],
+                "errors": r.errors,
+            } for r in self.shapes],
+        }
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_json()))
+
+    @classmethod
+    def load(cls, path: Path) -> RunData:
+        d = json.loads(path.read_text())
+        return cls(
+            config=HarnessConfig(**d["config"]), t0_ms=d["t0_ms"], end_ms=d["end_ms"],
+            wall_s=d.get("wall_s", 0.0), sampler_failures=d.get("sampler_failures", 0),
+            shapes=[ShapeRun(Shape.from_json(s["shape"]), s["topic"], s["group"],
+                             TruthLog.from_json(s["truth"]),
+                             [Sample.from_json(row) for row in s["samples"]], s.get("errors", []))
+                    for s in d["shapes"]],
+        )
+
+
+def run_harness(
+    config: HarnessConfig,
+    shapes: list[Shape] | None = None,
+    stack: LocalStack | None = None,
+    workdir: Path | None = None,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> RunData:
+    """Start the stack (unless given), the exporter and the shapes; sample; return the run."""
+    began = time.monotonic()
+    shapes = shapes if shapes is not None else standard_shapes(
+        config.duration_s, config.low_volume_interval_s)
+    own_stack = stack is None
+    if stack is None:
+        stack = LocalStack.from_env() or LocalStack()
+        progress("starting the local stack (ZooKeeper, tansu, bridge, Burrow 1.2.1)")
+        stack.start()
+    workdir = workdir or Path(tempfile.mkdtemp(prefix="ft-accuracy-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    prefix = f"acc-{uuid.uuid4().hex[:6]}-"
+    drivers = [ShapeDriver(s, stack.bootstrap_servers, f"{prefix}{s.name}",
+                           f"{prefix}{s.name}-group") for s in shapes]
+    exporter = ExporterProcess(stack.burrow_url, stack.bootstrap_servers, stack.cluster, workdir,
+                               config.frequency_s, group_allow=f"{prefix}.*")
+    sampler: Sampler | None = None
+    try:
+        progress(f"creating {len(drivers)} topics and groups (prefix {prefix})")
+        with ThreadPoolExecutor(len(drivers)) as pool:
+            list(pool.map(lambda d: stack.create_topic(d.topic), drivers))
+        for d in drivers:
+            d.prepare()
+        for d in drivers:
+            stack.wait_for_burrow_lag(d.group, d.topic, 0, 0, 0, timeout_s=60)
+        exporter.start()
+        _wait_for_series(exporter.url, stack.cluster, drivers)
+        progress(f"exporter ready at {exporter.url} (frequency_sec={config.frequency_s:g}); "
+                 f"playing {len(drivers)} shapes for {config.duration_s:.0f} s")
+        t0 = time.time() + 1.0
+        sampler = Sampler(exporter.url, stack.burrow_url, stack.cluster,
+                          [Target(d.shape.name, d.group, d.topic) for d in drivers],
+                          config.sample_interval_s)
+        for d in drivers:
+            d.start(t0)
+        sampler.start(t0)
+        end = t0 + config.duration_s
+        while time.time() < end:
+            time.sleep(min(30.0, max(end - time.time(), 0.0)))
+            left = end - time.time()
+            if left > 1:
+                progress(f"  {time.time() - t0:.0f} s played, {left:.0f} s to go")
+            broken = [e for d in drivers for e in d.errors]
+            if broken:
+                raise RuntimeError(f"a shape failed: {broken[0]}")
+        sampler.stop()
+    finally:
+        if sampler is not None:
+            sampler.stop()
+        for d in drivers:
+            d.stop()
+        exporter.stop()
+        if own_stack:
+            stack.stop()
+    runs = [ShapeRun(d.shape, d.topic, d.group, d.truth, sampler.samples[d.shape.name],
+                     list(d.errors)) for d in drivers]
+    for r in runs:
+        r.truth.check()
+    return RunData(config, t0 * 1000, end * 1000, runs, wall_s=time.monotonic() - began,
+                   sampler_failures=sampler.failures)
+
+
+def _wait_for_series(url: str, cluster: str, drivers: list[ShapeDriver],
+                     timeout_s: float = 60.0) -> None:  # fmt: skip
+    """Until /metrics has a freshness series for every group (the first cycles can miss one)."""
+    import requests
+
+    wanted = {f'consumer="{d.group}"' for d in drivers}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = requests.get(url + "/metrics", timeout=5).text
+        lines = [ln for ln in text.splitlines()
+                 if ln.startswith("kafka_consumer_freshness_ms{") and f'cluster="{cluster}"' in ln]
+        if all(any(w in ln for ln in lines) for w in wanted):
+            return
+        time.sleep(0.5)
+    raise TimeoutError("the exporter never exported every group's freshness")

@@ -1,0 +1,392 @@
+"""Markdown tables, one PNG per shape, and the generated ``docs/accuracy.md``."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.accuracy.analysis import METHODS, ShapeResult
+from benchmarks.accuracy.harness import HarnessConfig, RunData
+from benchmarks.accuracy.shapes import NOTES
+
+__all__ = ["fmt", "markdown_table", "own_error_table", "plot_shape", "write_docs",
+           "write_report"]
+
+COLORS = {"truth": "#222222", "ours": "#1f77b4", "interpolation": "#ff7f0e", "rate": "#2ca02c"}
+TABLE_METHODS = ("ours", "ours_cycle", "interpolation", "rate")
+
+
+def fmt(x: float | None, unit: str = "") -> str:
+    if x is None:
+        return "—"
+    if math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    a = abs(x)
+    text = f"{x:.2f}" if a < 10 else f"{x:.1f}" if a < 1000 else f"{x:,.0f}"
+    return text + unit
+
+
+def _undefined(pct_nan: float, pct_inf: float) -> str:
+    parts = []
+    if pct_inf:
+        parts.append(f"{pct_inf:.0f}% ∞")
+    if pct_nan:
+        parts.append(f"{pct_nan:.0f}% NaN")
+    return ", ".join(parts) or "0"
+
+
+def markdown_table(results: Sequence[ShapeResult], cfg: HarnessConfig) -> str:
+    t = f"{cfg.threshold_s:g}"
+    head = ("| shape | method | mean \\|err\\| (s) | max \\|err\\| (s) | err after onset (s) "
+            f"| err after recovery (s) | false alarms > {t} s (s) | missed alarms (s) "
+            "| no number (samples) |")
+    lines = [head, "|" + "---|" * 9]
+    for res in results:
+        for i, key in enumerate(TABLE_METHODS):
+            s = res.scores[key]
+            shape = f"**{res.run.shape.name}**" if i == 0 else ""
+            lines.append(
+                f"| {shape} | {METHODS[key]} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
+                f"{fmt(s.onset_s)} | {fmt(s.recovery_s)} | {s.false_alarm_s:.0f} | "
+                f"{s.missed_s:.0f} | {_undefined(s.nan_pct, s.inf_pct)} |")
+    return "\n".join(lines)
+
+
+def own_error_table(results: Sequence[ShapeResult], cfg: HarnessConfig) -> str:
+    lines = ["| shape | cycle period P (s) | raw mean / max (s) | within one cycle mean / max (s) "
+             "| Burrow delay needed to explain every value (s) "
+             f"| samples beyond one cycle + {cfg.refresh_allowance_s:g} s | samples with a value |",
+             "|" + "---|" * 7]
+    for res in results:
+        raw, cyc = res.scores["ours"], res.scores["ours_cycle"]
+        lines.append(
+            f"| {res.run.shape.name} | {res.cycle_window_s:.2f} | {fmt(raw.mean_abs_s)} / "
+            f"{fmt(raw.max_abs_s)} | {fmt(cyc.mean_abs_s)} / {fmt(cyc.max_abs_s)} | "
+            f"{fmt(res.refresh_needed_s)} | {len(res.excess_samples)} | "
+            f"{res.coverage_pct:.0f}% |")
+    return "\n".join(lines)
+
+
+# ---- plots ---------------------------------------------------------------------------------------
+
+
+def _label(name: str, values: Sequence[float], top: float, bottom: float,
+           mean_err: float) -> str:  # fmt: skip
+    extra = []
+    finite = [v for v in values if math.isfinite(v)]
+    over = [v for v in finite if v > top]
+    n_inf = sum(math.isinf(v) for v in values)
+    n_nan = sum(math.isnan(v) for v in values)
+    if over:
+        extra.append(f"off scale up to {fmt(max(over))} s")
+    if n_inf:
+        extra.append(f"+∞ in {100 * n_inf / len(values):.0f}% of samples")
+    if any(v < bottom for v in finite):
+        extra.append(f"down to {fmt(min(finite))} s")
+    if n_nan:
+        extra.append(f"NaN in {100 * n_nan / len(values):.0f}%")
+    label = f"{name}: mean |err| {fmt(mean_err)} s"
+    return label + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def plot_shape(res: ShapeResult, path: Path, cfg: HarnessConfig) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    truth_max = max((v for v in res.curve_s if math.isfinite(v)), default=0.0)
+    ours_max = max((v for v in res.ours_s if math.isfinite(v)), default=0.0)
+    top = max(truth_max * 1.3, ours_max * 1.15, 3.0)
+    est_max = max((v for v in [*res.interp_s, *res.rate_s] if math.isfinite(v)), default=0.0)
+    if est_max <= 4 * top:  # show the estimates whole unless they would squash the truth
+        top = max(top, est_max * 1.1)
+    bottom = -0.04 * top
+
+    fig, ax = plt.subplots(figsize=(10, 4.6), dpi=110)
+    ax.plot(res.curve_t_s, res.curve_s, color=COLORS["truth"], lw=2.6, alpha=0.35,
+            label="ground truth (from the harness's log)", zorder=2)
+    series = [
+        ("ours", res.t_s, res.ours_s, "-", 1.6, "freshness-tracker"),
+        ("interpolation", res.t_est_s, res.interp_s, "-", 1.2,
+         "interpolation (kafka-lag-exporter)"),
+        ("rate", res.t_est_s, res.rate_s, "--", 1.2, "offset lag ÷ produce rate"),
+    ]
+    for key, t, values, style, lw, name in series:
+        clipped = [min(max(v, bottom), top) if not math.isnan(v) else math.nan for v in values]
+        label = _label(name, values, top, bottom, res.scores[key].mean_abs_s)
+        ax.plot(t, clipped, style, color=COLORS[key], lw=lw, label=label,
+                zorder=4 if key == "ours" else 3)
+        off = [(ti, top) for ti, v in zip(t, values, strict=True) if v > top]
+        if off:
+            ax.plot(*zip(*off, strict=True), "^", color=COLORS[key], ms=3.5, zorder=5,
+                    clip_on=False)
+        under = [(ti, bottom) for ti, v in zip(t, values, strict=True) if v < bottom]
+        if under:
+            ax.plot(*zip(*under, strict=True), "v", color=COLORS[key], ms=3.5, zorder=5,
+                    clip_on=False)
+    if cfg.threshold_s < top:
+        ax.axhline(cfg.threshold_s, color="#d62728", ls=":", lw=1.1,
+                   label=f"alert threshold ({cfg.threshold_s:g} s)", zorder=1)
+    for label, _kind, at in res.events:
+        ax.axvline(at, color="#888888", ls="--", lw=0.8, zorder=1)
+        ax.text(at, top * 0.985, f" {label}", va="top", ha="left", fontsize=8, color="#555555")
+    ax.set_xlim(0, res.curve_t_s[-1] if res.curve_t_s else 1)
+    ax.set_ylim(bottom, top)
+    recovery = next((at for _label, kind, at in res.events if kind == "recovery"), None)
+    if recovery is not None:
+        _zoom(ax, res, series, recovery)
+    ax.set_xlabel("seconds since the start of the run")
+    ax.set_ylabel("freshness / time lag (s)")
+    ax.set_title(f"{res.run.shape.title}", fontsize=11, loc="left")
+    ax.grid(True, alpha=0.25)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8,
+              frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _zoom(ax: Any, res: ShapeResult, series: list[Any], at: float, half: float = 8.0) -> None:
+    """An inset around the recovery: how long each method keeps the old age."""
+    lo_t, hi_t = at - half, at + half
+    inset = ax.inset_axes((0.62, 0.27, 0.36, 0.47))
+    picked = [v for t, v in zip(res.curve_t_s, res.curve_s, strict=True)
+              if lo_t <= t <= hi_t and math.isfinite(v)]
+    y_top = max(picked, default=1.0) * 1.25 or 1.0
+    inset.plot(res.curve_t_s, res.curve_s, color=COLORS["truth"], lw=2.6, alpha=0.35)
+    for key, t, values, style, lw, _name in series:
+        shown = [min(max(v, -0.05 * y_top), y_top) if not math.isnan(v) else math.nan
+                 for v in values]
+        inset.plot(t, shown, style, color=COLORS[key], lw=lw, marker=".", ms=3)
+    inset.axvline(at, color="#888888", ls="--", lw=0.8)
+    inset.set_xlim(lo_t, hi_t)
+    inset.set_ylim(-0.05 * y_top, y_top)
+    inset.set_title(f"zoom: ±{half:g} s around the recovery (dots = samples)", fontsize=8)
+    inset.tick_params(labelsize=7)
+    inset.grid(True, alpha=0.25)
+
+
+# ---- the report and the docs page ---------------------------------------------------------------
+
+
+def write_report(run: RunData, results: Sequence[ShapeResult], out: Path) -> Path:
+    """``out/report.md`` + ``out/<shape>.png``; returns the markdown path."""
+    out.mkdir(parents=True, exist_ok=True)
+    for res in results:
+        plot_shape(res, out / f"{res.run.shape.name}.png", run.config)
+    path = out / "report.md"
+    path.write_text(_page(run, results, out, out, title="Accuracy run"))
+    return path
+
+
+def write_docs(run: RunData, results: Sequence[ShapeResult], docs_path: Path,
+               img_dir: Path) -> Path:  # fmt: skip
+    for res in results:
+        plot_shape(res, img_dir / f"accuracy-{res.run.shape.name}.png", run.config)
+    docs_path.parent.mkdir(parents=True, exist_ok=True)
+    docs_path.write_text(_page(run, results, docs_path.parent, img_dir, prefix="accuracy-"))
+    return docs_path
+
+
+def _page(run: RunData, results: Sequence[ShapeResult], page_dir: Path, img_dir: Path,
+          title: str = "Accuracy: freshness against ground truth", prefix: str = "") -> str:
+    cfg = run.config
+    rel = Path(os.path.relpath(img_dir, page_dir))
+    when = datetime.fromtimestamp(run.t0_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    max_excess = max((r.max_excess_s for r in results), default=0.0)
+    verdict = ("never further from the ground truth than one cycle plus Burrow's refresh"
+               if max_excess <= 0 else
+               f"**beyond one cycle + refresh by up to {max_excess:.2f} s: investigate**")
+    parts = [f"# {title}", "", _INTRO.format(interval=cfg.sample_interval_s), "",
+             f"Generated by `python -m benchmarks.accuracy` ({cfg.mode} run, "
+             f"{cfg.duration_s:.0f} s of traffic, {when}, {run.wall_s / 60:.1f} min wall time). "
+             f"Thresholds and windows: alert threshold {cfg.threshold_s:g} s; exporter "
+             f"`frequency_sec = {cfg.frequency_s:g}`; samples every {cfg.sample_interval_s:g} s; "
+             f"interpolation table {cfg.table_limit} points"
+             + (f", one point per {cfg.table_poll_s:g} s" if cfg.table_poll_s else
+                ", one point per sample")
+             + f"; rate window {cfg.rate_window_s:g} s; \"after onset / recovery\" = mean "
+             f"|error| over the {cfg.moment_window_s:g} s after the moment.", "",
+             "## Results", "", markdown_table(results, cfg), "",
+             *_summary(results, cfg), f"- Over every shape, our exporter was {verdict}.", "",
+             _METHODS_TEXT.format(limit=cfg.table_limit, window=cfg.rate_window_s,
+                                  threshold=cfg.threshold_s), "",
+             "## Our own error", "", _OWN_ERROR_TEXT.format(
+                 freq=cfg.frequency_s, refresh=cfg.refresh_allowance_s), "",
+             own_error_table(results, cfg), "", "## Shapes", ""]
+    for res in results:
+        image = (rel / f"{prefix}{res.run.shape.name}.png").as_posix()
+        parts += [f"### {res.run.shape.title} (`{res.run.shape.name}`)", "",
+                  res.run.shape.description, "", f"![{res.run.shape.name}]({image})",
+                  "", *_observations(res, cfg), ""]
+        note = NOTES.get(res.run.shape.name)
+        if note:
+            parts += [note.replace("{lv}", f"{cfg.low_volume_interval_s:g}"), ""]
+    parts += [_SETUP_TEXT.format(lv=cfg.low_volume_interval_s), ""]
+    return "\n".join(parts)
+
+
+def _summary(results: Sequence[ShapeResult], cfg: HarnessConfig) -> list[str]:
+    """The worst case of each method, from this run's numbers."""
+    lines = ["In short:", ""]
+    for key in ("ours", "ours_cycle", "interpolation", "rate"):
+        scored = [(r.scores[key], r.run.shape.name) for r in results]
+        means = [(s.mean_abs_s, n) for s, n in scored if math.isfinite(s.mean_abs_s)]
+        maxes = [(s.max_abs_s, n) for s, n in scored if math.isfinite(s.max_abs_s)]
+        if not means:
+            continue
+        worst_mean, worst_max = max(means), max(maxes)
+        false = sum(s.false_alarm_s for s, _ in scored)
+        inf = [n for s, n in scored if s.inf_pct]
+        nan = [n for s, n in scored if s.nan_pct]
+        old = _one_cycle_old(results, worst_max[1]) if key == "ours" else ""
+        if key == "ours_cycle" and worst_max[0] > 1.0:
+            res = next(r for r in results if r.run.shape.name == worst_max[1])
+            if res.refresh_needed_s <= cfg.refresh_allowance_s:
+                old = (f": Burrow saw a commit only after a cycle had read it; a Burrow delay "
+                       f"of {fmt(res.refresh_needed_s)} s explains every value of that shape")
+        text = (f"- **{METHODS[key]}**: worst mean |error| {fmt(worst_mean[0])} s "
+                f"({worst_mean[1]}), worst single error {fmt(worst_max[0])} s ({worst_max[1]}"
+                f"{old}); {false:.0f} s of false alarms over all shapes")
+        if inf:
+            text += f"; +∞ on {', '.join(inf)}"
+        if nan:
+            text += f"; NaN on {', '.join(nan)}"
+        lines.append(text + ".")
+    return lines
+
+
+def _one_cycle_old(results: Sequence[ShapeResult], shape: str) -> str:
+    """Whether our worst raw error was a value one cycle old (the truth jumped meanwhile)."""
+    res = next(r for r in results if r.run.shape.name == shape)
+    errors = [abs(v - t) if math.isfinite(v) else -1.0
+              for v, t in zip(res.ours_s, res.truth_s, strict=True)]
+    worst = errors.index(max(errors))
+    aligned = res.aligned_s[worst]
+    if math.isfinite(aligned) and aligned < 1.0:
+        return (f": a value one cycle old, within {fmt(aligned)} s of the truth of up to "
+                f"{res.cycle_window_s:.1f} s earlier")
+    return ""
+
+
+def _observations(res: ShapeResult, cfg: HarnessConfig) -> list[str]:
+    """Factual one-liners from the numbers of this run."""
+    out = []
+    truth_max = max((v for v in res.curve_s if math.isfinite(v)), default=0.0)
+    out.append(f"- Ground truth peaks at {fmt(truth_max)} s.")
+    for key in ("ours", "interpolation", "rate"):
+        s = res.scores[key]
+        bits = [f"mean |error| {fmt(s.mean_abs_s)} s, max {fmt(s.max_abs_s)} s"]
+        if s.inf_pct:
+            bits.append(f"+∞ in {s.inf_pct:.0f}% of samples (records waiting, none produced "
+                        f"in the last {cfg.rate_window_s:g} s)")
+        if s.nan_pct:
+            bits.append(f"no number (NaN) in {s.nan_pct:.0f}% of samples")
+        if s.false_alarm_s:
+            bits.append(f"{s.false_alarm_s:.0f} s above {cfg.threshold_s:g} s while the truth "
+                        "was below")
+        if s.missed_s:
+            bits.append(f"{s.missed_s:.0f} s at or below {cfg.threshold_s:g} s while the truth "
+                        "was above")
+        delay = s.alarm_delay_s
+        if delay is not None:
+            bits.append("never crossed the threshold" if math.isinf(delay) else
+                        f"crossed the threshold {fmt(delay)} s after the truth did" if delay >= 0
+                        else f"crossed the threshold {fmt(-delay)} s *before* the truth did")
+        out.append(f"- {METHODS[key]}: " + "; ".join(bits) + ".")
+    cyc = res.scores["ours_cycle"]
+    out.append(f"- freshness-tracker within one cycle ({res.cycle_window_s:.1f} s): mean "
+               f"{fmt(cyc.mean_abs_s)} s, max {fmt(cyc.max_abs_s)} s.")
+    return out
+
+
+_INTRO = """\
+How far off is each way of turning Kafka offsets into time? This page puts freshness-tracker's
+`kafka_consumer_freshness_ms` beside the two estimates offsets-only exporters use, on real
+traffic, against a ground truth known exactly. It is generated by the accuracy harness
+([`benchmarks/accuracy/`](../benchmarks/accuracy/)): every number and plot below comes from one run.
+
+The harness starts the real local stack (ZooKeeper, the tansu Kafka-protocol broker, the offsets
+bridge and Burrow 1.2.1 with `offset-refresh = 1`), a real `freshness-tracker run` subprocess, and
+plays six traffic shapes at once, each on its own topic with its own producer and its own
+**real consumer group**: a confluent-kafka consumer (`assign()`, explicit synchronous commits)
+whose processing speed the shape scripts. Its commits reach Burrow the way a real group's do,
+through `__consumer_offsets` (written by the stack's bridge). Every {interval:g} s the harness
+scrapes the exporter's `/metrics` and asks Burrow for the group's committed offset C and lag;
+the two estimators run on exactly those samples, so all three methods see the same Burrow data.
+
+**Ground truth** at time t: t − timestamp of the oldest record not yet committed, 0 when none.
+The harness knows it exactly from its own log: the CreateTime it gave every record it produced
+and the time every commit of its consumer returned."""
+
+_METHODS_TEXT = """\
+### The methods
+
+- **freshness-tracker**: reads the record at the committed offset C and reports now − its
+  timestamp (0 when Burrow's `current_lag` is 0). Measured, not estimated.
+- **interpolation (kafka-lag-exporter)**: a faithful port of kafka-lag-exporter's `LookupTable`:
+  per partition a sliding table of (LEO, poll time) points ({limit} points, a flat run kept as two
+  points), LEO = Burrow's `end.offset + current_lag`. `lookup(C)` is 0 when C equals the newest
+  point's offset, NaN with fewer than two points, else interpolates between the newest pair of
+  points that brackets C, or extrapolates the line through the oldest and newest points; time lag
+  = poll time − predicted time. Not clamped (it can go negative), as in the original.
+- **offset lag ÷ produce rate**: (LEO − C) ÷ rate, the rate being the LEO increase over the last
+  {window:g} s of samples (a `rate(...[1m])`-style rule, as Burrow-based dashboards build it); 0
+  when the offset lag is 0, +∞ when records wait but none was produced in the window.
+
+Columns: mean and max |error| over the samples where the method gave a number; the mean |error|
+in the window after the shape's onset (burst, stall, outage) and after its recovery (drained,
+caught up); seconds during which the method was above the {threshold:g} s threshold while the
+truth was below it (false alarms) or not above it while the truth was (missed alarms); and the
+share of samples with no number (NaN) or +∞. The row "within one cycle" forgives our
+publication delay (next section)."""
+
+_OWN_ERROR_TEXT = """\
+freshness-tracker serves the values of its last completed cycle, so at a scrape its number is
+the truth of a moment up to one cycle period P earlier (`frequency_sec` = {freq:g} s plus the
+cycle's own duration), and Burrow's view it measured from can be older still: Burrow refreshes
+broker offsets every second (`offset-refresh = 1`) and the bridge mirrors a commit into
+`__consumer_offsets` within ~0.5–1 s (together at most R = {refresh:g} s here). The raw error is
+therefore large exactly when the truth jumps: at a recovery the truth falls to 0 at once while
+the published value still shows the last cycle's age for up to P. Forgiving P ("within one
+cycle": the smallest |value − truth(τ)| for τ in the last P seconds) leaves the effect of
+Burrow's visibility delay: usually well under a second, but a commit that reaches Burrow just
+after a cycle read it keeps the old value for one more cycle (at a recovery, the whole age of
+the record just committed), and while a group catches up fast each second of delay is several
+seconds of backlog. The check that must hold: every published value lies between truth(τ) and
+truth(τ) + R for some moment τ of the last P + R seconds. The table gives the smallest R that
+explains every value of a shape; above the allowance it would be a bug, and the harness says
+so (and exits 1)."""
+
+_SETUP_TEXT = """\
+## Reproduce, and what the setup simplifies
+
+```sh
+python -m benchmarks.accuracy          # ~9 min: six shapes, 8 min of traffic; rewrites this page
+python -m benchmarks.accuracy --quick  # ~2.5 min, 2 min of traffic; report in build/accuracy/
+python -m benchmarks.accuracy --from build/accuracy/run.json  # re-score, re-plot a saved run
+```
+
+`--duration`, `--frequency`, `--threshold`, `--rate-window`, `--table-size`, `--table-poll` and
+`--shapes` change the setup; `--help` lists everything. The raw run (the harness's log of every
+produced timestamp and commit, and every sample) is saved as `run.json` beside the report.
+
+- **Time is compressed.** "Low volume" is one record every {lv:g} s rather than every few
+  minutes, and the interpolation table gets a point every second, where kafka-lag-exporter polls
+  every 30 s by default and its gauge holds each value for the whole poll interval (its
+  "0 to 30 s" sawtooth, kafka-lag-exporter #353; try `--table-poll 30`).
+- **No NaN from the interpolation here**: kafka-lag-exporter exports NaN (#111) while a
+  partition has fewer than two points, i.e. after the exporter starts or a partition appears;
+  the harness's tables fill from the first samples, so these shapes do not show it.
+- **The estimators are evaluated at the sampling instant**, with no publication delay of their
+  own; ours is scraped as Prometheus would scrape it. That favours them by up to one cycle.
+- One partition per topic, one consumer per group, a local broker: the per-partition arithmetic
+  is the same for many partitions; how reads are batched across partitions is not measured here."""
