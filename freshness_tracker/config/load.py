@@ -7,6 +7,7 @@ file, so the CLI can exit 2 with one readable line.
 from __future__ import annotations
 
 import logging
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,24 +30,35 @@ def reference_text() -> str:
 
 
 def load_tree(path: str | Path | None = None, text: str | None = None) -> ConfigTree:
-    """Merge the user's HOCON (file or text) over the reference and resolve substitutions."""
+    """Merge the user's HOCON (file or text) over the reference and resolve substitutions.
+
+    Both are parsed as one document, reference first, so HOCON's own rules apply: a later key
+    wins, objects merge, and `key = "x"` followed by `key = ${?UNSET}` keeps "x" (pyhocon's
+    `with_fallback` would drop it).
+    """
     source = str(path) if path is not None else "<text>"
+    basedir = "."
+    if path is not None:
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError("--config", f"file {str(path)!r} does not exist",
+                              "pass the path of a HOCON file")
+        text = file.read_text()
+        basedir = str(file.parent)
     try:
-        reference = ConfigFactory.parse_string(reference_text(), resolve=False)
-        if path is not None:
-            file = Path(path)
-            if not file.is_file():
-                raise ConfigError("--config", f"file {str(path)!r} does not exist",
-                                  "pass the path of a HOCON file")
-            user = ConfigFactory.parse_file(str(file), resolve=False)
-        else:
-            user = ConfigFactory.parse_string(text or "", resolve=False)
-        merged: Any = user.with_fallback(reference, resolve=True)
+        merged: Any = ConfigFactory.parse_string(
+            reference_text() + "\n" + (text or ""), resolve=True, basedir=basedir)
     except ConfigError:
         raise
-    except (ConfigException, ParseBaseException) as exc:
-        raise ConfigError(source, f"not valid HOCON: {exc}",
-                          "check the syntax near the position shown") from exc
+    except ParseBaseException as exc:
+        line = exc.lineno - reference_text().count("\n") - 1
+        raise ConfigError(source, f"not valid HOCON at line {line}, column {exc.col}: {exc.msg}",
+                          "check the syntax there") from exc
+    except ConfigException as exc:
+        offset = reference_text().count("\n") + 1
+        message = re.sub(r"line: (\d+)", lambda m: f"line: {int(m.group(1)) - offset}", str(exc))
+        raise ConfigError(source, f"not valid HOCON: {message}", "check the keys and "
+                          "substitutions it names") from exc
     if not isinstance(merged, ConfigTree):
         raise ConfigError(source, "the top level must be an object")
     return merged

@@ -124,3 +124,30 @@ def test_cli_exits_2_on_config_error(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_cli_exits_2_on_missing_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--config", "/nonexistent.conf"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_env_override_pattern_in_user_file_keeps_value_when_unset(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("FT_TEST_UNSET", raising=False)
+    monkeypatch.setenv("FT_TEST_SET", "http://env:1")
+    conf = tmp_path / "c.conf"
+    conf.write_text(MINIMAL + '''
+burrow.url = "http://file:1"
+burrow.url = ${?FT_TEST_UNSET}
+port = 9000
+port = ${?FT_TEST_UNSET}
+burrow.username = "u"
+burrow.username = ${?FT_TEST_SET}
+''')
+    s = load_settings(conf)
+    assert s.burrow.url == "http://file:1"
+    assert s.web.port == 9000
+    assert s.burrow.username == "http://env:1"
+
+
+def test_include_relative_to_config_file(tmp_path: Path) -> None:
+    (tmp_path / "clusters.conf").write_text(MINIMAL)
+    conf = tmp_path / "main.conf"
+    conf.write_text('include "clusters.conf"\nport = 9001\n')
+    s = load_settings(conf)
+    assert s.web.port == 9001 and s.clusters[0].name == "local"
