@@ -149,11 +149,14 @@ def partition_path(root: str, date: dt.date, cluster: str) -> str:
 
 def write_snapshot(root: str, snapshot: ClusterSnapshot, *, cycle_start_ms: int | None = None,
                    shard: Shard | None = None) -> str | None:
-    """Write (or replace) the snapshot's cycle file; returns its path, None if it has no rows.
+    """Write (or replace) the snapshot's cycle file; returns its path, None if nothing to write.
 
-    A cycle whose cluster failed has no partition rows: nothing is written, so the report sees
-    the gap as "no data", never as good.
+    A cycle after which the cluster is down (Burrow unreadable, or no Kafka read succeeded) is
+    not written, as its series disappear from /metrics: the report sees the gap as "no data",
+    never as good.
     """
+    if not snapshot.health.up:
+        return None
     table = snapshot_table(snapshot, cycle_start_ms=cycle_start_ms, shard=shard)
     if table.num_rows == 0:
         return None

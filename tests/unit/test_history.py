@@ -141,8 +141,14 @@ def test_layout_is_hive_partitioned_by_utc_date_and_escaped_cluster(tmp_path: Pa
     assert table.column("date").to_pylist() == [dt.date(2024, 2, 29)]
 
 
-def test_a_failed_cycle_writes_nothing(tmp_path: Path) -> None:
+def test_a_failed_or_empty_cycle_writes_nothing(tmp_path: Path) -> None:
     assert write_snapshot(str(tmp_path), snapshot()) is None
+    down = snapshot(result(status=PartitionStatus.LOOKUP_FAILED, freshness_ms=None),
+                    result(partition=1, status=PartitionStatus.CAUGHT_UP, freshness_ms=0))
+    down = ClusterSnapshot(down.cluster, down.cycle_id, down.started_ms, down.finished_ms,
+                           ClusterHealth("c", False, START, None, 500, error="no broker"),
+                           down.partitions)
+    assert write_snapshot(str(tmp_path), down) is None  # its series disappear, as on /metrics
     assert list(tmp_path.iterdir()) == []
 
 
