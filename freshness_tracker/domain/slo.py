@@ -164,6 +164,7 @@ class SeriesStats:
     good_ms: int  # held and within objective
     longest_breach_ms: int
     episodes: tuple[Episode, ...]
+    no_data: tuple[Span, ...]  # the no-data stretches, adjacent ones merged
     compliance: float | None  # good / window; None without an objective or window
     met: bool | None  # None without an objective
 
@@ -269,6 +270,18 @@ def _episodes(spans: Sequence[Span], objective_ms: int) -> list[Episode]:
     return episodes
 
 
+def _no_data(spans: Sequence[Span]) -> list[Span]:
+    merged: list[Span] = []
+    for s in spans:
+        if s.value is not None:
+            continue
+        if merged and merged[-1].end_ms == s.start_ms:
+            merged[-1] = Span(merged[-1].start_ms, s.end_ms, None)
+        else:
+            merged.append(s)
+    return merged
+
+
 def evaluate_series(
     times: Sequence[int],
     values: Sequence[int | None],
@@ -307,6 +320,7 @@ def evaluate_series(
         good_ms=good,
         longest_breach_ms=max((e.duration_ms for e in episodes), default=0),
         episodes=tuple(episodes),
+        no_data=tuple(_no_data(spans)),
         compliance=compliance,
         met=met,
     )

@@ -59,6 +59,7 @@ def test_a_gap_longer_than_n_cycles_is_no_data_never_good() -> None:
                           max_gap_ms=3 * MIN, objective_ms=300 * S, target=Fraction(99, 100))
     assert st_.measured_ms == 1 * MIN + 4 * MIN  # [0,1) and [6,10)
     assert st_.no_data_ms == 5 * MIN  # the whole gap [1, 6)
+    assert st_.no_data == (Span(1 * MIN, 6 * MIN, None),)
     assert st_.over_ms == 0 and st_.good_ms == 5 * MIN
     assert st_.compliance == pytest.approx(0.5) and st_.met is False
 
@@ -204,6 +205,8 @@ def test_accounting_identities(s: tuple[list[int], list[int | None], int, int, i
     r = evaluate_series(times, values, window_start_ms=start, window_end_ms=end, max_gap_ms=gap,
                         objective_ms=objective, target=target)
     assert r.measured_ms + r.no_data_ms == r.window_ms == end - start
+    assert sum(s.duration_ms for s in r.no_data) == r.no_data_ms
+    assert all(a.end_ms < b.start_ms for a, b in itertools.pairwise(r.no_data))  # merged
     assert 0 <= r.over_ms <= r.measured_ms
     assert r.good_ms == r.measured_ms - r.over_ms
     assert 0 <= r.longest_breach_ms <= r.over_ms
