@@ -1,0 +1,80 @@
+"""The SparkSession: embedded `local[*]` by default, whatever spark-submit says on a cluster.
+
+Local masters get the settings measured to matter on small machines (docs/spark.md); on a
+cluster every setting comes from spark-submit / spark-defaults and nothing is overridden.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["LOCAL_CONF", "TEST_JVM_OPTIONS", "get_session"]
+
+log = logging.getLogger(__name__)
+
+#: For embedded local runs: no UI, loopback only, Arrow, UTC, shuffle sized for one machine.
+LOCAL_CONF: Mapping[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.catalogImplementation": "in-memory",
+    "spark.python.worker.reuse": "true",
+    "spark.ui.showConsoleProgress": "false",  # the jobs log a line per stage instead
+}
+
+#: Applied everywhere (they are what the jobs assume, not tuning).
+JOB_CONF: Mapping[str, str] = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+#: Faster JVM start for tests and short jobs; not for long production runs.
+TEST_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
+
+def _is_local(master: str | None) -> bool:
+    return master is None or master.startswith("local")
+
+
+def get_session(
+    master: str | None = None,
+    app_name: str = "freshness-tracker",
+    conf: Mapping[str, str] | None = None,
+) -> Any:
+    """The active SparkSession if there is one (spark-submit, notebooks, tests), else a new one.
+
+    `master` None: spark-submit's `--master` if set, else `local[*]`. For local masters the
+    Python workers are pinned to this interpreter (otherwise they run `python3` from PATH).
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    # Under spark-submit the JVM came first and passed its gateway: its --master and --conf rule.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if master is None and not submitted:
+        master = "local[*]"
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    settings: dict[str, str] = dict(JOB_CONF)
+    if _is_local(master) and not submitted:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        settings.update(LOCAL_CONF)
+        # 200 shuffle partitions (the default) cost a Python task each in applyInPandas.
+        settings["spark.sql.shuffle.partitions"] = str(2 * (os.cpu_count() or 2))
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("FRESHNESS_TRACKER_SPARK_LOG_LEVEL", "WARN"))
+    log.info("spark session master=%s app=%s version=%s", session.sparkContext.master, app_name,
+             session.version)
+    return session

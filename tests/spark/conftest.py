@@ -1,0 +1,78 @@
+"""Spark fixtures: ONE tuned local SparkSession per pytest run (spark-notes), and the real stack.
+
+Without Java or pyspark the Spark tests skip locally with the reason; under ``CI=true`` they
+fail instead, like the integration tests.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from freshness_tracker.devstack import LocalStack
+
+#: Measured to matter for short local runs (shared/reference/spark-notes.md).
+TEST_CONF = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "2g",
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+}
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"Spark unavailable under CI: {reason}")
+    pytest.skip(f"Spark unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    try:
+        from freshness_tracker.spark.session import get_session
+    except ImportError as exc:
+        _unavailable(f"pyspark not installed ({exc})")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        _unavailable("no java on PATH and no JAVA_HOME")
+    session = get_session("local[2]", "freshness-tracker-tests", TEST_CONF)
+    try:
+        yield session
+    finally:
+        from freshness_tracker.spark import worker
+
+        worker.close_engines()
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[LocalStack]:
+    """The same contract as tests/integration's fixture: a shared real stack, never skipped
+    under CI=true (that conftest is not visible from this directory)."""
+    local = LocalStack.from_env() or LocalStack()
+    try:
+        local.start()
+    except Exception as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            raise
+        pytest.skip(f"local stack unavailable: {exc}")
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    test = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name).strip("-")[:30]
+
+    def make(prefix: str) -> str:
+        return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
+
+    return make
