@@ -1,0 +1,195 @@
+"""The Spark report over a generated history, against answers computed by hand.
+
+The history (one sample a minute, window [T0, T0 + 60 min), a gap above 3 cycles is no data):
+
+- cluster east, cycles at minutes 30..34 missing (the exporter was down): no data [29, 35).
+  - orders-app, objective `orders-.*` ≤ 5 m for 90 %: orders[0] 60 s, orders[1] 600 s at
+    minutes 10..14 else 30 s, payments[0] 120 s. Worst partition: 600 s over [10, 15), 120 s
+    else. Over 5 m; no data 6 m; good 49 m of 60 -> 81.67 % -> missed. payments alone: good
+    54 m of 60 = exactly 90 % -> met (the boundary).
+  - billing, objective `billing` / topic `invoices` ≤ 1 m for 50 %: invoices[0] 90 s at minutes
+    20..39 else 30 s; audit[0] 1 h (not judged: another topic), data loss at minutes 50..59.
+    Breaches [20, 29) (then no data) and [35, 40): over 14 m, longest 9 m, good 40 m -> met.
+- cluster west, idle: no objective, freshness 0, samples at T0 − 30 s + k min (the first one,
+  before the window, carries its value in): measured the whole hour.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from freshness_tracker.cli import main
+from freshness_tracker.domain.model import (
+    ClusterHealth,
+    ClusterSnapshot,
+    PartitionKey,
+    PartitionResult,
+    PartitionStatus,
+)
+from freshness_tracker.sinks.history import write_snapshot
+
+pytestmark = pytest.mark.spark
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+M = 60_000
+S = 1_000
+
+OBJECTIVES = """
+objectives = [
+  { consumer = "orders-.*", freshness = 5m, target = 90% }
+  { consumer = "billing", topic = "invoices", freshness = 1m, target = 50% }
+]
+"""
+
+
+def _row(cluster: str, consumer: str, topic: str, partition: int, t: int, freshness: int,
+         loss: bool = False) -> PartitionResult:
+    return PartitionResult(
+        PartitionKey(cluster, consumer, topic, partition),
+        PartitionStatus.DATA_LOSS if loss else PartitionStatus.OK, "OK", 100, 110, 10, t - 5_000,
+        t - freshness, freshness, 1_000, lost_records=100 if loss else 0)
+
+
+def _write(root: str, cluster: str, t: int, rows: list[PartitionResult]) -> None:
+    health = ClusterHealth(cluster, True, t, t, 0, partitions=len(rows))
+    write_snapshot(root, ClusterSnapshot(cluster, 0, t, t, health, tuple(rows)))
+
+
+def generate(root: str) -> None:
+    for i in range(-2, 62):  # a little before and after the window, too
+        t = T0 + i * M
+        if not 30 <= i <= 34:
+            _write(root, "east", t, [
+                _row("east", "orders-app", "orders", 0, t, 60 * S),
+                _row("east", "orders-app", "orders", 1, t, 600 * S if 10 <= i <= 14 else 30 * S),
+                _row("east", "orders-app", "payments", 0, t, 120 * S),
+                _row("east", "billing", "invoices", 0, t, 90 * S if 20 <= i <= 39 else 30 * S),
+                _row("east", "billing", "audit", 0, t, 3600 * S, loss=50 <= i <= 59),
+            ])
+        west = t - 30 * S
+        _write(root, "west", west, [_row("west", "idle", "events", 0, west, 0)])
+
+
+@pytest.fixture(scope="module")
+def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    base = tmp_path_factory.mktemp("report")
+    history, out = base / "history", base / "out"
+    generate(str(history))
+    (base / "objectives.conf").write_text(OBJECTIVES)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        code = main(["spark", "report", "--history", str(history),
+                     "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-01T01:00Z",
+                     "--objectives", str(base / "objectives.conf"), "--out", str(out),
+                     "--gap-cycles", "3", "--log-level", "WARNING"])
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert code == 0
+    yield out
+
+
+def verdict(value: Any) -> bool | None:
+    return None if pd.isna(value) else bool(value)
+
+
+def _by(frame: pd.DataFrame, *keys: str) -> dict[tuple[str, ...], dict[str, Any]]:
+    return {tuple(r[k] for k in keys): r for r in frame.to_dict("records")}
+
+
+def test_consumers_by_hand(report: Path) -> None:
+    c = _by(pd.read_parquet(report / "consumers.parquet"), "cluster", "consumer")
+    assert set(c) == {("east", "orders-app"), ("east", "billing"), ("west", "idle")}
+
+    orders = c[("east", "orders-app")]
+    assert (orders["samples"], orders["cycle_ms"], orders["window_ms"]) == (55, M, 60 * M)
+    assert orders["p50_ms"] == 120 * S and orders["p95_ms"] == 600 * S
+    assert orders["max_ms"] == 600 * S
+    assert orders["over_ms"] == 5 * M and orders["no_data_ms"] == 6 * M
+    assert orders["longest_breach_ms"] == 5 * M and orders["breaches"] == 1
+    assert orders["good_ms"] == 49 * M
+    assert orders["compliance"] == pytest.approx(49 / 60)
+    assert orders["over_share"] == pytest.approx(5 / 60)
+    assert verdict(orders["met"]) is False
+    assert orders["data_loss_partitions"] == 0
+    assert orders["worst_partitions"].startswith("orders[1] max 10 m 00 s; payments[0] max 2 m")
+
+    billing = c[("east", "billing")]
+    assert billing["objective_ms"] == M and billing["target"] == 0.5
+    assert billing["over_ms"] == 14 * M and billing["longest_breach_ms"] == 9 * M
+    assert billing["breaches"] == 2 and billing["no_data_ms"] == 6 * M
+    assert billing["good_ms"] == 40 * M and verdict(billing["met"]) is True
+    assert (billing["p50_ms"], billing["p95_ms"], billing["max_ms"]) == (30 * S, 90 * S, 90 * S)
+    assert billing["data_loss_partitions"] == 1  # audit is not judged, but its loss is reported
+
+    idle = c[("west", "idle")]
+    assert verdict(idle["met"]) is None and pd.isna(idle["objective_ms"])
+    assert idle["samples"] == 60 and idle["no_data_ms"] == 0  # the lookback sample holds in
+    assert idle["max_ms"] == 0
+
+
+def test_topics_by_hand_including_the_boundary(report: Path) -> None:
+    t = _by(pd.read_csv(report / "topics.csv"), "cluster", "consumer", "topic")
+    payments = t[("east", "orders-app", "payments")]
+    assert payments["good_ms"] == 54 * M and payments["compliance"] == pytest.approx(0.9)
+    assert verdict(payments["met"]) is True  # exactly at the 90 % target: met
+    orders = t[("east", "orders-app", "orders")]
+    assert orders["over_ms"] == 5 * M and verdict(orders["met"]) is False
+    audit = t[("east", "billing", "audit")]
+    assert verdict(audit["met"]) is None and audit["p50_ms"] == 3600 * S
+    assert audit["data_loss_partitions"] == 1
+
+
+def test_breach_episodes_data_loss_and_worst_partitions(report: Path) -> None:
+    episodes = pd.read_parquet(report / "episodes.parquet")
+    billing = episodes[(episodes["level"] == "consumer") & (episodes["consumer"] == "billing")]
+    breaches = billing[billing["kind"] == "breach"]
+    assert list(zip(breaches["start_ms"], breaches["end_ms"], breaches["peak_ms"], strict=True)) \
+        == [(T0 + 20 * M, T0 + 29 * M, 90 * S), (T0 + 35 * M, T0 + 40 * M, 90 * S)]
+    gaps = billing[billing["kind"] == "no_data"]
+    assert list(zip(gaps["start_ms"], gaps["end_ms"], strict=True)) == [(T0 + 29 * M,
+                                                                         T0 + 35 * M)]
+    loss = pd.read_csv(report / "data_loss.csv")
+    assert loss[["cluster", "consumer", "topic", "partition", "data_loss_samples",
+                 "max_lost_records"]].values.tolist() == [["east", "billing", "audit", 0, 10,
+                                                           100]]
+    assert loss["first_loss"].iloc[0].startswith("2026-01-01 00:50:00")
+    worst = pd.read_csv(report / "partitions.csv")
+    orders = worst[worst["consumer"] == "orders-app"].sort_values("rank")
+    assert orders[["topic", "partition", "max_ms"]].values.tolist() == [
+        ["orders", 1, 600 * S], ["payments", 0, 120 * S], ["orders", 0, 60 * S]]
+
+
+def test_the_html_report_is_self_contained(report: Path) -> None:
+    page = (report / "report.html").read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") == 2
+    assert "src=\"http" not in page and "<script" not in page
+    assert "orders-app" in page and "missed" in page and "billing" in page
+    for name in ("consumers", "topics", "partitions", "data_loss", "episodes"):
+        assert (report / f"{name}.parquet").stat().st_size > 0
+        assert (report / f"{name}.csv").read_text().count("\n") >= 1
+    for chart in ("freshness", "timeline"):
+        assert (report / "charts" / f"{chart}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_empty_window_exits_1(spark: Any, tmp_path: Path) -> None:
+    generate(str(tmp_path / "h"))
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        code = main(["spark", "report", "--history", str(tmp_path / "h"),
+                     "--from", "2025-01-01", "--to", "2025-01-02", "--out", str(tmp_path / "o"),
+                     "--log-level", "WARNING"])
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert code == 1
+    assert "<p class=meta>None.</p>" in (tmp_path / "o" / "report.html").read_text()
+    assert pd.read_csv(tmp_path / "o" / "consumers.csv").empty
