@@ -1,0 +1,68 @@
+"""Schema stability: the history table as Spark sees it is a golden contract (docs/spark.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from freshness_tracker.domain.model import (
+    ClusterHealth,
+    ClusterSnapshot,
+    PartitionKey,
+    PartitionResult,
+    PartitionStatus,
+)
+from freshness_tracker.sinks.history import read_history, write_snapshot
+from freshness_tracker.spark.report_job import history_frame, spark_schema
+
+pytestmark = pytest.mark.spark
+
+#: Changing this breaks every reader of the table: bump HISTORY_SCHEMA_VERSION and say so.
+GOLDEN = (
+    "struct<cycle_id:string,cycle_start:timestamp,sample_time:timestamp,consumer:string,"
+    "topic:string,partition:int,status:string,burrow_status:string,committed_offset:bigint,"
+    "log_end_offset:bigint,offset_lag:bigint,commit_time:timestamp,record_timestamp:timestamp,"
+    "freshness_ms:bigint,commit_lag_ms:bigint,data_loss:boolean,lost_records:bigint,"
+    "retention_headroom_ms:bigint,lookup_error:string,date:date,cluster:string>"
+)
+
+START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+def _history(root: Path) -> None:
+    rows = (
+        PartitionResult(PartitionKey("east", "g", "t", 0), PartitionStatus.OK, "WARN", 10, 15, 5,
+                        START - 2_000, START - 61_000, 61_250, 59_000),
+        PartitionResult(PartitionKey("east", "g", "t", 1), PartitionStatus.LOOKUP_FAILED, "OK",
+                        3, 9, 6, None, None, None, None, error="timed out"),
+    )
+    health = ClusterHealth("east", True, START, START + 250, 250)
+    write_snapshot(str(root), ClusterSnapshot("east", 1, START, START + 250, health, rows))
+
+
+def test_spark_schema_is_golden() -> None:
+    assert spark_schema().simpleString() == GOLDEN
+
+
+def test_spark_reads_the_files_natively_with_the_same_types(spark: Any, tmp_path: Path) -> None:
+    _history(tmp_path)
+    inferred = spark.read.parquet(str(tmp_path)).schema  # no schema given: Spark's own view
+    assert [(f.name, f.dataType.simpleString()) for f in inferred] == \
+        [(f.name, f.dataType.simpleString()) for f in spark_schema()]
+
+
+def test_spark_and_pyarrow_read_the_same_values(spark: Any, tmp_path: Path) -> None:
+    _history(tmp_path)
+    frame = history_frame(spark, str(tmp_path), START, START + 1_000).orderBy("partition")
+    got = [r.asDict() for r in frame.collect()]
+    assert [r["t"] for r in got] == [START + 250, START + 250]
+    assert [r["freshness_ms"] for r in got] == [61_250, None]
+    assert [r["lookup_error"] for r in got] == [None, "timed out"]
+    assert str(got[0]["date"]) == "2026-01-01" and got[0]["cluster"] == "east"
+    arrow = sorted(read_history(str(tmp_path)).to_pylist(), key=lambda r: r["partition"])
+    assert [int(r["record_timestamp"].timestamp() * 1000) if r["record_timestamp"] else None
+            for r in arrow] == [START - 61_000, None]
+    # outside the window: nothing (and the date partition filter prunes other days)
+    assert history_frame(spark, str(tmp_path), START + 1_000, START + 2_000).count() == 0

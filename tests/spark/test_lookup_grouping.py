@@ -1,0 +1,58 @@
+"""How the driver deals lookups to Spark tasks: per partition, per leader, in batches."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from freshness_tracker.domain.model import ReadRequest
+from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from freshness_tracker.spark.reader import SparkRecordReader
+
+KAFKA = ClusterKafkaSettings("c", MappingProxyType({"bootstrap.servers": "k:9092"}), 2)
+
+
+def reader(batch_size: int, max_tasks: int, leaders: dict[tuple[str, int], int]
+           ) -> SparkRecordReader:
+    r = SparkRecordReader(None, KAFKA, LookupSettings(batch_size=batch_size),
+                          max_tasks=max_tasks)
+    r._leaders = lambda parts: {p: leaders.get(p, -1) for p in parts}  # type: ignore[method-assign]
+    return r
+
+
+@pytest.mark.parametrize("max_tasks", [1, 2, 3, 50])
+def test_batches_share_a_leader_and_partitions_stay_whole(max_tasks: int) -> None:
+    leaders = {("t", p): p % 3 for p in range(20)}  # three brokers
+    requests = [ReadRequest("c", "t", p, o) for p in range(20) for o in (7, 8)]
+    requests += [ReadRequest("c", "t", 3, 8), ReadRequest("c", "gone", 0, 1)]  # dup, no leader
+    rows, n_leaders, n_batches = reader(3, max_tasks, leaders)._tasks(requests)
+
+    assert n_leaders == 4  # brokers 0, 1, 2 and "no leader"
+    assert n_batches == 3 + 3 + 2 + 1  # ceil(7/3) + ceil(7/3) + ceil(6/3) + 1
+    assert len(rows) == min(max_tasks, n_batches)
+    sent: Counter[tuple[str, int, int]] = Counter()
+    owner: dict[tuple[str, int], int] = {}
+    for task, topics, partitions, offsets in rows:
+        for t, p, o in zip(topics, partitions, offsets, strict=True):
+            sent[(t, p, o)] += 1
+            assert owner.setdefault((t, p), task) == task  # C and C-1 in one task
+    assert set(sent) == {(r.topic, r.partition, r.offset) for r in requests}
+    assert max(sent.values()) == 1  # deduplicated
+
+
+def test_each_batch_is_one_leader_when_tasks_are_plenty() -> None:
+    leaders = {("t", p): p % 2 for p in range(8)}
+    requests = [ReadRequest("c", "t", p, 5) for p in range(8)]
+    rows, _, batches = reader(2, 100, leaders)._tasks(requests)
+    assert batches == 4 and len(rows) == 4
+    for _, _, partitions, _ in rows:
+        assert len({leaders[("t", p)] for p in partitions}) == 1
+        assert len(partitions) == 2
+
+
+def test_no_requests_no_job() -> None:
+    r: Any = reader(2, 2, {})
+    assert r.read([]) == []
