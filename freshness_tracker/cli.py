@@ -6,9 +6,11 @@ Exit codes: 0 success, 1 a cluster failed (`once`, `check`), 2 configuration err
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -87,8 +89,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     stopped_at: list[float] = []
     stop = _stop_on_signals(stopped_at)
     exporter = Exporter(settings, sinks=_history_sinks(settings))
-    server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
-                                    settings.web), settings.web).start()
+    try:
+        server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
+                                        settings.web), settings.web).start()
+    except OSError as exc:
+        exporter.close()
+        raise _listener_error(settings, exc) from exc
     log.info("listening address=%s port=%d clusters=%s", settings.web.listen_address,
              server.port, ",".join(c.name for c in settings.clusters))
     try:
@@ -121,6 +127,21 @@ def _exit_if_work_in_flight(code: int, stopped_at: list[float]) -> None:
         logging.shutdown()
         sys.stdout.flush()
         os._exit(code)
+
+
+def _listener_error(settings: Settings, exc: OSError) -> ConfigError:
+    """A listener that cannot start is a configuration problem: name the key to fix."""
+    web = settings.web
+    reason = " ".join(str(exc.strerror or exc).split())
+    if isinstance(exc, ssl.SSLError):
+        return ConfigError("web.tlsCertFile", f"cannot load the certificate and key: {reason}",
+                           "give a PEM certificate and its matching private key")
+    where = f"{web.listen_address}:{web.port}"
+    if exc.errno == errno.EADDRINUSE:
+        return ConfigError("port", f"{where} is already in use",
+                           "choose a free port or stop the other listener")
+    return ConfigError("listenAddress", f"cannot listen on {where}: {reason}",
+                       "use an address of this host, e.g. 0.0.0.0 or 127.0.0.1")
 
 
 def _history_sinks(settings: Settings) -> list:  # type: ignore[type-arg]

@@ -43,7 +43,14 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
         if not file.is_file():
             raise ConfigError("--config", f"file {str(path)!r} does not exist",
                               "pass the path of a HOCON file")
-        text = file.read_text()
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(source, f"not UTF-8 text (byte {exc.start}: {exc.reason})",
+                              "save the file as UTF-8") from exc
+        except OSError as exc:
+            raise ConfigError(source, f"cannot be read: {exc.strerror or exc}",
+                              "check the path and its permissions") from exc
         basedir = str(file.parent)
     try:
         merged: Any = ConfigFactory.parse_string(

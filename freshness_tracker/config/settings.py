@@ -8,6 +8,7 @@ orchestrator adding a key must not break a running exporter.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -93,6 +94,9 @@ def redact(properties: Mapping[str, str]) -> dict[str, str]:
             for k, v in properties.items()}
 
 
+#: Longer waits overflow the platform's timers (threading.Event.wait) and are never meant.
+MAX_DURATION_S = 30 * 86400.0
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _UNITS = {"": 1.0, "ms": 1e-3, "millis": 1e-3, "milliseconds": 1e-3, "s": 1.0, "second": 1.0,
           "seconds": 1.0, "m": 60.0, "minute": 60.0, "minutes": 60.0, "h": 3600.0,
@@ -161,7 +165,18 @@ class _Reader:
         if value <= low:
             raise ConfigError(self.path(key), f"{value:g}s is too small",
                               f"use a duration above {low:g}s")
+        if not value <= MAX_DURATION_S:  # also catches inf and nan (1e400 in HOCON)
+            raise ConfigError(self.path(key), f"{value:g}s is too large",
+                              f"use a duration up to {MAX_DURATION_S // 86400:g}d")
         return value
+
+    def file(self, key: str) -> str:
+        """An optional path that, when set, must name a readable file."""
+        path = self.text(key)
+        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise ConfigError(self.path(key), f"{path!r} is not a readable file",
+                              "fix the path or leave the key empty")
+        return path
 
     def flag(self, key: str) -> bool:
         value = self.raw(key)
@@ -303,7 +318,7 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         concurrency=r.whole("burrow.concurrency", 1, 256),
         username=r.text("burrow.username"),
         password=r.text("burrow.password"),
-        ca_file=r.text("burrow.caFile"),
+        ca_file=r.file("burrow.caFile"),
         tls_verify=r.flag("burrow.tlsVerify"),
     )
     web = WebSettings(
@@ -317,6 +332,8 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     if bool(web.tls_cert_file) != bool(web.tls_key_file):
         raise ConfigError("web.tlsCertFile", "TLS needs both a certificate and a key file",
                           "set both web.tlsCertFile and web.tlsKeyFile, or neither")
+    r.file("web.tlsCertFile")
+    r.file("web.tlsKeyFile")
     lookup = LookupSettings(
         batch_size=r.whole("lookup.batchSize", 1, 100_000),
         timeout_s=r.seconds("lookup.timeout"),
