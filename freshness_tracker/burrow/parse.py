@@ -8,6 +8,7 @@ between the wiki and the source, so they are never read.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from freshness_tracker.domain.model import GroupLags, PartitionKey, PartitionLag
@@ -22,6 +23,7 @@ __all__ = [
 ]
 
 MAX_NAME_LENGTH = 4096  # Kafka caps topic names at 249 bytes; anything huge is garbage
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _fail(what: str, url: str) -> BurrowResponseError:
@@ -41,7 +43,11 @@ def _int(value: Any, url: str, what: str) -> int:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise _fail(f"{what} is not a finite number", url)
-        return int(value)
+        value = int(value)
+    # Offsets, lags, partitions and timestamps are Kafka int64s; anything beyond is garbage
+    # (and would overflow float() when /metrics renders it).
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise _fail(f"{what} is out of range for a 64-bit integer", url)
     return value
 
 
@@ -127,8 +133,11 @@ def _partition(value: Any, cluster: str, group: str, url: str) -> PartitionLag:
 def _float(value: Any, url: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(f"'complete' is {type(value).__name__}, expected a number", url)
-    number = float(value)
-    return number if number == number else 0.0
+    try:
+        number = float(value)
+    except OverflowError:
+        raise _fail("'complete' is out of range", url) from None
+    return number if math.isfinite(number) else 0.0
 
 
 def parse_group_lag(body: Any, cluster: str, group: str, url: str = "") -> GroupLags:
