@@ -8,6 +8,7 @@ here to a BurrowError, so the rest of the code never sees a third-party exceptio
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -59,7 +60,8 @@ class BurrowClient:
         self.settings = settings
         self._base = settings.url.rstrip("/")
         self._session = session or requests.Session()
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=max(settings.concurrency, 4))
+        # Keep-alive connections for the per-cluster pools of several clusters at once.
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=4 * max(settings.concurrency, 4))
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         if settings.username:
@@ -68,9 +70,10 @@ class BurrowClient:
             self._session.verify = settings.ca_file
         elif not settings.tls_verify:
             self._session.verify = False
-        self._executor = ThreadPoolExecutor(
-            max_workers=max(settings.concurrency, 1), thread_name_prefix="burrow"
-        )
+        # One pool of `concurrency` /lag workers per cluster: a bulkhead, so one cluster whose
+        # /lag answers are slow cannot queue another cluster's requests behind its own.
+        self._executors: dict[str, ThreadPoolExecutor] = {}
+        self._executors_lock = threading.Lock()
         self._get_json: Callable[[str], Any] = retry(
             reraise=True,
             retry=retry_if_exception_type(BurrowUnavailable),
@@ -79,8 +82,20 @@ class BurrowClient:
         )(self._get_json_once)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        with self._executors_lock:
+            executors, self._executors = list(self._executors.values()), {}
+        for executor in executors:
+            executor.shutdown(wait=False, cancel_futures=True)
         self._session.close()
+
+    def _executor_for(self, cluster: str) -> ThreadPoolExecutor:
+        with self._executors_lock:
+            executor = self._executors.get(cluster)
+            if executor is None:
+                executor = ThreadPoolExecutor(max_workers=max(self.settings.concurrency, 1),
+                                              thread_name_prefix=f"burrow-{cluster}")
+                self._executors[cluster] = executor
+            return executor
 
     # --- HTTP -------------------------------------------------------------------------
 
@@ -150,7 +165,8 @@ class BurrowClient:
         A group that 404s went away between the list and the lag call: it is reported as
         missing (its series disappear). A group whose lag cannot be read is reported failed.
         """
-        futures = {g: self._executor.submit(self.group_lag, cluster, g) for g in groups}
+        executor = self._executor_for(cluster)
+        futures = {g: executor.submit(self.group_lag, cluster, g) for g in groups}
         found: list[GroupLags] = []
         missing: list[str] = []
         failed: list[tuple[str, str]] = []
