@@ -149,7 +149,7 @@ def _history_sinks(settings: Settings) -> list:  # type: ignore[type-arg]
         return []
     from freshness_tracker.sinks.history import HistorySink
 
-    return [HistorySink(settings.history_path)]
+    return [HistorySink(settings.history_path, shard=settings.shard)]
 
 
 def cmd_once(args: argparse.Namespace) -> int:
