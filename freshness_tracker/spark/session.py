@@ -30,6 +30,7 @@ LOCAL_CONF: Mapping[str, str] = {
 JOB_CONF: Mapping[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
+    "spark.sql.debug.maxToStringFields": "100",  # the report's plans are wide; no WARN for it
 }
 
 #: Faster JVM start for tests and short jobs; not for long production runs.
@@ -57,6 +58,9 @@ def get_session(
         return active
     # Under spark-submit the JVM came first and passed its gateway: its --master and --conf rule.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    if submitted and master is not None:
+        log.warning("--master %s ignored: spark-submit's --master applies", master)
+        master = None
     if master is None and not submitted:
         master = "local[*]"
     builder = SparkSession.builder.appName(app_name)
