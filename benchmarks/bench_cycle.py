@@ -1,0 +1,587 @@
+"""Issue 2's benchmark: one exporter cycle, batched lookups against the naive baseline.
+
+    python3 -m benchmarks.bench_cycle [--partitions 2000] [--rtt-ms 0,1] [--reps 3]
+
+Starts the local stack (tansu + RTT proxy + Burrow 1.2.1), builds the workload (benchmarks.common:
+`--partitions` lagging partitions, lag 1–3 records each, over 4 groups), then per RTT, in a child
+process (so the proxy's and the bridge's Python threads do not share the exporter's GIL):
+
+- full cycle, batched: `Exporter.run_once()` (Burrow → plan → cache → KafkaRecordReader → measure),
+  cold cache and new consumers, exactly the production wiring;
+- second cycle on the same exporter, no offset movement: Kafka reads (expected 0) and time;
+- full cycle, naive: the same Exporter with `NaiveRecordReader` (benchmarks.naive_reader);
+- engine only: `KafkaRecordReader.read()` and `NaiveRecordReader.read()` on the same plan.
+
+Batched and naive alternate within each repetition, so both see the same machine noise; ratios are
+per repetition, and the medians are reported. Fetch requests come from the proxy's per-API frame
+counters (Burrow's own background fetching, measured before the child starts, is subtracted) and,
+in one extra untimed repetition, from librdkafka's statistics (`req.Fetch`).
+
+Then `--big-partitions` partitions of 1 MiB records: one cycle in a fresh child process, whose peak
+RSS (`ru_maxrss`) is reported with the LookupSettings in force.
+
+Benchmarks are not tests: nothing here asserts; it prints figures (and `--json FILE`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+log = logging.getLogger("benchmarks.bench_cycle")
+
+BENCH_PREFIX = "bench"
+BIG_PREFIX = "bigrec"
+MiB = 1024 * 1024
+
+
+# =========================================================================================
+# child side: runs the exporter; talks to the parent through stdout lines and stdin acks
+# =========================================================================================
+
+
+class _Marks:
+    """`mark(name)` asks the parent to snapshot the proxy's Fetch counter, and waits for it."""
+
+    def __init__(self, out: IO[str], ack: IO[str] | None) -> None:
+        self._out = out
+        self._ack = ack
+
+    def mark(self, name: str) -> None:
+        if self._ack is None:
+            return
+        self._out.write(f"MARK {name}\n")
+        self._out.flush()
+        self._ack.readline()
+
+
+def _settings(burrow_url: str, bootstrap: str, group_regex: str, props: dict[str, str]) -> Any:
+    from freshness_tracker.config.load import load_settings
+
+    kafka = {"bootstrap.servers": bootstrap, **props}
+    kafka_hocon = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in kafka.items())
+    return load_settings(text=(
+        f"burrow.url = {json.dumps(burrow_url)}\n"
+        f'clusters = [{{ name = "local", kafka {{ {kafka_hocon} }} }}]\n'
+        f"filters.groups.allow = [{json.dumps(group_regex)}]\n"
+    ))  # fmt: skip
+
+
+class _PoolCounter:
+    """A reader factory wired like Exporter._kafka_reader, keeping its pools for Fetch counts."""
+
+    def __init__(self, settings: Any, executor: Any, statistics_interval_ms: int) -> None:
+        self.settings = settings
+        self.executor = executor
+        self.interval_ms = statistics_interval_ms
+        self.pools: list[Any] = []
+
+    def __call__(self, kafka: Any) -> Any:
+        from freshness_tracker.kafka.consumers import ConsumerPool
+        from freshness_tracker.kafka.lookup import KafkaRecordReader
+
+        pool = ConsumerPool(kafka, self.settings.lookup, statistics_interval_ms=self.interval_ms)
+        self.pools.append(pool)
+        return KafkaRecordReader(kafka, self.settings.lookup, pool, self.executor)
+
+    def fetch_requests(self) -> int | None:
+        """Flush the last statistics interval of every live consumer, then sum `req.Fetch`."""
+        if not self.interval_ms:
+            return None
+        time.sleep(2.5 * self.interval_ms / 1000)
+        for pool in self.pools:
+            with contextlib.ExitStack() as stack:
+                consumers = [stack.enter_context(pool.borrow(timeout=1.0))
+                             for _ in range(pool.stats()["consumers_live"])]
+                for consumer in consumers:
+                    consumer.consume(1, 0.01)
+        return sum(pool.fetch_requests() for pool in self.pools)
+
+    def close(self) -> None:
+        for pool in self.pools:
+            pool.close()
+
+
+def _outcomes(reads: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for read in reads:
+        counts[str(read.outcome)] = counts.get(str(read.outcome), 0) + 1
+    return counts
+
+
+def _cycle_figures(snapshot: Any, seconds: float) -> dict[str, Any]:
+    (cluster,) = snapshot.clusters
+    h = cluster.health
+    statuses: dict[str, int] = {}
+    for result in cluster.partitions:
+        statuses[str(result.status)] = statuses.get(str(result.status), 0) + 1
+    return {"seconds": seconds, "up": h.up, "partitions": h.partitions, "reads": h.kafka_reads,
+            "read_failures": h.kafka_read_failures, "cache_hits": h.cache_hits,
+            "read_seconds": h.read_duration_ms / 1000, "statuses": statuses}  # fmt: skip
+
+
+def _batched_cycle(
+    settings: Any, marks: _Marks, tag: str, stats_ms: int, alt: str = ""
+) -> dict[str, Any]:
+    from freshness_tracker.app import Exporter
+
+    executor = ThreadPoolExecutor(settings.worker_threads, thread_name_prefix="kafka")
+    factory = _PoolCounter(settings, executor, stats_ms)
+    exporter = Exporter(settings, reader_factory=factory,
+                        retention_factory=_retention_factory(settings))
+    try:
+        marks.mark(f"{tag}.batched_cycle{alt}.start")
+        first = _cycle_figures(*_swap(_timed(exporter.run_once)))
+        marks.mark(f"{tag}.batched_cycle{alt}.end")
+        fetches = factory.fetch_requests()
+        marks.mark(f"{tag}.second_cycle{alt}.start")
+        second = _cycle_figures(*_swap(_timed(exporter.run_once)))
+        marks.mark(f"{tag}.second_cycle{alt}.end")
+        return {f"batched_cycle{alt}": {**first, "rdkafka_fetch_requests": fetches},
+                f"second_cycle{alt}": second}
+    finally:
+        exporter.close()
+        factory.close()
+        executor.shutdown(wait=False)
+
+
+def _naive_cycle(
+    settings: Any, marks: _Marks, tag: str, fetch_wait_ms: int, stats_ms: int
+) -> dict[str, Any]:
+    from benchmarks.naive_reader import NaiveRecordReader
+    from freshness_tracker.app import Exporter
+
+    readers: list[NaiveRecordReader] = []
+
+    def factory(kafka: Any) -> NaiveRecordReader:
+        reader = NaiveRecordReader(kafka, settings.lookup, fetch_wait_max_ms=fetch_wait_ms,
+                                   statistics_interval_ms=stats_ms)
+        readers.append(reader)
+        return reader
+
+    exporter = Exporter(settings, reader_factory=factory,
+                        retention_factory=_retention_factory(settings))
+    try:
+        marks.mark(f"{tag}.naive_cycle.start")
+        figures = _cycle_figures(*_swap(_timed(exporter.run_once)))
+        marks.mark(f"{tag}.naive_cycle.end")
+        fetches = sum(r.fetch_requests() for r in readers) if stats_ms else None
+        return {"naive_cycle": {**figures, "rdkafka_fetch_requests": fetches}}
+    finally:
+        exporter.close()
+        for reader in readers:
+            reader.close()
+
+
+def _retention_factory(settings: Any) -> Callable[[Any], Any]:
+    """The same TopicRetention the Exporter builds by default, for both readers."""
+    from freshness_tracker.kafka.topic_config import TopicRetention
+
+    lookup = settings.lookup
+    return lambda kafka: TopicRetention(dict(kafka.properties), ttl_s=lookup.topic_config_ttl_s,
+                                        cluster=kafka.name, timeout_s=lookup.timeout_s)
+
+
+def _engine_plan(settings: Any) -> Any:
+    """The requests a cold cycle sends to Kafka, from Burrow, planned as the cycle plans them."""
+    from freshness_tracker.burrow.client import BurrowClient
+    from freshness_tracker.plan import plan_reads
+
+    burrow = BurrowClient(settings.burrow)
+    try:
+        groups = [g for g in burrow.consumers("local") if settings.groups(g)]
+        lags = burrow.cluster_lags("local", groups)
+    finally:
+        burrow.close()
+    partitions = [p for g in lags.groups for p in g.partitions]
+    return plan_reads(partitions, lambda _r: False).to_read, len(partitions)
+
+
+def _batched_engine(
+    settings: Any, requests: Any, marks: _Marks, tag: str, stats_ms: int, alt: str = ""
+) -> dict[str, Any]:
+    executor = ThreadPoolExecutor(settings.worker_threads, thread_name_prefix="kafka")
+    factory = _PoolCounter(settings, executor, stats_ms)
+    reader = factory(settings.clusters[0].kafka)
+    try:
+        marks.mark(f"{tag}.batched_engine{alt}.start")
+        seconds, reads = _timed(lambda: reader.read(requests))
+        marks.mark(f"{tag}.batched_engine{alt}.end")
+        return {f"batched_engine{alt}": {"seconds": seconds, "outcomes": _outcomes(reads),
+                                   "batches": reader.stats()["batches"],
+                                   "rdkafka_fetch_requests": factory.fetch_requests()}}
+    finally:
+        factory.close()
+        executor.shutdown(wait=False)
+
+
+def _naive_engine(
+    settings: Any, requests: Any, marks: _Marks, tag: str, fetch_wait_ms: int, stats_ms: int
+) -> dict[str, Any]:
+    from benchmarks.naive_reader import NaiveRecordReader
+
+    reader = NaiveRecordReader(settings.clusters[0].kafka, settings.lookup,
+                               fetch_wait_max_ms=fetch_wait_ms, statistics_interval_ms=stats_ms)
+    try:
+        marks.mark(f"{tag}.naive_engine.start")
+        seconds, reads = _timed(lambda: reader.read(requests))
+        marks.mark(f"{tag}.naive_engine.end")
+        fetches = reader.fetch_requests() if stats_ms else None
+        return {"naive_engine": {"seconds": seconds, "outcomes": _outcomes(reads),
+                                 "rdkafka_fetch_requests": fetches}}
+    finally:
+        reader.close()
+
+
+def child_speed(args: argparse.Namespace, marks: _Marks) -> dict[str, Any]:
+    settings = _settings(args.burrow_url, args.bootstrap, args.groups, _props(args.kafka_prop))
+    alt_settings = None
+    if args.compare_prop:
+        alt_props = {**_props(args.kafka_prop), **_props(args.compare_prop)}
+        alt_settings = _settings(args.burrow_url, args.bootstrap, args.groups, alt_props)
+    requests, partitions = _engine_plan(settings)
+    reps: list[dict[str, Any]] = []
+    # rep 0 is the untimed counting repetition (librdkafka statistics on); then timed reps.
+    for rep in range(args.reps + 1):
+        counting = rep == 0
+        stats_ms = args.stats_interval_ms if counting else 0
+        tag = "count" if counting else f"rep{rep}"
+        naive_first = rep % 2 == 1  # alternate the order: both see the same drift
+        result: dict[str, Any] = {"rep": tag}
+        fw = args.naive_fetch_wait_ms
+        steps: list[tuple[Callable[..., dict[str, Any]], tuple[Any, ...]]] = [
+            (_batched_cycle, (settings, marks, tag, stats_ms)),
+            (_naive_cycle, (settings, marks, tag, fw, stats_ms)),
+            (_batched_engine, (settings, requests, marks, tag, stats_ms)),
+            (_naive_engine, (settings, requests, marks, tag, fw, stats_ms)),
+        ]
+        order = [1, 0, 3, 2] if naive_first else [0, 1, 2, 3]
+        if alt_settings is not None:  # the same batched steps with --compare-prop, A/B
+            steps += [(_batched_cycle, (alt_settings, marks, tag, stats_ms, "_alt")),
+                      (_batched_engine, (alt_settings, requests, marks, tag, stats_ms, "_alt"))]
+            order = [4, *order[:2], 5, *order[2:]] if naive_first else [*order[:2], 4,
+                                                                         *order[2:], 5]
+        for index in order:
+            fn, fn_args = steps[index]
+            result.update(fn(*fn_args))
+        reps.append(result)
+        log.info("rtt=%s %s done", args.rtt_label, tag)
+    return {"requests": len(requests), "partitions": partitions, "lookup": asdict(settings.lookup),
+            "kafka_props": _props(args.kafka_prop), "compare_props": _props(args.compare_prop),
+            "reps": reps}  # fmt: skip
+
+
+def child_rss(args: argparse.Namespace) -> dict[str, Any]:
+    from freshness_tracker.app import Exporter
+
+    settings = _settings(args.burrow_url, args.bootstrap, args.groups, _props(args.kafka_prop))
+    exporter = Exporter(settings)
+    before_kib = _proc_status_kib("VmRSS")
+    try:
+        seconds, snapshot = _timed(exporter.run_once)
+        figures = _cycle_figures(snapshot, seconds)
+    finally:
+        exporter.close()
+    return {"cycle": figures, "rss_before_cycle_mib": before_kib / 1024,
+            "peak_rss_mib": _proc_status_kib("VmHWM") / 1024,
+            "ru_maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "lookup": asdict(settings.lookup), "kafka_props": _props(args.kafka_prop)}  # fmt: skip
+
+
+def _proc_status_kib(field: str) -> int:
+    """VmHWM (peak RSS) / VmRSS of this process image, in KiB.
+
+    Not ru_maxrss: Linux carries it over fork+exec, so a child started by a big parent reports
+    the parent's peak.
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
+
+
+def _swap(pair: tuple[float, Any]) -> tuple[Any, float]:
+    return pair[1], pair[0]
+
+
+def _props(items: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, _, value = item.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+# =========================================================================================
+# parent side: the stack, the workloads, the children, the report
+# =========================================================================================
+
+
+def _run_child(
+    stack: Any, mode: str, extra: list[str], rtt_label: str, background_per_s: float
+) -> dict[str, Any]:
+    """Run one child; answer its MARKs with proxy Fetch snapshots; attach per-phase frames."""
+    from benchmarks.common import fetch_frames
+
+    cmd = [sys.executable, "-m", "benchmarks.bench_cycle", "--child", mode,
+           "--burrow-url", stack.burrow_url, "--bootstrap", stack.bootstrap_servers,
+           "--rtt-label", rtt_label, *extra]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    marks: dict[str, tuple[float, int]] = {}
+    result: dict[str, Any] | None = None
+    for line in proc.stdout:
+        if line.startswith("MARK "):
+            marks[line[5:].strip()] = (time.monotonic(), fetch_frames(stack))
+            proc.stdin.write("ok\n")
+            proc.stdin.flush()
+        elif line.startswith("RESULT "):
+            result = json.loads(line[7:])
+    if proc.wait() != 0 or result is None:
+        raise RuntimeError(f"benchmark child {mode} failed (exit {proc.returncode})")
+    for name, (t_start, n_start) in marks.items():
+        if name.endswith(".start"):
+            end = marks.get(name[:-6] + ".end")
+            if end is None:
+                continue
+            tag, phase = name[:-6].split(".", 1)
+            frames = end[1] - n_start - background_per_s * (end[0] - t_start)
+            for rep in result.get("reps", []):
+                if rep["rep"] == tag and phase in rep:
+                    rep[phase]["proxy_fetch_frames"] = max(0.0, frames)
+    return result
+
+
+def _background_fetch_rate(stack: Any, seconds: float = 3.0) -> float:
+    """Fetch frames per second while no benchmark client runs (Burrow polling its topics)."""
+    from benchmarks.common import fetch_frames
+
+    start_n, start_t = fetch_frames(stack), time.monotonic()
+    time.sleep(seconds)
+    return (fetch_frames(stack) - start_n) / (time.monotonic() - start_t)
+
+
+def _median(values: list[float]) -> float:
+    from benchmarks.common import median
+
+    return median([v for v in values if v is not None])
+
+
+def summarize(speed: dict[str, Any]) -> dict[str, Any]:
+    """Medians over the timed reps, and per-rep ratios (naive / batched)."""
+    timed = [r for r in speed["reps"] if r["rep"] != "count"]
+    count = next(r for r in speed["reps"] if r["rep"] == "count")
+    n_req = speed["requests"]
+
+    def med(phase: str, key: str = "seconds") -> float:
+        return _median([r[phase][key] for r in timed])
+
+    def ratio(slow: str, fast: str) -> float:
+        return _median([r[slow]["seconds"] / r[fast]["seconds"] for r in timed])
+
+    def per_lookup(phase: str, key: str, rep: dict[str, Any]) -> float | None:
+        value = rep[phase].get(key)
+        return None if value is None else value / n_req
+
+    return {
+        "partitions": speed["partitions"],
+        "requests": n_req,
+        "batched_cycle_s": med("batched_cycle"),
+        "naive_cycle_s": med("naive_cycle"),
+        "cycle_ratio": ratio("naive_cycle", "batched_cycle"),
+        "batched_engine_s": med("batched_engine"),
+        "naive_engine_s": med("naive_engine"),
+        "engine_ratio": ratio("naive_engine", "batched_engine"),
+        "second_cycle_s": med("second_cycle"),
+        "second_cycle_reads": max(r["second_cycle"]["reads"] for r in timed),
+        "second_cycle_cache_hits": min(r["second_cycle"]["cache_hits"] for r in timed),
+        "batched_cycle_failures": max(r["batched_cycle"]["read_failures"] for r in timed),
+        "naive_cycle_failures": max(r["naive_cycle"]["read_failures"] for r in timed),
+        "not_found_engine": max(
+            sum(v for k, v in r[p]["outcomes"].items() if k != "found")
+            for r in timed for p in ("batched_engine", "naive_engine")),
+        "fetch_per_lookup": {
+            phase: {"rdkafka": per_lookup(phase, "rdkafka_fetch_requests", count),
+                    "proxy": _median([per_lookup(phase, "proxy_fetch_frames", r)
+                                      for r in speed["reps"]
+                                      if r[phase].get("proxy_fetch_frames") is not None])}
+            for phase in ("batched_cycle", "naive_cycle", "batched_engine", "naive_engine",
+                          "batched_cycle_alt", "batched_engine_alt")
+            if phase in count
+        },
+        **({
+            "alt_batched_cycle_s": med("batched_cycle_alt"),
+            "alt_batched_engine_s": med("batched_engine_alt"),
+            "alt_cycle_ratio": ratio("naive_cycle", "batched_cycle_alt"),
+            "alt_engine_ratio": ratio("naive_engine", "batched_engine_alt"),
+            "alt_over_default_cycle": ratio("batched_cycle_alt", "batched_cycle"),
+            "alt_over_default_engine": ratio("batched_engine_alt", "batched_engine"),
+            "alt_cycle_failures": max(r["batched_cycle_alt"]["read_failures"] for r in timed),
+        } if "batched_cycle_alt" in count else {}),
+    }  # fmt: skip
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None or value != value else f"{value:.{digits}f}"
+
+
+def print_report(
+    args: argparse.Namespace, per_rtt: dict[str, dict[str, Any]], rss: dict[str, Any] | None
+) -> None:
+    print(f"\n== freshness-tracker cycle benchmark: {args.partitions} lagging partitions, "
+          f"lag 1–3 records, {args.reps} timed reps (medians; ratios per rep) ==")
+    header = ("RTT ms", "batched cycle s", "naive cycle s", "cycle ×", "batched engine s",
+              "naive engine s", "engine ×", "2nd cycle s", "2nd cycle reads")
+    print(" | ".join(header))
+    for rtt, s in per_rtt.items():
+        print(" | ".join([
+            rtt, _fmt(s["batched_cycle_s"]), _fmt(s["naive_cycle_s"]), _fmt(s["cycle_ratio"], 1),
+            _fmt(s["batched_engine_s"]), _fmt(s["naive_engine_s"]), _fmt(s["engine_ratio"], 1),
+            _fmt(s["second_cycle_s"]), str(s["second_cycle_reads"]),
+        ]))  # fmt: skip
+    print("\nFetch requests per lookup (rdkafka = librdkafka statistics req.Fetch, counting rep; "
+          "proxy = Fetch frames, Burrow's background subtracted):")
+    for rtt, s in per_rtt.items():
+        parts = [f"{phase}: rdkafka {_fmt(v['rdkafka'], 4)} proxy {_fmt(v['proxy'], 4)}"
+                 for phase, v in s["fetch_per_lookup"].items()]
+        print(f"  RTT {rtt} ms: " + "; ".join(parts))
+    for rtt, s in per_rtt.items():
+        print(f"  RTT {rtt} ms: requests={s['requests']} partitions={s['partitions']} "
+              f"failures batched/naive cycle={s['batched_cycle_failures']}/"
+              f"{s['naive_cycle_failures']} non-FOUND engine reads={s['not_found_engine']} "
+              f"2nd-cycle cache hits={s['second_cycle_cache_hits']}")
+    for rtt, s in per_rtt.items():
+        if "alt_batched_cycle_s" in s:
+            print(f"  RTT {rtt} ms, with --compare-prop {args.compare_prop}: batched cycle "
+                  f"{_fmt(s['alt_batched_cycle_s'])} s ({_fmt(s['alt_cycle_ratio'], 1)}× naive), "
+                  f"engine {_fmt(s['alt_batched_engine_s'])} s "
+                  f"({_fmt(s['alt_engine_ratio'], 1)}× naive); compare/default time: cycle "
+                  f"{_fmt(s['alt_over_default_cycle'], 2)}, engine "
+                  f"{_fmt(s['alt_over_default_engine'], 2)}; failures "
+                  f"{s['alt_cycle_failures']}")
+    if rss is not None:
+        c = rss["cycle"]
+        print(f"\n1 MiB records, {c['partitions']} lagging partitions, {c['reads']} reads "
+              f"({c['read_failures']} failed), one cycle in {c['seconds']:.2f} s: peak RSS "
+              f"{rss['peak_rss_mib']:.0f} MiB (before the cycle {rss['rss_before_cycle_mib']:.0f}"
+              f" MiB)")
+        print(f"  lookup settings: {rss['lookup']}  kafka props: {rss['kafka_props'] or '{}'}")
+        if "alt" in rss:
+            a = rss["alt"]
+            print(f"  with {a['kafka_props']}: peak RSS {a['peak_rss_mib']:.0f} MiB, cycle "
+                  f"{a['cycle']['seconds']:.2f} s, {a['cycle']['read_failures']} failed reads")
+
+
+def parent(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.common import Workload
+    from freshness_tracker.devstack import LocalStack
+
+    rtts = [r.strip() for r in args.rtt_ms.split(",") if r.strip()]
+    extra = ["--groups", f"{BENCH_PREFIX}-g[0-9]+", "--reps", str(args.reps),
+             "--naive-fetch-wait-ms", str(args.naive_fetch_wait_ms),
+             "--stats-interval-ms", str(args.stats_interval_ms)]  # fmt: skip
+    for prop in args.kafka_prop or []:
+        extra += ["--kafka-prop", prop]
+    for prop in args.compare_prop or []:
+        extra += ["--compare-prop", prop]
+    report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "rtt": {}}
+    with LocalStack(rtt_ms=0.0) as stack:
+        started = time.monotonic()
+        Workload(stack, BENCH_PREFIX, args.partitions).build()
+        big = None
+        if args.big_partitions > 0:
+            big = Workload(stack, BIG_PREFIX, args.big_partitions, groups=1,
+                           records=args.big_records, value_size=MiB)
+            big.build()
+        print(f"workload ready in {time.monotonic() - started:.1f} s", flush=True)
+        per_rtt: dict[str, dict[str, Any]] = {}
+        for rtt in rtts:
+            stack.rtt_ms = float(rtt)
+            background = _background_fetch_rate(stack)
+            print(f"RTT {rtt} ms: Burrow background {background:.1f} Fetch/s; running…",
+                  flush=True)
+            speed = _run_child(stack, "speed", [*extra, "--rtt-label", rtt], rtt, background)
+            report["rtt"][rtt] = speed
+            per_rtt[rtt] = summarize(speed)
+        rss = None
+        if big is not None:
+            stack.rtt_ms = 0.0
+            rss_extra = ["--groups", f"{BIG_PREFIX}-g[0-9]+"]
+            for prop in args.kafka_prop or []:
+                rss_extra += ["--kafka-prop", prop]
+            rss = _run_child(stack, "rss", rss_extra, "0", 0.0)
+            report["rss"] = rss
+            if args.compare_prop:
+                alt_extra = [*rss_extra]
+                for prop in args.compare_prop:
+                    alt_extra += ["--kafka-prop", prop]
+                rss["alt"] = _run_child(stack, "rss", alt_extra, "0", 0.0)
+    report["summary"] = per_rtt
+    print_report(args, per_rtt, rss)
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m benchmarks.bench_cycle",
+                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser.add_argument("--partitions", type=int, default=2000, help="lagging partitions")
+    parser.add_argument("--rtt-ms", default="0,1", help="added RTTs to run, comma-separated")
+    parser.add_argument("--reps", type=int, default=3, help="timed repetitions per RTT")
+    parser.add_argument("--naive-fetch-wait-ms", type=int, default=1,
+                        help="fetch.wait.max.ms of the naive reader (its best on tansu)")
+    parser.add_argument("--stats-interval-ms", type=int, default=1000,
+                        help="librdkafka statistics interval in the counting rep (small values "
+                             "flood the consumer with MB-sized JSON when thousands of "
+                             "partitions are assigned)")  # fmt: skip
+    parser.add_argument("--big-partitions", type=int, default=100,
+                        help="partitions of 1 MiB records for the RSS run (0: skip)")
+    parser.add_argument("--big-records", type=int, default=4, help="1 MiB records per partition")
+    parser.add_argument("--kafka-prop", action="append", metavar="KEY=VALUE",
+                        help="extra librdkafka property for the exporter (A/B of a setting)")
+    parser.add_argument("--compare-prop", action="append", metavar="KEY=VALUE",
+                        help="also run the batched steps with this librdkafka property (A/B in "
+                             "the same run; reported as *_alt)")  # fmt: skip
+    parser.add_argument("--json", type=Path, help="write every figure to this file")
+    # child-only
+    parser.add_argument("--child", choices=["speed", "rss"], help=argparse.SUPPRESS)
+    parser.add_argument("--burrow-url", help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--groups", help=argparse.SUPPRESS)
+    parser.add_argument("--rtt-label", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("BENCH_LOG_LEVEL", "WARNING"), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")  # fmt: skip
+    if args.child:
+        marks = _Marks(sys.stdout, sys.stdin if args.child == "speed" else None)
+        result = child_speed(args, marks) if args.child == "speed" else child_rss(args)
+        sys.stdout.write("RESULT " + json.dumps(result) + "\n")
+        sys.stdout.flush()
+        return 0
+    report = parent(args)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+        print(f"\nfigures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
