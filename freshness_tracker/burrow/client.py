@@ -66,10 +66,11 @@ class BurrowClient:
         self._session.mount("https://", adapter)
         if settings.username:
             self._session.auth = (settings.username, settings.password)
-        if settings.ca_file:
-            self._session.verify = settings.ca_file
-        elif not settings.tls_verify:
-            self._session.verify = False
+        # Passed with every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE /
+        # CURL_CA_BUNDLE in the environment (requests merges those over it), which would
+        # silently replace burrow.caFile with the system bundle.
+        self._verify: bool | str = settings.ca_file or settings.tls_verify
+        self._session.verify = self._verify
         # One pool of `concurrency` /lag workers per cluster: a bulkhead, so one cluster whose
         # /lag answers are slow cannot queue another cluster's requests behind its own.
         self._executors: dict[str, ThreadPoolExecutor] = {}
@@ -104,7 +105,8 @@ class BurrowClient:
 
     def _get(self, url: str) -> requests.Response:
         try:
-            response = self._session.get(url, timeout=self.settings.timeout_s)
+            response = self._session.get(url, timeout=self.settings.timeout_s,
+                                         verify=self._verify)
         except requests.Timeout as exc:
             raise BurrowUnavailable(f"Burrow did not answer {url} within "
                                     f"{self.settings.timeout_s:g}s", url) from exc
