@@ -32,9 +32,9 @@ def run_checks(settings: Settings) -> Iterator[tuple[bool, str]]:
     burrow = BurrowClient(settings.burrow)
     try:
         if not burrow.healthy():
-            yield False, f"burrow: {settings.burrow.url}/burrow/admin did not answer GOOD"
+            yield False, f"burrow: {burrow.url}/burrow/admin did not answer GOOD"
             return
-        yield True, f"burrow: {settings.burrow.url} is healthy"
+        yield True, f"burrow: {burrow.url} is healthy"
         try:
             known = burrow.clusters()
         except BurrowError as exc:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -58,7 +58,9 @@ class BurrowClient:
 
     def __init__(self, settings: BurrowSettings, session: requests.Session | None = None) -> None:
         self.settings = settings
-        self._base = settings.url.rstrip("/")
+        # Credentials in the URL (https://user:pass@burrow) are used as basic auth and removed
+        # from the URL, which appears in every error message and log line.
+        self._base, url_auth = _split_userinfo(settings.url.rstrip("/"))
         self._session = session or requests.Session()
         # Keep-alive connections for the per-cluster pools of several clusters at once.
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=4 * max(settings.concurrency, 4))
@@ -66,6 +68,8 @@ class BurrowClient:
         self._session.mount("https://", adapter)
         if settings.username:
             self._session.auth = (settings.username, settings.password)
+        elif url_auth is not None:
+            self._session.auth = url_auth
         # Passed with every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE /
         # CURL_CA_BUNDLE in the environment (requests merges those over it), which would
         # silently replace burrow.caFile with the system bundle.
@@ -81,6 +85,11 @@ class BurrowClient:
             stop=stop_after_attempt(settings.retries + 1),
             wait=wait_exponential(multiplier=settings.backoff_s, max=5),
         )(self._get_json_once)
+
+    @property
+    def url(self) -> str:
+        """Burrow's base URL without credentials: safe to print."""
+        return self._base
 
     def close(self) -> None:
         with self._executors_lock:
@@ -180,6 +189,16 @@ class BurrowClient:
             except BurrowError as exc:
                 failed.append((group, str(exc)))
         return ClusterLags(cluster, tuple(found), tuple(missing), tuple(failed))
+
+
+def _split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(the URL without `user:password@`, (user, password) or None)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    host = parts.netloc.rpartition("@")[2]
+    auth = (unquote(parts.username or ""), unquote(parts.password or ""))
+    return urlunsplit(parts._replace(netloc=host)), auth
 
 
 def _reason(exc: requests.RequestException) -> str:
