@@ -68,6 +68,10 @@ _NO_TIMESTAMP = "record has no timestamp"
 #: between, which can be millions of records, megabytes each.
 _READ_THROUGH_MAX = 16
 
+#: How long one consumer's list_topics() answer is trusted for _warm_up (librdkafka's metadata
+#: cache entries live metadata.max.age.ms, 900 s by default).
+_METADATA_REUSE_S = 300.0
+
 _PartKey = tuple[str, int]
 
 
@@ -442,6 +446,8 @@ class KafkaRecordReader:
         self._clock = clock
         self._lock = threading.Lock()
         self._counters: dict[str, int] = defaultdict(int)
+        # id(consumer) -> (when, the topics its client then had metadata for); see _warm_up
+        self._known_topics: dict[int, tuple[float, frozenset[str]]] = {}
 
     @property
     def cluster(self) -> str:
@@ -485,9 +491,12 @@ class KafkaRecordReader:
         try:
             with self._pool.borrow(timeout=timeout) as consumer:
                 try:
-                    return consumer.list_topics(timeout=timeout)
+                    metadata = consumer.list_topics(timeout=timeout)
                 except KafkaException as exc:
                     error = exc
+                else:
+                    self._remember_topics(consumer, metadata)
+                    return metadata
         except Exception as exc:  # no consumer could be created or borrowed
             error = exc
         servers = self._pool.bootstrap_servers or "(no bootstrap.servers)"
@@ -569,9 +578,38 @@ class KafkaRecordReader:
             answers.extend(self._run_batch(batch))
         return answers
 
+    def _remember_topics(self, consumer: LookupConsumer, metadata: Any) -> None:
+        with self._lock:
+            if len(self._known_topics) > 4 * self._pool.size:  # replaced consumers' entries
+                self._known_topics.clear()
+            self._known_topics[id(consumer)] = (self._clock(), frozenset(metadata.topics))
+
+    def _warm_up(self, consumer: LookupConsumer, batch: list[_PartitionTask]) -> None:
+        """Give a consumer metadata for the batch's topics before assigning them.
+
+        librdkafka waits ~1 s for the leader of a topic its client has never seen (measured on
+        tansu: a second consumer's first batch in a new topic took ~1 s instead of ~0.1 s, and
+        bounded the whole read); `read()` fetches metadata on one consumer only. One
+        `list_topics()` covers every topic, so a consumer pays it when a batch has a topic it has
+        not seen, or every _METADATA_REUSE_S (librdkafka's cache entries expire), not per batch.
+        A failure here is not fatal: the batch then waits for librdkafka's own metadata request.
+        """
+        with self._lock:
+            when, known = self._known_topics.get(id(consumer), (0.0, frozenset()))
+        fresh = self._clock() - when < _METADATA_REUSE_S
+        if fresh and all(task.topic in known for task in batch):
+            return
+        try:
+            metadata = consumer.list_topics(timeout=min(self._lookup.timeout_s, 5.0))
+        except Exception as exc:
+            logger.debug("cluster %s: metadata warm-up failed: %s", self.cluster, exc)
+            return
+        self._remember_topics(consumer, metadata)
+
     def _run_batch(self, batch: list[_PartitionTask]) -> list[_Answer]:
         try:
             with self._pool.borrow(timeout=self._lookup.timeout_s) as consumer:
+                self._warm_up(consumer, batch)
                 run = _BatchRun(
                     consumer,
                     batch,
