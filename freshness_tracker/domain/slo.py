@@ -37,6 +37,7 @@ __all__ = [
     "Span",
     "evaluate_series",
     "hold_spans",
+    "in_group_series",
     "infer_cycle_ms",
     "objective_for_group",
     "objective_for_topic",
@@ -119,6 +120,12 @@ def objective_for_group(objectives: Sequence[Objective], consumer: str) -> int |
         if o.matches_consumer(consumer):
             return i
     return None
+
+
+def in_group_series(objectives: Sequence[Objective], consumer: str, topic: str) -> bool:
+    """Whether the topic feeds the consumer's own series (see `objective_for_group`)."""
+    index = objective_for_group(objectives, consumer)
+    return index is None or objectives[index].matches_topic(topic)
 
 
 # --- series -------------------------------------------------------------------------------

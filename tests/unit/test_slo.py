@@ -16,6 +16,7 @@ from freshness_tracker.domain.slo import (
     Span,
     evaluate_series,
     hold_spans,
+    in_group_series,
     infer_cycle_ms,
     objective_for_group,
     objective_for_topic,
@@ -162,6 +163,11 @@ def test_objective_matching_first_wins_full_match() -> None:
     assert objective_for_group(objectives, "orders-app") == 0
     assert objective_for_group(objectives, "xorders-app") == 2
     assert objective_for_group(objectives[:2], "billing") is None
+    # the group's own series: the topics its (first) objective selects
+    assert in_group_series(objectives, "orders-app", "payments")
+    assert not in_group_series(objectives, "orders-app", "orders")
+    assert in_group_series(objectives, "billing", "anything")
+    assert in_group_series(objectives[:2], "billing", "anything")  # no objective: all topics
     assert "99.9%" in objectives[0].label
 
 
