@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 from typing import Any
 
@@ -44,6 +45,28 @@ def _unit(max_ms: float) -> tuple[int, str]:
 
 def _dates(ms: Any) -> Any:
     return pd.to_datetime(pd.Series(ms, dtype="int64"), unit="ms", utc=True).dt.tz_localize(None)
+
+
+_DAY_MS = 86_400_000
+
+
+@functools.cache
+def _epoch() -> float:
+    import matplotlib.dates as mdates
+
+    return float(mdates.date2num(_dates([0]).iloc[0]))  # type: ignore[no-untyped-call]
+
+
+def _num(ms: int) -> float:
+    """matplotlib's date number (days since its epoch) of an epoch millisecond."""
+    return _epoch() + ms / _DAY_MS
+
+
+def _bands(ax: Any, spans: list[tuple[int, int]], min_ms: float = 0.0, **style: Any) -> None:
+    """Full-height bands over [start, end) spans: one collection, however many spans."""
+    if spans:
+        ax.broken_barh([(_num(s), max(e - s, min_ms) / _DAY_MS) for s, e in spans], (0, 1),
+                       transform=ax.get_xaxis_transform(), **style)
 
 
 def _date_axis(ax: Any) -> None:
@@ -97,10 +120,10 @@ def freshness_over_time(consumers: pd.DataFrame, samples: pd.DataFrame,
                   else 0.0, 1.0)
         scale, unit = _unit(top)
         ax.step(_dates(series["t"]), values / scale, where="post", color=_BLUE, lw=1.1)
-        for s, e in _spans(info, "breach_starts", "breach_ends"):
-            ax.axvspan(*_dates([s, e]), color=_RED, alpha=0.18, lw=0)
-        for s, e in _spans(info, "no_data_starts", "no_data_ends"):
-            ax.axvspan(*_dates([s, e]), color=_GREY, alpha=0.45, lw=0, hatch="//")
+        _bands(ax, _spans(info, "breach_starts", "breach_ends"),
+               (options.end_ms - options.start_ms) / 1500, color=_RED, alpha=0.18, lw=0)
+        _bands(ax, _spans(info, "no_data_starts", "no_data_ends"), facecolor=_GREY, alpha=0.45,
+               lw=0, hatch="//")
         title = f"{key[0]} / {key[1]}"
         if row is not None and pd.notna(row.objective_ms):
             ax.axhline(row.objective_ms / scale, color=_RED, ls="--", lw=1)
@@ -138,14 +161,10 @@ def breach_timeline(consumers: pd.DataFrame, options: Any, lanes: int = 30) -> b
     judged = consumers[consumers["objective_ms"].notna()]
     rows = (judged if not judged.empty else consumers).head(lanes)
     plt = _plt()
-    import matplotlib.dates as mdates
-
     fig, ax = plt.subplots(figsize=(11, 0.34 * len(rows) + 1.2))
     start, end = options.start_ms, options.end_ms
-    day = 86_400_000
-
-    def x(ms: int) -> float:  # matplotlib date number (days) of an epoch ms
-        return float(mdates.date2num(_dates([ms]).iloc[0]))  # type: ignore[no-untyped-call]
+    day = _DAY_MS
+    x = _num
 
     min_width = (end - start) / 600  # keep one-cycle breaches visible on a long window
     labels = []

@@ -2,10 +2,11 @@
 
 Spark does the heavy lifting: it reads only the date partitions of the window, folds the
 partition rows into one series per (cluster, consumer, topic) and per (cluster, consumer) (the
-worst partition at each sample time), and aggregates every partition for data loss and the worst
-partitions. The SLO math itself is `domain.slo`, called once per series through `applyInPandas`,
-so the report and its unit tests share one implementation. The small results are collected and
-written as Parquet, CSV and one HTML page (`report_html`).
+worst partition at each sample time, over the topics the consumer's objective selects), and
+aggregates every partition for data loss and the worst partitions. The SLO math itself is
+`domain.slo`, called once per series through `applyInPandas`, so the report and its unit tests
+share one implementation. The small results are collected and written as Parquet, CSV and one
+HTML page (`report_html`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pandas as pd
 from freshness_tracker.domain.slo import (
     Objective,
     evaluate_series,
+    in_group_series,
     infer_cycle_ms,
     objective_for_group,
     objective_for_topic,
@@ -118,14 +120,6 @@ def _stage(spark: Any, name: str, began: float) -> Iterator[None]:
 # --- per series: the pure SLO math -------------------------------------------------------
 
 
-def group_series(frame: pd.DataFrame, objective: Objective | None) -> pd.DataFrame:
-    """A consumer's series from its topic series (t, topic, value): the worst topic at each
-    sample time, over the topics its objective selects (all without one)."""
-    if objective is not None and objective.topic is not None:
-        frame = frame[frame["topic"].map(objective.matches_topic)]
-    return frame.groupby("t", as_index=False)["value"].max()
-
-
 def _stats_row(keys: dict[str, Any], series: pd.DataFrame, objective: Objective | None,
                options: dict[str, Any]) -> pd.DataFrame:
     """One series in (t, value), one stats row out: `domain.slo` does the math."""
@@ -174,30 +168,37 @@ def _evaluate_topics(topic_series: Any, objectives: Sequence[Objective],
     return topic_series.groupBy(*_TOPIC).applyInPandas(body, _schema(_TOPIC))
 
 
-def _evaluate_groups(topic_series: Any, objectives: Sequence[Objective],
+def _evaluate_groups(group_series: Any, objectives: Sequence[Objective],
                      options: ReportOptions) -> Any:
     settings, judges = asdict(options), list(objectives)
 
     def body(frame: pd.DataFrame) -> pd.DataFrame:
         first = frame.iloc[0]
         index = objective_for_group(judges, first["consumer"])
-        objective = judges[index] if index is not None else None
-        return _stats_row({k: first[k] for k in _GROUP}, group_series(frame, objective),
-                          objective, settings)
+        return _stats_row({k: first[k] for k in _GROUP}, frame,
+                          judges[index] if index is not None else None, settings)
 
-    return topic_series.groupBy(*_GROUP).applyInPandas(body, _schema(_GROUP))
+    return group_series.groupBy(*_GROUP).applyInPandas(body, _schema(_GROUP))
 
 
-def chart_series(samples: pd.DataFrame, objectives: Sequence[Objective]) -> pd.DataFrame:
-    """The charted consumers' series on the driver, with the same rule as their stats."""
-    parts = []
-    for (cluster, consumer), frame in samples.groupby(["cluster", "consumer"]):
-        index = objective_for_group(objectives, str(consumer))
-        series = group_series(frame, objectives[index] if index is not None else None)
-        parts.append(series.assign(cluster=cluster, consumer=consumer))
-    if not parts:
-        return pd.DataFrame(columns=["cluster", "consumer", "t", "value"])
-    return pd.concat(parts, ignore_index=True)
+def _group_series(spark: Any, topic_series: Any, objectives: Sequence[Objective]) -> Any:
+    """Per (cluster, consumer, t): the worst of the topics the consumer's objective selects.
+
+    Which topics feed a consumer's series is decided in Python (`domain.slo.in_group_series`,
+    the same regexes as everywhere) for the few distinct (consumer, topic) pairs, then joined
+    back; a consumer whose objective selects none of its topics keeps its samples, without a
+    value (no data), so it is reported, not dropped.
+    """
+    from pyspark.sql import functions as F
+
+    pairs = topic_series.select("consumer", "topic").distinct().collect()
+    included = spark.createDataFrame(
+        [(r["consumer"], r["topic"], in_group_series(objectives, r["consumer"], r["topic"]))
+         for r in pairs] or [("", "", False)],
+        "consumer string, topic string, in_group boolean")
+    return (topic_series.join(F.broadcast(included), ["consumer", "topic"])
+            .groupBy(*_GROUP, "t")
+            .agg(F.max(F.when(F.col("in_group"), F.col("value"))).alias("value")))
 
 
 # --- the job -----------------------------------------------------------------------------
@@ -228,7 +229,8 @@ def run_report(spark: Any, history: str, out: str, objectives: Sequence[Objectiv
         with _stage(spark, "evaluate-topics", began):
             topics = _evaluate_topics(topic_series, objectives, options).toPandas()
         with _stage(spark, "evaluate-consumers", began):
-            consumers = _evaluate_groups(topic_series, objectives, options).toPandas()
+            group_series = _group_series(spark, topic_series, objectives)
+            consumers = _evaluate_groups(group_series, objectives, options).toPandas()
         with _stage(spark, "partitions", began):
             partitions = _partition_stats(rows.where(F.col("t") >= options.start_ms)).toPandas()
         summary.rows = int(partitions["rows"].sum()) if len(partitions) else 0
@@ -236,8 +238,7 @@ def run_report(spark: Any, history: str, out: str, objectives: Sequence[Objectiv
         with _stage(spark, "charts", began):
             worst = report_html.worst_consumers(tables["consumers"], options.worst)
             picked = spark.createDataFrame(worst or [("", "")], "cluster string, consumer string")
-            samples = chart_series(
-                topic_series.join(F.broadcast(picked), _GROUP).toPandas(), objectives)
+            samples = group_series.join(F.broadcast(picked), _GROUP).toPandas()
     finally:
         topic_series.unpersist()
     with _stage(spark, "write", began):

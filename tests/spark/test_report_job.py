@@ -193,3 +193,18 @@ def test_an_empty_window_exits_1(spark: Any, tmp_path: Path) -> None:
     assert code == 1
     assert "<p class=meta>None.</p>" in (tmp_path / "o" / "report.html").read_text()
     assert pd.read_csv(tmp_path / "o" / "consumers.csv").empty
+
+
+def test_a_missing_history_is_an_error(spark: Any, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        code = main(["spark", "report", "--history", str(tmp_path / "nothing"), "--from",
+                     "2026-01-01", "--to", "2026-01-02", "--out", str(tmp_path / "o"),
+                     "--log-level", "WARNING"])
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert code == 1
+    assert "cannot read the history table" in capsys.readouterr().err
