@@ -109,8 +109,12 @@ class Exporter:
     def _measure(self, measurer: ClusterMeasurer) -> ClusterSnapshot:
         try:
             snapshot = measurer.measure()
-        except Exception:  # the cycle boundary: one of the two broad catches in the code
+        except Exception as exc:  # the cycle boundary: one of the two broad catches in the code
             log.exception("cluster=%s cycle crashed", measurer.name)
+            # Publish the failure: keeping the previous snapshot would serve stale values.
+            failed = measurer.crashed(f"cycle crashed: {type(exc).__name__}: {exc}")
+            self.holder.publish(failed)
+            self.self_metrics.observe(failed)
             raise
         self.holder.publish(snapshot)
         self.self_metrics.observe(snapshot)

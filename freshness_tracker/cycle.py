@@ -230,6 +230,10 @@ class ClusterMeasurer:
             groups=roll_up_groups(lags.groups, results),
         )
 
+    def crashed(self, error: str) -> ClusterSnapshot:
+        """The snapshot of a cycle that raised unexpectedly: down, with no partition values."""
+        return self._failed(self._clock(), error)
+
     def _failed(self, started: int, error: str, burrow_errors: int = 0) -> ClusterSnapshot:
         finished = self._clock()
         health = ClusterHealth(
