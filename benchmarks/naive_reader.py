@@ -68,12 +68,14 @@ class NaiveRecordReader:
         *,
         fetch_wait_max_ms: int = 10,
         statistics_interval_ms: int = 0,
+        extra: dict[str, str] | None = None,
     ) -> None:
         self.cluster = settings.name
         self._timeout_s = lookup.timeout_s
         self._fetch_requests = 0
         config = naive_config(settings.properties["bootstrap.servers"], lookup,
                               fetch_wait_max_ms, statistics_interval_ms)
+        config.update(extra or {})  # e.g. a stronger baseline (bench_cycle --naive-prop)
         if statistics_interval_ms > 0:
             config["stats_cb"] = self._on_stats
         self._statistics_interval_s = statistics_interval_ms / 1000
