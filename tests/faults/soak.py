@@ -1,0 +1,306 @@
+"""An hour of simulated cycles over 1,000 groups, in one fresh process, reporting memory,
+threads and consumers as JSON (run by tests/faults/test_exporter_faults.py).
+
+It runs in its own interpreter so the RSS measured is the exporter's, not the test runner's
+(whose heap carries every earlier test). Everything else is the production path: the real
+Exporter builds its own consumer pools, shared Kafka executor, lookup engine, cache, Collector
+and HTTP server; only Burrow and the librdkafka constructor are simulated.
+
+    python3 -m tests.faults.soak
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import psutil
+from confluent_kafka import TIMESTAMP_CREATE_TIME
+from confluent_kafka import KafkaError as RdKafkaError
+
+from freshness_tracker.app import Exporter
+from freshness_tracker.config import load_settings
+from freshness_tracker.domain.model import ClusterLags, GroupLags, PartitionKey, PartitionLag
+from freshness_tracker.http import MetricsServer, make_app
+from freshness_tracker.kafka import consumers as consumers_module
+from tests.faults.harness import CYCLES, Scrape
+
+CLUSTER = "local"
+
+GROUPS = 1_000
+PARTITIONS_PER_GROUP = 2
+SIM_FREQUENCY_S = 30  # the default frequency_sec: an hour is 120 cycles
+WARMUP_CYCLES = 40
+HOUR_CYCLES = 3600 // SIM_FREQUENCY_S
+BASE = 1_700_000_000_000
+
+
+class SimClock:
+    def __init__(self) -> None:
+        self.ms = BASE + 10_000_000
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        with self._lock:
+            return self.ms
+
+    def advance(self, ms: int) -> None:
+        with self._lock:
+            self.ms += ms
+
+
+class SimBurrow:
+    """1,000 groups on their own topics; each cycle (one cluster_lags call) the clock moves 30 s,
+    every partition's log grows and a tenth of the groups commit (a different tenth each cycle),
+    so the planner, reader, cache and collector see new offsets every cycle."""
+
+    def __init__(self, clock: SimClock) -> None:
+        self.clock = clock
+        self.cycle = 0
+        self.committed = {(g, p): 10 for g in range(GROUPS) for p in range(PARTITIONS_PER_GROUP)}
+        self.leo = {(g, p): 20 for g in range(GROUPS) for p in range(PARTITIONS_PER_GROUP)}
+
+    def clusters(self) -> list[str]:
+        return [CLUSTER]
+
+    def cluster_servers(self, cluster: str) -> list[str]:
+        return ["sim:9092"]
+
+    def consumers(self, cluster: str) -> list[str]:
+        return [f"group-{g:04d}" for g in range(GROUPS)]
+
+    def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
+        self.cycle += 1
+        self.clock.advance(SIM_FREQUENCY_S * 1000)
+        now = self.clock()
+        out = []
+        for g in range(GROUPS):
+            parts = []
+            for p in range(PARTITIONS_PER_GROUP):
+                key = (g, p)
+                self.leo[key] += 3
+                if g % 10 == self.cycle % 10:
+                    self.committed[key] = min(self.committed[key] + 3, self.leo[key])
+                c = self.committed[key]
+                parts.append(PartitionLag(PartitionKey(cluster, f"group-{g:04d}", f"topic-{g:04d}",
+                                                       p), c, now - 1_000, self.leo[key] - c))
+            out.append(GroupLags(cluster, f"group-{g:04d}", "OK",
+                                 sum(x.current_lag for x in parts), tuple(parts)))
+        return ClusterLags(cluster, tuple(out))
+
+
+class SimLog(Mapping[int, tuple[int, int]]):
+    """Record timestamps computed from the offset: no memory grows with the log."""
+
+    def __getitem__(self, offset: int) -> tuple[int, int]:
+        return TIMESTAMP_CREATE_TIME, BASE + offset * 10_000
+
+    def __contains__(self, offset: object) -> bool:
+        return isinstance(offset, int) and offset >= 0
+
+    def __iter__(self) -> Iterator[int]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return 0
+
+
+class SimMessage:
+    __slots__ = ("_err", "_offset", "_partition", "_topic")
+
+    def __init__(self, topic: str, partition: int, offset: int, err: Any = None) -> None:
+        self._topic, self._partition, self._offset, self._err = topic, partition, offset, err
+
+    def error(self) -> Any:
+        return self._err
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def timestamp(self) -> tuple[int, int]:
+        return SimLog()[self._offset]
+
+
+class _Eof:
+    def code(self) -> int:
+        return int(RdKafkaError._PARTITION_EOF)
+
+
+class SimConsumer:
+    """A lean librdkafka stand-in (no per-record bookkeeping, so it cannot leak for us)."""
+
+    live = 0
+    created = 0
+    lock = threading.Lock()
+
+    def __init__(self, burrow: SimBurrow, config: dict[str, Any]) -> None:
+        self.burrow = burrow
+        self.positions: dict[tuple[str, int], int] = {}
+        with SimConsumer.lock:
+            SimConsumer.live += 1
+            SimConsumer.created += 1
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        parts = {p: SimpleNamespace(leader=1) for p in range(PARTITIONS_PER_GROUP)}
+        return SimpleNamespace(topics={f"topic-{g:04d}": SimpleNamespace(
+            error=None, partitions=parts) for g in range(GROUPS)})
+
+    def incremental_assign(self, partitions: list[Any]) -> None:
+        for tp in partitions:
+            self.positions[(tp.topic, tp.partition)] = tp.offset
+
+    def incremental_unassign(self, partitions: list[Any]) -> None:
+        for tp in partitions:
+            self.positions.pop((tp.topic, tp.partition), None)
+
+    def unassign(self) -> None:
+        self.positions.clear()
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        out: list[Any] = []
+        for key, position in list(self.positions.items()):
+            if len(out) >= num_messages:
+                break
+            g = int(key[0].split("-")[1])
+            if position >= self.burrow.leo[(g, key[1])]:
+                out.append(SimMessage(key[0], key[1], position, _Eof()))
+                continue
+            out.append(SimMessage(key[0], key[1], position))
+            self.positions[key] = position + 1
+        return out
+
+    def get_watermark_offsets(self, partition: Any, timeout: float = -1,
+                              cached: bool = False) -> tuple[int, int]:
+        g = int(partition.topic.split("-")[1])
+        return 0, self.burrow.leo[(g, partition.partition)]
+
+    def close(self) -> None:
+        with SimConsumer.lock:
+            SimConsumer.live -= 1
+
+
+class NoRetention:
+    def retention_ms(self, topics: Sequence[str]) -> dict[str, int | None]:
+        return {}
+
+
+def run() -> dict[str, Any]:
+    process = psutil.Process()
+    threads_before = process.num_threads()
+    py_threads_before = {t.ident for t in threading.enumerate()}
+    settings = load_settings(text=f"""
+        burrow.url = "http://sim:1"
+        clusters = [{{ name = {CLUSTER}, numConsumers = 2,
+                     kafka {{ "bootstrap.servers" = "sim:9092" }} }}]
+        frequency_sec = 1ms
+        lookup {{ cacheSize = 6000, batchSize = 200 }}
+        workerThreadCount = 4
+        port = 0
+        listenAddress = "127.0.0.1"
+    """)
+    clock = SimClock()
+    burrow = SimBurrow(clock)
+    # The Exporter builds its own pools, executor and readers (the production path, closed
+    # by Exporter.close()); only the librdkafka constructor is swapped for the fake.
+    consumers_module._default_factory = lambda config: SimConsumer(burrow, config)
+    exporter = Exporter(settings, burrow=burrow, clock=clock,
+                        retention_factory=lambda _kafka: NoRetention())
+    server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
+                                    settings.web), settings.web).start()
+    stop = threading.Event()
+    loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True)
+
+    def fetch() -> str:
+        url = f"http://127.0.0.1:{server.port}/metrics"
+        with urllib.request.urlopen(url, timeout=60) as resp:
+            return resp.read().decode()
+
+    up_line = f'freshness_tracker_cluster_up{{cluster="{CLUSTER}"}} 1.0'
+    scraped: list[bool] = []
+
+    def scraper() -> None:
+        """Prometheus' side: a scrape every 5 s for the whole run. Only checked, not parsed:
+        parsing 20,000 samples here would put the test's own garbage into the RSS measured."""
+        while not stop.wait(5.0):
+            scraped.append(up_line in fetch())
+
+    def rss_now() -> int:
+        """Median of three samples: a scrape's transient buffers must not decide the result."""
+        samples = []
+        for _ in range(3):
+            gc.collect()
+            samples.append(process.memory_info().rss)
+            time.sleep(0.2)
+        return int(statistics.median(samples))
+
+    threads_during: list[int] = []
+    began = time.monotonic()
+    scraping = threading.Thread(target=scraper, daemon=True)
+    target = WARMUP_CYCLES + HOUR_CYCLES
+    try:
+        loop.start()
+        scraping.start()
+        if not exporter.holder.wait_for(WARMUP_CYCLES, 120):
+            raise RuntimeError("warm-up cycles did not complete in 120 s")
+        rss_start = rss_now()
+        while exporter.holder.publications < target:
+            time.sleep(0.5)
+            threads_during.append(process.num_threads())
+            if time.monotonic() - began > 300:
+                raise RuntimeError("the simulated hour ran too slowly")
+        stop.set()
+        loop.join(10)
+        scraping.join(60)
+        rss_end = rss_now()
+        last = Scrape.parse(fetch())
+    finally:
+        stop.set()
+        loop.join(10)
+        server.stop()
+        exporter.close()
+    elapsed = time.monotonic() - began
+    cycles = int(last.get(CYCLES, cluster=CLUSTER) or 0)
+    growth = (rss_end - rss_start) / rss_start
+    stats = exporter._pools[0].stats()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        leftover = [t for t in threading.enumerate() if t.ident not in py_threads_before]
+        if not leftover:
+            break
+        time.sleep(0.1)
+    threads_after = process.num_threads()
+    return {
+        "groups": GROUPS, "partitions_per_group": PARTITIONS_PER_GROUP,
+        "sim_frequency_s": SIM_FREQUENCY_S, "warmup_cycles": WARMUP_CYCLES,
+        "cycles": cycles, "elapsed_s": round(elapsed, 1), "rss_start": rss_start,
+        "rss_end": rss_end, "growth": growth, "threads_before": threads_before,
+        "threads_max": max(threads_during), "threads_after": threads_after,
+        "consumers_created": SimConsumer.created, "consumers_open": SimConsumer.live,
+        "pool": stats, "series": len(last.series("kafka_consumer_freshness_ms", cluster=CLUSTER)),
+        "leftover_threads": [t.name for t in leftover], "scrapes": len(scraped),
+        "scrapes_up": sum(scraped),
+    }
+
+
+def main() -> int:
+    json.dump(run(), sys.stdout)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

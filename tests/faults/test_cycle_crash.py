@@ -1,0 +1,88 @@
+"""A cycle that crashes on something unforeseen (a bug, an input nobody fuzzed) must not leave
+the previous cycle's values on /metrics: the cluster is reported down and its series go, as
+for any other failure, and the next good cycle brings them back."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import pytest
+from prometheus_client import generate_latest
+
+from freshness_tracker.app import Exporter
+from freshness_tracker.config import load_settings
+from freshness_tracker.domain.model import ClusterLags
+from tests.fakes import FakeBurrow, FakeReader, group, lag
+from tests.faults.harness import Matrix, Observation, Scrape
+
+CLUSTER = "c"
+
+
+class BuggyBurrow(FakeBurrow):
+    """Raises an exception nobody planned for while `broken` is set."""
+
+    broken = False
+
+    def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
+        if self.broken:
+            raise KeyError("status")  # e.g. a field access the parser never guarded
+        return super().cluster_lags(cluster, groups)
+
+
+def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
+        matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    settings = load_settings(text=f"""
+        burrow.url = "http://fake:1"
+        clusters = [{{ name = {CLUSTER}, kafka {{ "bootstrap.servers" = "k:1" }} }}]
+        frequency_sec = 10ms
+    """)
+    burrow = BuggyBurrow({CLUSTER: [group(CLUSTER, "g", lag(CLUSTER, "g", "t", 0, committed=4,
+                                                            current_lag=2, commit_time=None))]})
+    reader = FakeReader({("t", 0, 4): 1_000})
+    exporter = Exporter(settings, burrow=burrow, reader_factory=lambda _k: reader,
+                        clock=lambda: 61_000)
+    stop = threading.Event()
+    loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True)
+
+    def scrape() -> Scrape:
+        return Scrape.parse(generate_latest(exporter.registry).decode())
+
+    def wait(predicate: object, what: str) -> Scrape:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            s = scrape()
+            if predicate(s):  # type: ignore[operator]
+                return s
+            time.sleep(0.02)
+        raise TimeoutError(what)
+
+    labels = {"cluster": CLUSTER, "consumer": "g", "topic": "t", "partition": 0}
+    try:
+        loop.start()
+        good = wait(lambda s: s.get("kafka_consumer_freshness_ms", **labels) == 60_000, "good")
+        assert good.up(CLUSTER) == 1
+        burrow.broken = True
+        crashed = wait(lambda s: s.up(CLUSTER) == 0, "the crash to be reported")
+        assert crashed.consumer_series(CLUSTER) == 0, "the last values survived a crash"
+        error = exporter.holder.current.clusters[0].health.error or ""
+        crashes = exporter.holder.publications
+        time.sleep(0.2)
+        assert exporter.holder.publications > crashes, "the loop stopped after a crash"
+        assert scrape().up(CLUSTER) == 0
+        burrow.broken = False
+        back = wait(lambda s: s.up(CLUSTER) == 1, "recovery after the crash")
+        assert back.get("kafka_consumer_freshness_ms", **labels) == 60_000
+    finally:
+        stop.set()
+        loop.join(5)
+        exporter.close()
+    assert "KeyError" in error
+    matrix.record(Observation(
+        "Exporter", "a cycle crashes on something unforeseen",
+        "the Burrow source raises an unexpected `KeyError` mid-cycle (a bug, not a Burrow error)",
+        "`cluster_up` 0 and every per-consumer series removed at once (not the previous "
+        "cycle's values); the loop keeps cycling; the crash is logged with its traceback",
+        f"correct values with the next good cycle; /healthz error while crashing: “{error}”",
+        "next cycle", request.node.nodeid))

@@ -1,0 +1,266 @@
+"""Fuzzing Burrow's side: every body yields values or a counted error, and a cycle never crashes.
+
+1. The parser, with hypothesis: arbitrary JSON values, and Burrow-shaped bodies with hostile
+   fields (huge numbers, negative offsets, wrong types, very long names) -> results or
+   BurrowResponseError, nothing else.
+2. Whole cycles over real HTTP: a fake Burrow server serves fuzzed `/lag` bodies to the real
+   BurrowClient; the cycle completes, the error is counted, and /metrics renders.
+3. atheris (coverage-guided, libFuzzer) on the parser when it is installed, in a subprocess.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from freshness_tracker.burrow import parse
+from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+from freshness_tracker.config.settings import ClusterSettings
+from freshness_tracker.cycle import ClusterMeasurer
+from freshness_tracker.errors import BurrowResponseError
+from freshness_tracker.kafka.settings import ClusterKafkaSettings
+from freshness_tracker.publish import SnapshotHolder
+from freshness_tracker.sinks.prometheus import FreshnessCollector
+from freshness_tracker.sinks.selfmetrics import SelfMetrics
+from tests.fakes import FakeReader
+from tests.faults.fake_burrow_server import FaultyBurrow
+
+INT64_MAX = 2**63 - 1
+
+# --- hostile values ----------------------------------------------------------------------------
+
+huge_ints = st.one_of(
+    st.integers(),
+    st.sampled_from([2**31, 2**32, 2**53 + 1, INT64_MAX, INT64_MAX + 1, 2**64, -(2**63) - 1,
+                     10**30, 10**400, -(10**400), -1, 0]),
+)
+weird_floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e308, -1e308, 1e19, 0.5, -0.0]),
+)
+names = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(["", " ", "a" * 5000, "x" * 300, "\u0000", "t/../../etc", "g?x=1#f",
+                     "тема", "🙂" * 10, '"', "\n"]),
+)
+scalars = st.one_of(st.none(), st.booleans(), huge_ints, weird_floats, names)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(st.lists(children, max_size=4),
+                               st.dictionaries(names, children, max_size=4)),
+    max_leaves=20,
+)
+maybe = lambda strategy: st.one_of(strategy, scalars)  # noqa: E731 (a local helper)
+
+
+@st.composite
+def offset_entries(draw: st.DrawFn) -> Any:
+    return draw(st.one_of(st.none(), scalars, st.fixed_dictionaries(
+        {"offset": maybe(huge_ints), "timestamp": maybe(huge_ints), "lag": maybe(huge_ints)})))
+
+
+@st.composite
+def partition_entries(draw: st.DrawFn) -> Any:
+    entry: dict[str, Any] = {
+        "topic": draw(maybe(names)),
+        "partition": draw(maybe(huge_ints)),
+        "owner": draw(maybe(names)),
+        "status": draw(maybe(st.sampled_from(["OK", "WARN", "STOP", "STALL", "REWIND", "??"]))),
+        "start": draw(offset_entries()),
+        "end": draw(offset_entries()),
+        "current_lag": draw(maybe(huge_ints)),
+        "complete": draw(maybe(weird_floats)),
+    }
+    drop = draw(st.sets(st.sampled_from(sorted(entry)), max_size=3))
+    return {k: v for k, v in entry.items() if k not in drop}
+
+
+@st.composite
+def lag_bodies(draw: st.DrawFn) -> Any:
+    """Burrow-shaped `/lag` answers, every field possibly hostile."""
+    status = {
+        "cluster": draw(maybe(names)),
+        "group": draw(maybe(names)),
+        "status": draw(maybe(st.sampled_from(["OK", "WARN", "ERR", "NOTFOUND"]))),
+        "partitions": draw(st.one_of(st.lists(partition_entries(), max_size=5), scalars)),
+        "totallag": draw(maybe(huge_ints)),
+        "maxlag": draw(st.one_of(st.none(), partition_entries())),
+    }
+    body: dict[str, Any] = {"error": draw(maybe(st.booleans())), "status": status}
+    return draw(st.one_of(st.just(body), st.just({"status": draw(scalars)}), json_values))
+
+
+# --- 1. the parser -----------------------------------------------------------------------------
+
+
+def _parse_all(body: Any) -> None:
+    for call in (lambda: parse.parse_cluster_list(body), lambda: parse.parse_consumer_list(body),
+                 lambda: parse.parse_cluster_servers(body), lambda: parse.is_not_found(body),
+                 lambda: parse.parse_group_lag(body, "c", "g", "/lag")):
+        with contextlib.suppress(BurrowResponseError):  # a counted error: group/cluster failed
+            call()
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values)
+def test_any_json_value_parses_or_is_a_burrow_response_error(body: Any) -> None:
+    _parse_all(body)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(lag_bodies())
+@example({"status": {"partitions": [{"topic": "t", "partition": 0, "end": {"offset": 1},
+                                     "current_lag": 1, "complete": 10**400}]}})
+@example({"status": {"partitions": [{"topic": "t", "partition": 0,
+                                     "end": {"offset": 10**30, "timestamp": 10**30},
+                                     "current_lag": 10**400}], "totallag": 10**400}})
+def test_lag_bodies_yield_sane_values_or_a_burrow_response_error(body: Any) -> None:
+    try:
+        group = parse.parse_group_lag(body, "c", "g", "/lag")
+    except BurrowResponseError:
+        return
+    assert 0 <= group.total_lag <= INT64_MAX
+    for p in group.partitions:
+        assert 0 <= p.key.partition <= INT64_MAX
+        assert 0 < len(p.key.topic) <= parse.MAX_NAME_LENGTH
+        assert 0 <= p.current_lag <= INT64_MAX
+        assert p.committed_offset is None or 0 <= p.committed_offset <= INT64_MAX
+        assert p.commit_time_ms is None or 0 < p.commit_time_ms <= INT64_MAX
+        assert math.isfinite(p.complete)
+        assert isinstance(p.burrow_status, str)
+
+
+def test_the_parser_rejects_numbers_outside_int64() -> None:
+    """Kafka offsets, partitions and timestamps are int64: anything else is not Burrow's."""
+    body = {"status": {"partitions": [{"topic": "t", "partition": 0,
+                                       "end": {"offset": INT64_MAX + 1, "timestamp": 1},
+                                       "current_lag": 1}]}}
+    with pytest.raises(BurrowResponseError, match="out of range"):
+        parse.parse_group_lag(body, "c", "g", "/lag")
+
+
+# --- 2. whole cycles over HTTP ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def burrow_server() -> Iterator[FaultyBurrow]:
+    server = FaultyBurrow(None).start()  # no upstream: serves only what the test sets
+    server.serve_static("/v3/kafka", {"error": False, "clusters": ["c"]})
+    server.serve_static("/v3/kafka/c/consumer", {"error": False, "consumers": ["ok", "fuzz"]})
+    server.serve_static("/v3/kafka/c/consumer/ok/lag", {"error": False, "status": {
+        "status": "OK", "totallag": 1, "partitions": [{
+            "topic": "t", "partition": 0, "status": "OK", "current_lag": 1,
+            "end": {"offset": 5, "timestamp": 1_000}}]}})
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def cycle(burrow_server: FaultyBurrow) -> Iterator[tuple[ClusterMeasurer, CollectorRegistry,
+                                                          SnapshotHolder, SelfMetrics]]:
+    client = BurrowClient(BurrowSettings(url=burrow_server.url, timeout_s=5, retries=0))
+    reader = FakeReader({("t", 0, 4): 500, ("t", 0, 5): 900})
+    measurer = ClusterMeasurer(ClusterSettings("c", ClusterKafkaSettings(
+        "c", {"bootstrap.servers": "k:1"})), client, lambda _k: reader, clock=lambda: 10_000)
+    registry = CollectorRegistry()
+    holder = SnapshotHolder()
+    registry.register(FreshnessCollector(holder))
+    self_metrics = SelfMetrics(registry, ["c"])
+    try:
+        yield measurer, registry, holder, self_metrics
+    finally:
+        client.close()
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.one_of(lag_bodies().map(lambda b: json.dumps(b).encode()),
+                 st.binary(max_size=200),
+                 st.sampled_from([b"", b"<html>oops</html>", b'{"status": {"partitions": [',
+                                  b"null", b"[]", b'{"status": {"partitions": "x"}}',
+                                  b"1" * 5000])))
+def test_a_cycle_never_crashes_on_fuzzed_burrow_bodies(
+        burrow_server: FaultyBurrow, cycle: tuple[ClusterMeasurer, CollectorRegistry,
+                                                  SnapshotHolder, SelfMetrics],
+        body: bytes) -> None:
+    measurer, registry, holder, self_metrics = cycle
+    burrow_server.serve_static("/v3/kafka/c/consumer/fuzz/lag", body)
+    snapshot = measurer.measure()  # must not raise
+    holder.publish(snapshot)
+    self_metrics.observe(snapshot)
+    health = snapshot.health
+    consumers = {g.consumer for g in snapshot.groups}
+    assert "ok" in consumers, "a bad group's body took a good group down"
+    assert health.up
+    assert "fuzz" in consumers or health.burrow_errors >= 1, "a bad body was neither used nor " \
+        "counted"
+    text = generate_latest(registry).decode()  # the scrape renders
+    families = {f.name for f in text_string_to_metric_families(text)}
+    assert "kafka_consumer_freshness_ms" in families
+
+
+# --- 3. atheris ---------------------------------------------------------------------------------
+
+ATHERIS_HARNESS = textwrap.dedent("""
+    import json, sys
+    import atheris
+    with atheris.instrument_imports():
+        from freshness_tracker.burrow import parse
+        from freshness_tracker.errors import BurrowResponseError
+
+    def one(data: bytes) -> None:
+        try:
+            body = json.loads(data.decode("utf-8", "replace"))
+        except (ValueError, RecursionError):
+            return
+        for call in (parse.parse_cluster_list, parse.parse_consumer_list,
+                     parse.parse_cluster_servers, parse.is_not_found,
+                     lambda b: parse.parse_group_lag(b, "c", "g", "/lag")):
+            try:
+                call(body)
+            except BurrowResponseError:
+                pass
+
+    atheris.Setup(sys.argv, one)
+    atheris.Fuzz()
+""")
+
+SEEDS = [
+    b'{"status": {"partitions": [{"topic": "t", "partition": 0, "end": {"offset": 1, '
+    b'"timestamp": 2}, "current_lag": 3, "complete": 1.0}], "totallag": 3}}',
+    b'{"clusters": ["a", "b"]}', b'{"consumers": ["g"]}', b'{"module": {"servers": ["k:1"]}}',
+    b'{"status": {"partitions": [{"topic": "t", "partition": 0, "end": null}]}}',
+]
+
+
+def test_atheris_finds_no_crash_in_the_parser(tmp_path: Any) -> None:
+    pytest.importorskip("atheris")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i, seed in enumerate(SEEDS):
+        (corpus / f"seed{i}").write_bytes(seed)
+    harness = tmp_path / "fuzz_parse.py"
+    harness.write_text(ATHERIS_HARNESS)
+    runs = os.environ.get("FT_ATHERIS_RUNS", "30000")
+    proc = subprocess.run(
+        [sys.executable, str(harness), f"-atheris_runs={runs}", "-max_len=512",
+         "-rss_limit_mb=1024", str(corpus)],
+        capture_output=True, text=True, timeout=240,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "Done" in proc.stderr or "DONE" in proc.stderr, proc.stderr[-2000:]

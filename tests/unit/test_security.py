@@ -1,0 +1,212 @@
+"""Security, one level down: Kafka SASL/SSL properties reach librdkafka untouched (from the
+HOCON file and its environment substitutions to the consumer and admin constructors), secrets
+are redacted wherever settings are printed, Burrow credentials never ride in a URL, TLS
+verification is not overridable by the environment, and the listener's basic auth leaves
+/healthz open for probes.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+from confluent_kafka import Consumer
+from prometheus_client import CollectorRegistry
+
+from freshness_tracker.app import Exporter
+from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+from freshness_tracker.config import load_settings
+from freshness_tracker.config.settings import WebSettings, redact
+from freshness_tracker.http import make_app
+from freshness_tracker.kafka import consumers as consumers_module
+from freshness_tracker.kafka.consumers import FORCED_SETTINGS, ConsumerPool, build_consumer_config
+from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from tests.fakes import FakeBurrow, group, lag
+from tests.faults.harness import make_certs
+from tests.unit.test_kafka_lookup import FakeBroker, FakeConsumer, make_log
+
+SECURITY_PROPS = {
+    "security.protocol": "SASL_SSL",
+    "sasl.mechanism": "SCRAM-SHA-512",
+    "sasl.username": "tracker",
+    "sasl.password": "pa$$ w0rd with spaces and ünïcode",
+    "sasl.oauthbearer.config": "principal=tracker scope=read",
+    "ssl.ca.location": "/etc/kafka/ca.pem",
+    "ssl.certificate.location": "/etc/kafka/client.pem",
+    "ssl.key.location": "/etc/kafka/client.key",
+    "ssl.key.password": "k3y-pa55",
+    "ssl.endpoint.identification.algorithm": "https",
+    "ssl.cipher.suites": "ECDHE-RSA-AES256-GCM-SHA384",
+}
+
+
+def test_sasl_and_ssl_properties_pass_through_untouched() -> None:
+    settings = ClusterKafkaSettings("c", {"bootstrap.servers": "b:9093", **SECURITY_PROPS})
+    config, overridden = build_consumer_config(settings, LookupSettings())
+    for key, value in SECURITY_PROPS.items():
+        assert config[key] == value, key
+    assert overridden == []
+    for key, value in FORCED_SETTINGS.items():
+        assert config[key] == value  # the safety settings still win
+
+
+def test_the_consumer_constructor_receives_them_exactly() -> None:
+    received: list[dict[str, Any]] = []
+
+    def factory(config: dict[str, Any]) -> FakeConsumer:
+        received.append(config)
+        return FakeConsumer(FakeBroker(), config)
+
+    settings = ClusterKafkaSettings("c", {"bootstrap.servers": "b:9093", **SECURITY_PROPS})
+    pool = ConsumerPool(settings, LookupSettings(), consumer_factory=factory)
+    with pool.borrow(timeout=1):
+        pass
+    pool.close()
+    assert len(received) == 1
+    for key, value in SECURITY_PROPS.items():
+        assert received[0][key] == value, key
+
+
+def test_from_hocon_and_the_environment_to_the_consumer_and_the_admin_client(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole path: `${?VAR}` in the file -> Settings -> Exporter -> ConsumerPool -> the
+    librdkafka constructor, and the AdminClient used for retention.ms."""
+    monkeypatch.setenv("KAFKA_PASSWORD", "from-the-env-0xC0FFEE")
+    settings = load_settings(text="""
+        burrow.url = "http://fake:1"
+        clusters = [{ name = c, kafka {
+            "bootstrap.servers" = "b:9093"
+            "security.protocol" = SASL_SSL
+            "sasl.mechanism" = PLAIN
+            "sasl.username" = tracker
+            "sasl.password" = ${?KAFKA_PASSWORD}
+            "ssl.ca.location" = "/etc/kafka/ca.pem"
+        } }]
+    """)
+    props = settings.clusters[0].kafka.properties
+    assert props["sasl.password"] == "from-the-env-0xC0FFEE"
+    assert "from-the-env" not in repr(settings)  # redacted wherever settings are printed
+
+    broker = FakeBroker()
+    broker.add_topic("t", [make_log(10)])
+    consumer_configs: list[dict[str, Any]] = []
+    admin_configs: list[dict[str, Any]] = []
+
+    def consumer_factory(config: dict[str, Any]) -> FakeConsumer:
+        consumer_configs.append(config)
+        return FakeConsumer(broker, config)
+
+    class FakeAdmin:
+        def __init__(self, config: dict[str, Any]) -> None:
+            admin_configs.append(config)
+
+        def describe_configs(self, resources: Any, **kw: Any) -> dict[Any, Any]:
+            return {}
+
+    monkeypatch.setattr(consumers_module, "_default_factory", consumer_factory)
+    import confluent_kafka.admin
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", FakeAdmin)
+    burrow = FakeBurrow({"c": [group("c", "g", lag("c", "g", "t", 0, committed=4,
+                                                   current_lag=6, commit_time=None))]})
+    exporter = Exporter(settings, burrow=burrow, registry=CollectorRegistry())
+    try:
+        snapshot = exporter.run_once()
+    finally:
+        exporter.close()
+    assert snapshot.clusters[0].health.up, snapshot.clusters[0].health.error
+    assert consumer_configs and admin_configs
+    for config in (consumer_configs[0], admin_configs[0]):
+        assert config["security.protocol"] == "SASL_SSL"
+        assert config["sasl.mechanism"] == "PLAIN"
+        assert config["sasl.username"] == "tracker"
+        assert config["sasl.password"] == "from-the-env-0xC0FFEE"
+        assert config["ssl.ca.location"] == "/etc/kafka/ca.pem"
+
+
+def test_librdkafka_accepts_the_passed_through_sasl_ssl_config(tmp_path: Path) -> None:
+    """A real librdkafka consumer is built from the pool's config (no broker needed): a typo'd
+    or mangled property would make the constructor raise."""
+    certs = make_certs(tmp_path)
+    props = {"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SASL_SSL",
+             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "tracker",
+             "sasl.password": "secret", "ssl.ca.location": str(certs.ca),
+             "ssl.endpoint.identification.algorithm": "https"}
+    config, _ = build_consumer_config(ClusterKafkaSettings("c", props), LookupSettings())
+    consumer = Consumer(config)
+    consumer.close()
+
+
+def test_secrets_are_redacted_in_every_settings_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FRESHNESS_TRACKER_BURROW_PASSWORD", "burrow-pw-123")
+    monkeypatch.setenv("FRESHNESS_TRACKER_WEB_PASSWORD", "web-pw-456")
+    settings = load_settings(text="""
+        burrow { url = "http://b:1", username = u }
+        web.basicAuthUsername = p
+        clusters = [{ name = c, kafka { "sasl.password" = "kafka-pw-789",
+                      "sasl.jaas.config" = "x password=jaas-pw", "ssl.key.password" = "kp-000" } }]
+    """)
+    assert settings.burrow.password == "burrow-pw-123"
+    assert settings.web.basic_auth_password == "web-pw-456"
+    text = repr(settings) + str(settings) + repr(settings.burrow) + repr(settings.web)
+    for secret in ("burrow-pw-123", "web-pw-456", "kafka-pw-789", "jaas-pw", "kp-000"):
+        assert secret not in text
+    assert redact({"sasl.password": "x", "bootstrap.servers": "b"}) == {
+        "sasl.password": "***", "bootstrap.servers": "b"}
+
+
+@responses.activate
+def test_credentials_in_the_burrow_url_become_basic_auth_and_leave_the_url() -> None:
+    responses.get("http://burrow.test:8000/v3/kafka", json={"clusters": ["c"]})
+    client = BurrowClient(BurrowSettings(url="http://us%3Aer:p%40ss@burrow.test:8000"))
+    assert client.url == "http://burrow.test:8000"
+    assert client.clusters() == ["c"]
+    token = base64.b64encode(b"us:er:p@ss").decode()
+    assert responses.calls[0].request.headers["Authorization"] == f"Basic {token}"
+    assert "p%40ss" not in responses.calls[0].request.url
+    client.close()
+
+
+@responses.activate
+def test_the_ca_file_is_not_overridden_by_requests_ca_bundle(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
+    monkeypatch.setenv("CURL_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not used by responses")
+    responses.get("https://burrow.test/v3/kafka", json={"clusters": []})
+    for settings, expected in ((BurrowSettings(url="https://burrow.test", ca_file=str(ca)),
+                                str(ca)),
+                               (BurrowSettings(url="https://burrow.test", tls_verify=False),
+                                False)):
+        client = BurrowClient(settings)
+        client.clusters()
+        assert responses.calls[-1].request.req_kwargs["verify"] == expected
+        client.close()
+
+
+def _call(app: Any, path: str, auth: str | None = None) -> tuple[str, bytes]:
+    environ = {"PATH_INFO": path, "REQUEST_METHOD": "GET", "SERVER_NAME": "x",
+               "SERVER_PORT": "1", "wsgi.input": io.BytesIO(), "wsgi.url_scheme": "https",
+               "QUERY_STRING": ""}
+    if auth is not None:
+        environ["HTTP_AUTHORIZATION"] = "Basic " + base64.b64encode(auth.encode()).decode()
+    status: list[str] = []
+    body = b"".join(app(environ, lambda s, h, *a: status.append(s)))
+    return status[0], body
+
+
+def test_listener_basic_auth_guards_everything_but_healthz() -> None:
+    web = WebSettings(basic_auth_username="prom", basic_auth_password="s3cret")
+    app = make_app(CollectorRegistry(), lambda: (True, {"status": "ok"}),
+                   lambda: (True, {"status": "ready"}), web)
+    assert _call(app, "/healthz")[0].startswith("200")
+    for path in ("/metrics", "/readyz", "/"):
+        assert _call(app, path)[0].startswith("401")
+        assert _call(app, path, "prom:wrong")[0].startswith("401")
+        assert _call(app, path, "other:s3cret")[0].startswith("401")
+        assert _call(app, path, "prom:s3cret")[0].startswith("200")
