@@ -140,12 +140,16 @@ def test_scrape_during_a_cycle_is_served_from_the_last_snapshot(
         exporter.stop()
     worst = max(latencies)
     median = statistics.median(latencies)
-    assert worst < 0.5, f"a scrape took {worst:.3f} s while a cycle was running"
+    p90 = statistics.quantiles(latencies, n=10)[-1]
+    # a stuck cycle costs a scrape nothing; the bounds leave room for a loaded 2-core machine
+    assert median < 0.1 and p90 < 0.5, (median, p90, latencies)
+    assert worst < 2.0, f"a scrape took {worst:.3f} s while a cycle was running"
     assert value is not None
     matrix.record(Observation(
         "Exporter", "scrape during a cycle",
         "a cycle held inside Burrow for 3 s while /metrics is scraped every 50 ms",
-        f"{len(latencies)} scrapes, median {median * 1000:.0f} ms, worst {worst * 1000:.0f} ms; "
+        f"{len(latencies)} scrapes, median {median * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms, "
+        f"worst {worst * 1000:.0f} ms; "
         f"every one served the previous cycle's snapshot unchanged (same cycle count and values, "
         f"`cluster_up` 1)",
         "the next cycle publishes as soon as Burrow answers", "", request.node.nodeid))

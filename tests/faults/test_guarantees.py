@@ -155,9 +155,10 @@ def test_a_slow_and_a_dead_cluster_never_delay_or_blank_a_healthy_one(
     slow_duration = end.get(DURATION, cluster="slowc") or 0
     dead_duration = end.get(DURATION, cluster="deadk") or 0
     expected = elapsed / (frequency + 0.5)
-    assert cycles >= expected * 0.7, f"local ran {cycles} cycles in {elapsed:.0f} s"
+    # (before per-cluster Burrow pools: 1 cycle in 12 s)
+    assert cycles >= expected * 0.5, f"local ran {cycles} cycles in {elapsed:.0f} s"
     assert max(ages) < frequency + 2.5, f"local's last success aged {max(ages):.1f} s"
-    assert local_duration < 1.0, f"local's cycle took {local_duration:.1f} s"
+    assert local_duration < 1.5, f"local's cycle took {local_duration:.1f} s"
     assert end.up("slowc") == 0 and end.up("deadk") == 0
     assert end.consumer_series("slowc") == 0
     # deadk: Burrow answered, Kafka did not: no measured freshness is served (caught-up
