@@ -18,8 +18,19 @@ __all__ = ["roll_up_groups", "roll_up_topics"]
 _UNMEASURED = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.NO_COMMIT})
 
 
-def _max_or_none(values: Iterable[int | None]) -> int | None:
-    known = [v for v in values if v is not None]
+def _worst(parts: Iterable[PartitionResult]) -> int | None:
+    """The worst freshness, or None when it cannot be known.
+
+    A partition whose read failed may be the worst one, so its group's max is unknown rather
+    than the max of the others (a stuck group must never look fresh because Kafka was down).
+    A partition without any commit has no freshness to contribute and does not block the max.
+    """
+    known: list[int] = []
+    for p in parts:
+        if p.status is PartitionStatus.LOOKUP_FAILED:
+            return None
+        if p.freshness_ms is not None:
+            known.append(p.freshness_ms)
     return max(known) if known else None
 
 
@@ -33,7 +44,7 @@ def roll_up_topics(results: Sequence[PartitionResult]) -> tuple[TopicResult, ...
             cluster=cluster,
             consumer=consumer,
             topic=topic,
-            max_freshness_ms=_max_or_none(p.freshness_ms for p in parts),
+            max_freshness_ms=_worst(parts),
             offset_lag=sum(p.offset_lag for p in parts),
             partitions=len(parts),
             unmeasured_partitions=sum(p.status in _UNMEASURED for p in parts),
@@ -45,10 +56,10 @@ def roll_up_topics(results: Sequence[PartitionResult]) -> tuple[TopicResult, ...
 def roll_up_groups(
     groups: Sequence[GroupLags], results: Sequence[PartitionResult]
 ) -> tuple[GroupResult, ...]:
-    """Per group: worst freshness over measured partitions, Burrow's status and total lag.
+    """Per group: worst freshness, Burrow's status and total lag.
 
-    A group with partitions we could not measure still reports the max of the others, and says
-    how many were unmeasured, so an alert can tell "fresh" from "unknown".
+    The worst freshness is unknown (None) while any partition's read failed; how many
+    partitions are unmeasured is always reported, so an alert can tell "fresh" from "unknown".
     """
     by_group: dict[tuple[str, str], list[PartitionResult]] = defaultdict(list)
     for r in results:
@@ -61,7 +72,7 @@ def roll_up_groups(
                 cluster=g.cluster,
                 consumer=g.consumer,
                 burrow_status=g.burrow_status,
-                max_freshness_ms=_max_or_none(p.freshness_ms for p in parts),
+                max_freshness_ms=_worst(parts),
                 offset_lag=sum(p.offset_lag for p in parts),
                 partitions=len(parts),
                 unmeasured_partitions=sum(p.status in _UNMEASURED for p in parts),

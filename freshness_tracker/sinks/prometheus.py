@@ -136,7 +136,8 @@ class FreshnessCollector(Collector):
     def _group_families(self, clusters: tuple[ClusterSnapshot, ...]) -> Iterator[Metric]:
         fresh = GaugeMetricFamily(
             "kafka_consumer_group_max_freshness_ms",
-            "Worst partition freshness of the group, in milliseconds." + _LAST,
+            "Worst partition freshness of the group, in milliseconds; absent while any of its "
+            "partitions' reads failed (the unread one may be the worst)." + _LAST,
             labels=GROUP_LABELS)
         lag = GaugeMetricFamily(
             "kafka_consumer_group_offset_lag",

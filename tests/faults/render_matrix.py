@@ -88,10 +88,10 @@ LIMITS = """\
   `lookup_failed`), and the cluster is down, but Burrow's own numbers for the cycle
   (`kafka_consumer_offset_lag`, `_committed_offset`, `_partition_burrow_status`, the group's
   offset lag and status) stay, as do freshness 0 samples of caught-up partitions, which need no
-  read. `kafka_consumer_group_max_freshness_ms` covers the measured partitions only: alert on it
-  together with `freshness_tracker_cluster_up == 0` and
-  `kafka_consumer_group_unmeasured_partitions > 0`, or a group whose lagging partitions cannot be
-  read may look fresh.
+  read. `kafka_consumer_group_max_freshness_ms` (and the topic max) is withheld while any of the
+  group's reads failed: the unread partition may be the worst one, so a group whose lagging
+  partitions cannot be read never looks fresh. Alert on absence too (`absent_over_time`, or
+  `kafka_consumer_group_unmeasured_partitions > 0` with `freshness_tracker_cluster_up == 0`).
 - **Committed offset beyond the log end** (a recreated or truncated topic): Burrow 1.2.1 reports
   `current_lag` 0, so freshness is 0 and no read is made; the group will reset when it next
   fetches. The exporter cannot see this without Burrow's help.

@@ -1,0 +1,67 @@
+"""Roll-ups: the worst partition speaks for its group, and unknown stays unknown."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from freshness_tracker.domain.model import PartitionKey, PartitionResult, PartitionStatus
+from freshness_tracker.domain.rollup import roll_up_groups, roll_up_topics
+from tests.fakes import group, lag
+
+
+def result(partition: int, status: PartitionStatus, freshness: int | None, topic: str = "t",
+           offset_lag: int = 1) -> PartitionResult:
+    return PartitionResult(PartitionKey("c", "g", topic, partition), status, "OK", 1, 2,
+                           offset_lag, None, None, freshness, None)
+
+
+def test_group_max_is_worst_partition() -> None:
+    parts = [result(0, PartitionStatus.OK, 500), result(1, PartitionStatus.CAUGHT_UP, 0),
+             result(2, PartitionStatus.DATA_LOSS, 900)]
+    (g,) = roll_up_groups([group("c", "g", lag())], parts)
+    assert g.max_freshness_ms == 900
+    assert g.unmeasured_partitions == 0 and g.data_loss_partitions == 1
+    assert g.offset_lag == 3
+
+
+def test_failed_read_makes_group_max_unknown_never_fresh() -> None:
+    # Kafka down: the lagging partition failed, the caught-up one says 0. The group is NOT fresh.
+    parts = [result(0, PartitionStatus.LOOKUP_FAILED, None, offset_lag=500),
+             result(1, PartitionStatus.CAUGHT_UP, 0, offset_lag=0)]
+    (g,) = roll_up_groups([group("c", "g", lag())], parts)
+    assert g.max_freshness_ms is None and g.unmeasured_partitions == 1
+    (t,) = roll_up_topics(parts)
+    assert t.max_freshness_ms is None and t.unmeasured_partitions == 1
+
+
+def test_no_commit_partition_does_not_block_the_max() -> None:
+    parts = [result(0, PartitionStatus.NO_COMMIT, None), result(1, PartitionStatus.OK, 70)]
+    (g,) = roll_up_groups([group("c", "g", lag())], parts)
+    assert g.max_freshness_ms == 70 and g.unmeasured_partitions == 1
+
+
+def test_group_without_partitions_is_listed_with_no_value() -> None:
+    (g,) = roll_up_groups([group("c", "g")], [])
+    assert g.max_freshness_ms is None and g.partitions == 0
+
+
+statuses = st.sampled_from(list(PartitionStatus))
+
+
+@given(st.lists(st.tuples(statuses, st.integers(0, 10**9), st.sampled_from(["a", "b"])),
+                min_size=1, max_size=30))
+def test_rollup_properties(rows: list[tuple[PartitionStatus, int, str]]) -> None:
+    parts = [result(i, s, None if s in (PartitionStatus.LOOKUP_FAILED, PartitionStatus.NO_COMMIT)
+                    else f, topic=t) for i, (s, f, t) in enumerate(rows)]
+    (g,) = roll_up_groups([group("c", "g", lag())], parts)
+    measured = [p.freshness_ms for p in parts if p.freshness_ms is not None]
+    if any(p.status is PartitionStatus.LOOKUP_FAILED for p in parts):
+        assert g.max_freshness_ms is None
+    else:
+        assert g.max_freshness_ms == (max(measured) if measured else None)
+    topics = roll_up_topics(parts)
+    assert sum(t.partitions for t in topics) == g.partitions == len(parts)
+    known = [t.max_freshness_ms for t in topics if t.max_freshness_ms is not None]
+    if g.max_freshness_ms is not None and known:
+        assert max(known) == g.max_freshness_ms  # the group max is the max of its topics
