@@ -349,11 +349,19 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     if shard.index >= shard.count:
         raise ConfigError("shard.index", f"{shard.index} is not below shard.count {shard.count}",
                           "use 0 ≤ index < count")
+    clusters = _clusters(tree, warnings)
+    worker_threads = r.whole("workerThreadCount", 1, 1024)
+    consumers = sum(c.kafka.num_consumers for c in clusters)
+    if worker_threads < consumers:
+        warnings.append(
+            f"workerThreadCount: {worker_threads} threads for {consumers} consumers in all "
+            f"clusters; a slow broker can then hold threads another cluster needs, so set "
+            f"workerThreadCount to at least {consumers}")
     return Settings(
         burrow=burrow,
         web=web,
         frequency_s=r.seconds("frequency_sec"),
-        worker_threads=r.whole("workerThreadCount", 1, 1024),
+        worker_threads=worker_threads,
         granularity=Granularity(r.choice("granularity", [g.value for g in Granularity])),
         groups=NameFilter.compile(r.regexes("filters.groups.allow"),
                                   r.regexes("filters.groups.deny")),
@@ -364,6 +372,6 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         history_path=r.text("history.path"),
         log_level=r.choice("logging.level", ["debug", "info", "warning", "error"]).upper(),
         log_format=r.choice("logging.format", ["logfmt", "json"]),
-        clusters=_clusters(tree, warnings),
+        clusters=clusters,
         warnings=tuple(warnings),
     )

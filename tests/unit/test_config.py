@@ -151,3 +151,10 @@ def test_include_relative_to_config_file(tmp_path: Path) -> None:
     conf.write_text('include "clusters.conf"\nport = 9001\n')
     s = load_settings(conf)
     assert s.web.port == 9001 and s.clusters[0].name == "local"
+
+
+def test_too_few_worker_threads_for_the_consumers_warns() -> None:
+    s = load_settings(text='workerThreadCount = 3\nclusters = [{ name = a, numConsumers = 2 }, '
+                           '{ name = b, numConsumers = 2 }]')
+    assert any(w.startswith("workerThreadCount: 3 threads for 4 consumers") for w in s.warnings)
+    assert load_settings(text=MINIMAL).warnings == ()
