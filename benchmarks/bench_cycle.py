@@ -108,7 +108,7 @@ class _PoolCounter:
                              for _ in range(pool.stats()["consumers_live"])]
                 for consumer in consumers:
                     consumer.consume(1, 0.01)
-        return sum(pool.fetch_requests() for pool in self.pools)
+        return sum(int(pool.fetch_requests()) for pool in self.pools)
 
     def close(self) -> None:
         for pool in self.pools:
@@ -382,7 +382,7 @@ def _background_fetch_rate(stack: Any, seconds: float = 3.0) -> float:
     return (fetch_frames(stack) - start_n) / (time.monotonic() - start_t)
 
 
-def _median(values: list[float]) -> float:
+def _median(values: list[float | None]) -> float:
     from benchmarks.common import median
 
     return median([v for v in values if v is not None])

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Producer
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined,unused-ignore]
 
 from freshness_tracker.devstack import LocalStack
 from freshness_tracker.devstack.bridge import (

@@ -132,7 +132,7 @@ class NaiveRecordReader:
                                    for r in open_)
                         open_.clear()
                     continue
-                offset = message.offset()
+                offset: int = message.offset() or 0  # a record always has an offset
                 ts, ts_type = timestamp_of(message)
                 while open_ and open_[0].offset <= offset:
                     request = open_.pop(0)
