@@ -24,6 +24,7 @@ import pytest
 from freshness_tracker import __version__
 from freshness_tracker.devstack import LocalStack
 from tests.faults.harness import Certs, Matrix, make_certs
+from tests.stack_support import running_stack
 
 MATRIX_PATH = Path(os.environ.get("FT_FAULT_MATRIX") or
                    Path(tempfile.gettempdir()) / "freshness-tracker-fault-matrix.json")
@@ -44,17 +45,7 @@ def matrix() -> Matrix:
 @pytest.fixture(scope="session")
 def fault_stack() -> Iterator[LocalStack]:
     """A started LocalStack owned by this suite alone (never FT_STACK_*: we kill its parts)."""
-    local = LocalStack()
-    try:
-        local.start()
-    except Exception as exc:
-        if in_ci():
-            raise
-        pytest.skip(f"local stack unavailable: {exc}")
-    try:
-        yield local
-    finally:
-        local.stop()
+    yield from running_stack(allow_external=False)
 
 
 @pytest.fixture(scope="session")

@@ -6,41 +6,24 @@ A component that cannot start skips the integration tests locally, with the reas
 
 from __future__ import annotations
 
-import os
-import re
-import uuid
 from collections.abc import Callable, Generator, Iterator
 
 import pytest
 
 from freshness_tracker.devstack import LocalStack
+from tests.stack_support import running_stack, unique_namer
 
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[LocalStack]:
     """A started :class:`LocalStack`, shared by the session and stopped at its end."""
-    local = LocalStack.from_env() or LocalStack()
-    try:
-        local.start()
-    except Exception as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            raise
-        pytest.skip(f"local stack unavailable: {exc}")
-    try:
-        yield local
-    finally:
-        local.stop()
+    yield from running_stack()
 
 
 @pytest.fixture
 def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
     """``unique_name("topic")`` -> ``topic-<test name>-<random>``: Burrow keeps groups for days."""
-    test = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name).strip("-")[:40]
-
-    def make(prefix: str) -> str:
-        return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
-
-    return make
+    return unique_namer(request)
 
 
 @pytest.hookimpl(wrapper=True)

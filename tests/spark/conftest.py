@@ -7,15 +7,14 @@ fail instead, like the integration tests.
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from freshness_tracker.devstack import LocalStack
+from tests.stack_support import running_stack, unique_namer
 
 #: Measured to matter for short local runs (shared/reference/spark-notes.md).
 TEST_CONF = {
@@ -55,24 +54,9 @@ def spark() -> Iterator[Any]:
 def stack() -> Iterator[LocalStack]:
     """The same contract as tests/integration's fixture: a shared real stack, never skipped
     under CI=true (that conftest is not visible from this directory)."""
-    local = LocalStack.from_env() or LocalStack()
-    try:
-        local.start()
-    except Exception as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            raise
-        pytest.skip(f"local stack unavailable: {exc}")
-    try:
-        yield local
-    finally:
-        local.stop()
+    yield from running_stack()
 
 
 @pytest.fixture
 def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
-    test = re.sub(r"[^a-zA-Z0-9]+", "-", request.node.name).strip("-")[:30]
-
-    def make(prefix: str) -> str:
-        return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
-
-    return make
+    return unique_namer(request, width=30)
