@@ -43,12 +43,12 @@ def _int(value: Any, url: str, what: str) -> int:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise _fail(f"{what} is not a finite number", url)
-        value = int(value)
+    number = int(value)
     # Offsets, lags, partitions and timestamps are Kafka int64s; anything beyond is garbage
     # (and would overflow float() when /metrics renders it).
-    if not INT64_MIN <= value <= INT64_MAX:
+    if not INT64_MIN <= number <= INT64_MAX:
         raise _fail(f"{what} is out of range for a 64-bit integer", url)
-    return value
+    return number
 
 
 def _name(value: Any, url: str, what: str) -> str:
