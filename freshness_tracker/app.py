@@ -17,7 +17,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, ProcessCollector
 
 from freshness_tracker.burrow.client import BurrowClient
-from freshness_tracker.config.settings import Settings
+from freshness_tracker.config.settings import Settings, require_files
 from freshness_tracker.cycle import ClusterMeasurer, ReaderFactory, now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.domain.ports import BurrowSource, RetentionSource
@@ -54,6 +54,7 @@ class Exporter:
         clock: Callable[[], int] = now_ms,
         sinks: list[SnapshotSink] | None = None,
     ) -> None:
+        require_files(settings)
         self.settings = settings
         self.registry = registry or CollectorRegistry()
         self.holder = SnapshotHolder()

@@ -40,9 +40,8 @@ def _int(value: Any, url: str, what: str) -> int:
     # bool is an int subclass in Python; Burrow never sends one where a number belongs.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(f"{what} is {type(value).__name__}, expected a number", url)
-    if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise _fail(f"{what} is not a finite number", url)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(f"{what} is not a finite number", url)
     number = int(value)
     # Offsets, lags, partitions and timestamps are Kafka int64s; anything beyond is garbage
     # (and would overflow float() when /metrics renders it).

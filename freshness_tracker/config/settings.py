@@ -32,6 +32,7 @@ __all__ = [
     "WebSettings",
     "parse_duration",
     "redact",
+    "require_files",
     "settings_from_tree",
 ]
 
@@ -86,6 +87,18 @@ class Settings:
 
     def cluster(self, name: str) -> ClusterSettings:
         return next(c for c in self.clusters if c.name == name)
+
+
+def require_files(settings: Settings) -> None:
+    """The files the settings name must be readable here. Run where the config is used (CLI,
+    Exporter start), not when it is parsed: a chart or CI validates configs whose files exist
+    only inside the pod."""
+    for key, path in (("burrow.caFile", settings.burrow.ca_file),
+                      ("web.tlsCertFile", settings.web.tls_cert_file),
+                      ("web.tlsKeyFile", settings.web.tls_key_file)):
+        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            raise ConfigError(key, f"{path!r} is not a readable file",
+                              "fix the path or leave the key empty")
 
 
 def redact(properties: Mapping[str, str]) -> dict[str, str]:
@@ -169,14 +182,6 @@ class _Reader:
             raise ConfigError(self.path(key), f"{value:g}s is too large",
                               f"use a duration up to {MAX_DURATION_S // 86400:g}d")
         return value
-
-    def file(self, key: str) -> str:
-        """An optional path that, when set, must name a readable file."""
-        path = self.text(key)
-        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
-            raise ConfigError(self.path(key), f"{path!r} is not a readable file",
-                              "fix the path or leave the key empty")
-        return path
 
     def flag(self, key: str) -> bool:
         value = self.raw(key)
@@ -318,7 +323,7 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         concurrency=r.whole("burrow.concurrency", 1, 256),
         username=r.text("burrow.username"),
         password=r.text("burrow.password"),
-        ca_file=r.file("burrow.caFile"),
+        ca_file=r.text("burrow.caFile"),
         tls_verify=r.flag("burrow.tlsVerify"),
     )
     web = WebSettings(
@@ -332,8 +337,6 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     if bool(web.tls_cert_file) != bool(web.tls_key_file):
         raise ConfigError("web.tlsCertFile", "TLS needs both a certificate and a key file",
                           "set both web.tlsCertFile and web.tlsKeyFile, or neither")
-    r.file("web.tlsCertFile")
-    r.file("web.tlsKeyFile")
     lookup = LookupSettings(
         batch_size=r.whole("lookup.batchSize", 1, 100_000),
         timeout_s=r.seconds("lookup.timeout"),

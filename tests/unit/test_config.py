@@ -158,3 +158,18 @@ def test_too_few_worker_threads_for_the_consumers_warns() -> None:
                            '{ name = b, numConsumers = 2 }]')
     assert any(w.startswith("workerThreadCount: 3 threads for 4 consumers") for w in s.warnings)
     assert load_settings(text=MINIMAL).warnings == ()
+
+
+def test_files_are_checked_where_the_config_is_used_not_when_parsed(tmp_path: Path) -> None:
+    from freshness_tracker.config.settings import require_files
+
+    # A chart renders paths that exist only inside the pod: parsing must accept them...
+    s = load_settings(text=MINIMAL + '\nburrow.caFile = "/nonexistent/ca.pem"')
+    assert s.burrow.ca_file == "/nonexistent/ca.pem"
+    # ...and using them here names the key.
+    with pytest.raises(ConfigError) as info:
+        require_files(s)
+    assert info.value.key == "burrow.caFile"
+    ca = tmp_path / "ca.pem"
+    ca.write_text("x")
+    require_files(load_settings(text=MINIMAL + f'\nburrow.caFile = "{ca}"'))
