@@ -42,3 +42,13 @@ def unique_namer(request: pytest.FixtureRequest, width: int = 40) -> Callable[[s
         return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
 
     return make
+
+
+def require_managed(stack: LocalStack, why: str) -> None:
+    """Tests that stop parts of the stack or write chosen commit times need the stack this
+    suite started, not an external one (FT_STACK_*): skip locally, fail under CI=true."""
+    if stack.managed:
+        return
+    if in_ci():
+        pytest.fail(f"{why}, but FT_STACK_* points at an external stack")
+    pytest.skip(why)  # local runs only: under CI=true the line above fails instead

@@ -30,6 +30,7 @@ from tests.integration.exporter_helpers import (
     poll,
     seed_topic,
 )
+from tests.stack_support import require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -61,8 +62,7 @@ class Seeded:
 
 @pytest.fixture(scope="module")
 def seeded(stack: LocalStack) -> Seeded:
-    if not stack.managed:
-        pytest.skip("chosen commit times need the managed local stack")
+    require_managed(stack, "chosen commit times need the managed local stack")
     tag = f"cli-{os.getpid()}-{now_ms() % 1_000_000}"
     t = now_ms()
     topic = seed_topic(stack, f"{tag}-t", {0: [t - 50_000 + 10_000 * i for i in range(5)]})

@@ -22,6 +22,7 @@ from freshness_tracker.devstack import (
 )
 from freshness_tracker.devstack.processes import port_open, wait_until
 from freshness_tracker.devstack.proxy import API_LIST_OFFSETS, KafkaProxy
+from tests.stack_support import require_managed
 
 pytestmark = pytest.mark.integration
 
@@ -34,8 +35,7 @@ def now_ms() -> int:
 
 
 def managed(stack: LocalStack) -> None:
-    if not stack.managed:
-        pytest.skip("needs the managed local stack (FT_STACK_* points at an external one)")
+    require_managed(stack, "needs the managed local stack")
 
 
 @pytest.fixture

@@ -41,6 +41,7 @@ from tests.integration.exporter_helpers import (
     seed_topic,
     wait_for_burrow,
 )
+from tests.stack_support import require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -79,8 +80,7 @@ class Scenario:
 
 @pytest.fixture(scope="module")
 def scenario(stack: LocalStack) -> Scenario:
-    if not stack.managed:
-        pytest.skip("chosen commit times need the managed local stack")
+    require_managed(stack, "chosen commit times need the managed local stack")
     tag = f"exp-{uuid.uuid4().hex[:8]}"
     t = now_ms()
     a = seed_topic(stack, f"{tag}-a", {

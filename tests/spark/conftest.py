@@ -29,7 +29,7 @@ TEST_CONF = {
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"Spark unavailable under CI: {reason}")
-    pytest.skip(f"Spark unavailable: {reason}")
+    pytest.skip(f"Spark unavailable: {reason}")  # local only: under CI=true it failed above
 
 
 @pytest.fixture(scope="session")
