@@ -27,7 +27,7 @@ def running_stack(*, allow_external: bool = True) -> Iterator[LocalStack]:
     except Exception as exc:
         if in_ci():
             raise
-        pytest.skip(f"local stack unavailable: {exc}")
+        pytest.skip(f"local stack unavailable: {exc}")  # local only: under CI=true it raised
     try:
         yield local
     finally:
