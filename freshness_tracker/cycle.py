@@ -166,7 +166,9 @@ class ClusterMeasurer:
         except FreshnessTrackerError as exc:
             answers, fresh, kafka_error = {}, [], str(exc)
         self._read_ms = int((time.monotonic() - read_started) * 1000)
-        retention = self._retention_for({p.key.topic for p in partitions})
+        # No broker answered the reads: asking it for retention.ms would only wait out another
+        # timeout before the failure is published.
+        retention = {} if kafka_error else self._retention_for({p.key.topic for p in partitions})
         results = measure_partitions(partitions, answers, self._clock(), retention)
         return self._completed(started, lags, plan, fresh, results, kafka_error)
 
