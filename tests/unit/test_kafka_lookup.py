@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -729,16 +729,23 @@ def test_pool_warns_once_about_overridden_forced_settings(
     assert pool.config()["auto.offset.reset"] == "error"
 
 
-def _unused_factory(config: dict[str, Any]) -> FakeConsumer:
-    return FakeConsumer(FakeBroker(), config)
-
-
-def test_pool_is_lazy_bounded_and_blocking() -> None:
+def recording_factory() -> tuple[list[FakeConsumer], Callable[[dict[str, Any]], FakeConsumer]]:
+    """A consumer factory for ConsumerPool that keeps every consumer it made, in order."""
     created: list[FakeConsumer] = []
 
     def factory(config: dict[str, Any]) -> FakeConsumer:
         created.append(FakeConsumer(FakeBroker(), config))
         return created[-1]
+
+    return created, factory
+
+
+def _unused_factory(config: dict[str, Any]) -> FakeConsumer:
+    return FakeConsumer(FakeBroker(), config)
+
+
+def test_pool_is_lazy_bounded_and_blocking() -> None:
+    created, factory = recording_factory()
 
     pool = ConsumerPool(
         ClusterKafkaSettings(CLUSTER, num_consumers=2), LookupSettings(), consumer_factory=factory
@@ -760,11 +767,7 @@ def test_pool_is_lazy_bounded_and_blocking() -> None:
 
 
 def test_pool_replaces_a_consumer_after_a_fatal_error_callback() -> None:
-    created: list[FakeConsumer] = []
-
-    def factory(config: dict[str, Any]) -> FakeConsumer:
-        created.append(FakeConsumer(FakeBroker(), config))
-        return created[-1]
+    created, factory = recording_factory()
 
     pool = ConsumerPool(
         ClusterKafkaSettings(CLUSTER, num_consumers=1), LookupSettings(), consumer_factory=factory
@@ -779,11 +782,7 @@ def test_pool_replaces_a_consumer_after_a_fatal_error_callback() -> None:
 
 
 def test_pool_replaces_a_consumer_whose_borrower_raised() -> None:
-    created: list[FakeConsumer] = []
-
-    def factory(config: dict[str, Any]) -> FakeConsumer:
-        created.append(FakeConsumer(FakeBroker(), config))
-        return created[-1]
+    created, factory = recording_factory()
 
     pool = ConsumerPool(
         ClusterKafkaSettings(CLUSTER, num_consumers=1), LookupSettings(), consumer_factory=factory
@@ -796,11 +795,7 @@ def test_pool_replaces_a_consumer_whose_borrower_raised() -> None:
 
 
 def test_pool_counts_fetch_requests_from_statistics() -> None:
-    created: list[FakeConsumer] = []
-
-    def factory(config: dict[str, Any]) -> FakeConsumer:
-        created.append(FakeConsumer(FakeBroker(), config))
-        return created[-1]
+    _created, factory = recording_factory()
 
     pool = ConsumerPool(
         ClusterKafkaSettings(CLUSTER, num_consumers=1),
