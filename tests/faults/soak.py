@@ -11,6 +11,8 @@ and HTTP server; only Burrow and the librdkafka constructor are simulated.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import json
 import statistics
@@ -41,6 +43,9 @@ SIM_FREQUENCY_S = 30  # the default frequency_sec: an hour is 120 cycles
 WARMUP_CYCLES = 40
 HOUR_CYCLES = 3600 // SIM_FREQUENCY_S
 BASE = 1_700_000_000_000
+# Real logs are far past offset 256: small offsets would be CPython's cached small ints, and
+# their crossing into allocated ints mid-run would look like growth.
+FIRST_OFFSET = 5_000_000
 
 
 class SimClock:
@@ -59,14 +64,31 @@ class SimClock:
 
 class SimBurrow:
     """1,000 groups on their own topics; each cycle (one cluster_lags call) the clock moves 30 s,
-    every partition's log grows and a tenth of the groups commit (a different tenth each cycle),
-    so the planner, reader, cache and collector see new offsets every cycle."""
+    every partition's log grows and a tenth of the groups commit up to 5 behind the log end (a
+    different tenth each cycle), so the planner, reader, cache and collector see new offsets
+    every cycle while the fleet stays in a steady state, as a healthy one does."""
 
     def __init__(self, clock: SimClock) -> None:
         self.clock = clock
         self.cycle = 0
-        self.committed = {(g, p): 10 for g in range(GROUPS) for p in range(PARTITIONS_PER_GROUP)}
-        self.leo = {(g, p): 20 for g in range(GROUPS) for p in range(PARTITIONS_PER_GROUP)}
+        keys = [(g, p) for g in range(GROUPS) for p in range(PARTITIONS_PER_GROUP)]
+        self.committed = dict.fromkeys(keys, FIRST_OFFSET + 10)
+        self.leo = dict.fromkeys(keys, FIRST_OFFSET + 20)
+        self._open = threading.Event()
+        self._open.set()
+        self._parked = threading.Event()
+
+    def park(self, timeout: float) -> None:
+        """Hold the exporter between two cycles (the next one waits here for Burrow), so both
+        memory measurements see the same steady state: the last snapshot published, no cycle
+        half done."""
+        self._open.clear()
+        if not self._parked.wait(timeout):
+            raise RuntimeError("the exporter did not reach the next cycle in time")
+
+    def release(self) -> None:
+        self._parked.clear()
+        self._open.set()
 
     def clusters(self) -> list[str]:
         return [CLUSTER]
@@ -78,6 +100,9 @@ class SimBurrow:
         return [f"group-{g:04d}" for g in range(GROUPS)]
 
     def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
+        if not self._open.is_set():
+            self._parked.set()
+            self._open.wait()
         self.cycle += 1
         self.clock.advance(SIM_FREQUENCY_S * 1000)
         now = self.clock()
@@ -88,7 +113,7 @@ class SimBurrow:
                 key = (g, p)
                 self.leo[key] += 3
                 if g % 10 == self.cycle % 10:
-                    self.committed[key] = min(self.committed[key] + 3, self.leo[key])
+                    self.committed[key] = self.leo[key] - 5
                 c = self.committed[key]
                 parts.append(PartitionLag(PartitionKey(cluster, f"group-{g:04d}", f"topic-{g:04d}",
                                                        p), c, now - 1_000, self.leo[key] - c))
@@ -101,7 +126,7 @@ class SimLog(Mapping[int, tuple[int, int]]):
     """Record timestamps computed from the offset: no memory grows with the log."""
 
     def __getitem__(self, offset: int) -> tuple[int, int]:
-        return TIMESTAMP_CREATE_TIME, BASE + offset * 10_000
+        return TIMESTAMP_CREATE_TIME, BASE + (offset - FIRST_OFFSET) * 10_000
 
     def __contains__(self, offset: object) -> bool:
         return isinstance(offset, int) and offset >= 0
@@ -222,6 +247,8 @@ def run() -> dict[str, Any]:
     server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
                                     settings.web), settings.web).start()
     stop = threading.Event()
+    scraping_stop = threading.Event()
+    quiet = threading.Lock()  # held while measuring: no scrape in flight
     loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True)
 
     def fetch() -> str:
@@ -233,16 +260,24 @@ def run() -> dict[str, Any]:
     scraped: list[bool] = []
 
     def scraper() -> None:
-        """Prometheus' side: a scrape every 5 s for the whole run. Only checked, not parsed:
+        """Prometheus' side: a scrape every 2 s for the whole run. Only checked, not parsed:
         parsing 20,000 samples here would put the test's own garbage into the RSS measured."""
-        while not stop.wait(5.0):
-            scraped.append(up_line in fetch())
+        while True:
+            with quiet:
+                scraped.append(up_line in fetch())
+            if scraping_stop.wait(2.0):
+                return
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
 
     def rss_now() -> int:
-        """Median of three samples: a scrape's transient buffers must not decide the result."""
+        """Median of three samples, each after a full collection and malloc_trim(): freed heap
+        that glibc merely kept (per-thread arenas, a scrape's transient buffers) is returned
+        to the OS first, so what is left is memory still in use."""
         samples = []
         for _ in range(3):
             gc.collect()
+            libc.malloc_trim(0)
             samples.append(process.memory_info().rss)
             time.sleep(0.2)
         return int(statistics.median(samples))
@@ -253,22 +288,38 @@ def run() -> dict[str, Any]:
     target = WARMUP_CYCLES + HOUR_CYCLES
     try:
         loop.start()
+        if not exporter.holder.wait_for(1, 60):
+            raise RuntimeError("the first cycle did not complete in 60 s")
         scraping.start()
         if not exporter.holder.wait_for(WARMUP_CYCLES, 120):
             raise RuntimeError("warm-up cycles did not complete in 120 s")
-        rss_start = rss_now()
+        # Scrapes of the full snapshot belong to the warm-up: the first ones load the HTTP and
+        # rendering code and set the allocator's high-water mark, a one-off cost, not growth.
+        while len(scraped) < 3:
+            time.sleep(0.1)
+        burrow.park(60)
+        with quiet:
+            rss_start = rss_now()
+            blocks_start = sys.getallocatedblocks()
+        burrow.release()
         while exporter.holder.publications < target:
             time.sleep(0.5)
             threads_during.append(process.num_threads())
             if time.monotonic() - began > 300:
                 raise RuntimeError("the simulated hour ran too slowly")
-        stop.set()
-        loop.join(10)
+        burrow.park(60)
+        scraping_stop.set()
         scraping.join(60)
         rss_end = rss_now()
+        blocks_end = sys.getallocatedblocks()
+        stop.set()
+        burrow.release()
+        loop.join(10)
         last = Scrape.parse(fetch())
     finally:
         stop.set()
+        scraping_stop.set()
+        burrow.release()
         loop.join(10)
         server.stop()
         exporter.close()
@@ -287,7 +338,8 @@ def run() -> dict[str, Any]:
         "groups": GROUPS, "partitions_per_group": PARTITIONS_PER_GROUP,
         "sim_frequency_s": SIM_FREQUENCY_S, "warmup_cycles": WARMUP_CYCLES,
         "cycles": cycles, "elapsed_s": round(elapsed, 1), "rss_start": rss_start,
-        "rss_end": rss_end, "growth": growth, "threads_before": threads_before,
+        "rss_end": rss_end, "growth": growth, "blocks_start": blocks_start,
+        "blocks_end": blocks_end, "threads_before": threads_before,
         "threads_max": max(threads_during), "threads_after": threads_after,
         "consumers_created": SimConsumer.created, "consumers_open": SimConsumer.live,
         "pool": stats, "series": len(last.series("kafka_consumer_freshness_ms", cluster=CLUSTER)),
