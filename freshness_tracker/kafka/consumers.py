@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from freshness_tracker.kafka.client_log import ClientLogRelay
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-_librdkafka_logger = logging.getLogger("freshness_tracker.kafka.librdkafka")
 
 #: librdkafka demands a group.id even for assign(); we never join, subscribe or commit with it.
 LOOKUP_GROUP_ID = "freshness-tracker-lookups"
@@ -189,6 +189,7 @@ class ConsumerPool:
         self._replaced = 0
         self._closed = False
         self._warned_codes: set[str] = set()
+        self._client_log = ClientLogRelay(settings.name)
 
     # --- public API -----------------------------------------------------------------------
 
@@ -301,7 +302,7 @@ class ConsumerPool:
         slot = _Slot()
         config: dict[str, Any] = dict(self._config)
         config["error_cb"] = lambda err: self._on_error(slot, err)
-        config["logger"] = _librdkafka_logger
+        config["logger"] = self._client_log
         if "statistics.interval.ms" in config:
             config["stats_cb"] = lambda doc: self._on_stats(slot, doc)
         slot.consumer = self._factory(config)

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from freshness_tracker.kafka.client_log import ClientLogRelay
+
 __all__ = ["AdminFactory", "TopicRetention", "parse_retention"]
 
 logger = logging.getLogger(__name__)
-_librdkafka_logger = logging.getLogger("freshness_tracker.kafka.librdkafka")
 
 #: Builds the AdminClient lazily (the seam for tests).
 AdminFactory = Callable[[], Any]
@@ -38,13 +39,15 @@ def parse_retention(value: str | None) -> int | None:
     return retention if retention >= 0 else None
 
 
-def _admin_from_properties(properties: Mapping[str, str]) -> AdminFactory:
+def _admin_from_properties(properties: Mapping[str, str], cluster: str) -> AdminFactory:
+    relay = ClientLogRelay(cluster)  # one per cluster: a replaced client keeps the counts
+
     def factory() -> Any:
         from confluent_kafka.admin import AdminClient
 
         config: dict[str, Any] = {"client.id": "freshness-tracker"}
         config.update({k: str(v) for k, v in properties.items()})
-        config["logger"] = _librdkafka_logger
+        config["logger"] = relay
         return AdminClient(config)
 
     return factory
@@ -66,7 +69,8 @@ class TopicRetention:
         timeout_s: float = 10.0,
         batch_size: int = 100,
     ) -> None:
-        self._factory: AdminFactory = admin if callable(admin) else _admin_from_properties(admin)
+        self._factory: AdminFactory = (
+            admin if callable(admin) else _admin_from_properties(admin, cluster))
         self._ttl_s = ttl_s
         self._clock = clock
         self._cluster = cluster
