@@ -1,4 +1,4 @@
-"""Command line: run | once | check | demo | spark. The only module that prints.
+"""Command line: run | once | check | demo | history | spark. The only module that prints.
 
 Exit codes: 0 success, 1 a cluster failed (`once`, `check`), 2 configuration error.
 """
@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a cluster failed (`once`, `check`), 2 configuration err
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import errno
 import logging
 import os
@@ -48,6 +49,16 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--port", type=int, default=8081)
     demo.add_argument("--duration", type=float, default=0.0,
                       help="stop after this many seconds (0: until Ctrl-C)")
+    history = sub.add_parser("history", help="maintain the history table (history extra)")
+    history_sub = history.add_subparsers(dest="history_command", required=True)
+    compact = history_sub.add_parser(
+        "compact", help="rewrite each closed day's cycle files into one file per cluster")
+    compact.add_argument("--history", required=True, help="history table root (a local, NFS "
+                                                          "or mounted path)")
+    compact.add_argument("--before", type=dt.date.fromisoformat, metavar="YYYY-MM-DD",
+                         help="compact the days before this date (default: yesterday, UTC: "
+                              "today and yesterday stay open for late writes)")
+    compact.add_argument("--dry-run", action="store_true", help="say what would be compacted")
     spark = sub.add_parser("spark", help="the Spark data pipeline (needs the spark extra)")
     spark.set_defaults(spark_parser=spark)
     try:
@@ -184,6 +195,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if not problems else EXIT_FAILED
 
 
+def cmd_history(args: argparse.Namespace) -> int:
+    try:
+        from freshness_tracker.sinks.history_compact import compact_history
+    except ImportError:
+        print("history compaction needs the history extra: "
+              "pip install 'freshness-tracker[history]'", file=sys.stderr)
+        return EXIT_FAILED
+    before = args.before or dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
+    done = compact_history(args.history, before=before, dry_run=args.dry_run)
+    verb = "would compact" if args.dry_run else "compacted"
+    for part in done:
+        print(f"{verb} {part.path}: {part.files_in} files, {part.rows} rows")
+    print(f"{verb} {len(done)} partition(s) of days before {before.isoformat()}")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from freshness_tracker.demo_cmd import run_demo
 
@@ -194,7 +221,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    commands = {"run": cmd_run, "once": cmd_once, "check": cmd_check, "demo": cmd_demo}
+    commands = {"run": cmd_run, "once": cmd_once, "check": cmd_check, "demo": cmd_demo,
+                "history": cmd_history}
     try:
         if args.command == "spark":
             handler = getattr(args, "spark_handler", None)

@@ -17,6 +17,7 @@ written under a hidden temporary name and renamed into place, so a reader never 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 import uuid
@@ -30,13 +31,17 @@ import pyarrow.parquet as pq
 
 from freshness_tracker.domain.filters import Shard
 from freshness_tracker.domain.model import ClusterSnapshot
+from freshness_tracker.errors import FreshnessTrackerError
 
 __all__ = [
     "FILE_SCHEMA",
+    "MANIFEST",
+    "CompactedCycleError",
     "HISTORY_SCHEMA",
     "HISTORY_SCHEMA_VERSION",
     "PARTITION_COLUMNS",
     "HistorySink",
+    "compacted_sources",
     "cycle_id_for",
     "read_history",
     "snapshot_table",
@@ -46,6 +51,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 HISTORY_SCHEMA_VERSION = "1"
+
+#: In a compacted partition: which cycle files its compacted file holds (history_compact.py).
+MANIFEST = ".compaction.json"
 
 _TS = pa.timestamp("ms", tz="UTC")
 
@@ -84,6 +92,18 @@ FILE_SCHEMA: pa.Schema = pa.schema(
     [f for f in HISTORY_SCHEMA if f.name not in PARTITION_COLUMNS],
     metadata=HISTORY_SCHEMA.metadata,
 )
+
+
+class CompactedCycleError(FreshnessTrackerError):
+    """Re-writing a cycle that compaction already folded into its day's compacted file."""
+
+
+def compacted_sources(directory: str | os.PathLike[str]) -> frozenset[str]:
+    """Cycle file names already folded into this partition's compacted file (empty if none)."""
+    try:
+        return frozenset(json.loads((Path(directory) / MANIFEST).read_text())["sources"])
+    except FileNotFoundError:
+        return frozenset()
 
 
 def cycle_id_for(cluster: str, cycle_start_ms: int, shard: Shard | None = None) -> str:
@@ -168,6 +188,11 @@ def write_snapshot(root: str, snapshot: ClusterSnapshot, *, cycle_start_ms: int 
     if not local:  # object stores replace a key atomically on PUT
         pq.write_table(table, final, filesystem=fs, compression="zstd")
         return final
+    if _file_name(start, shard) in compacted_sources(directory):
+        raise CompactedCycleError(
+            f"cycle {cycle_id_for(snapshot.cluster, start, shard)} is already in the compacted "
+            f"file of {directory}; writing it again would count it twice. Re-run a compacted day "
+            f"into a fresh history path, or pick a cycle time that was not written")
     temporary = f"{directory}/.{uuid.uuid4().hex}.tmp"  # hidden: readers skip dot files
     try:
         pq.write_table(table, temporary, filesystem=fs, compression="zstd")

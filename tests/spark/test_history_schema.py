@@ -66,3 +66,24 @@ def test_spark_and_pyarrow_read_the_same_values(spark: Any, tmp_path: Path) -> N
             for r in arrow] == [START - 61_000, None]
     # outside the window: nothing (and the date partition filter prunes other days)
     assert history_frame(spark, str(tmp_path), START + 1_000, START + 2_000).count() == 0
+
+
+def test_spark_reads_a_compacted_day_with_every_row_once(spark: Any, tmp_path: Path) -> None:
+    """After `history compact`: the manifest and nothing else is new, to Spark too."""
+    import datetime as dt
+
+    from freshness_tracker.sinks.history_compact import compact_history
+
+    rows = (PartitionResult(PartitionKey("east", "g", "t", 0), PartitionStatus.OK, "OK", 10, 15,
+                            5, START - 2_000, START - 61_000, 61_250, 59_000),)
+    for i in range(30):
+        start = START + i * 30_000
+        health = ClusterHealth("east", True, start, start + 250, 250)
+        write_snapshot(str(tmp_path), ClusterSnapshot("east", i, start, start + 250, health, rows))
+    window = (START, START + 86_400_000)
+    before = sorted(r.asDict()["t"] for r in history_frame(spark, str(tmp_path), *window).collect())
+    (done,) = compact_history(str(tmp_path), before=dt.date(2026, 1, 2))
+    assert done.files_in == 30
+    after = sorted(r.asDict()["t"] for r in history_frame(spark, str(tmp_path), *window).collect())
+    assert after == before and len(after) == 30 == len(set(after))
+    assert spark.read.parquet(str(tmp_path)).schema.simpleString() == GOLDEN
