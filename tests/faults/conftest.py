@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from freshness_tracker import __version__
+from freshness_tracker.cycle import now_ms
 from freshness_tracker.devstack import LocalStack
 from tests.faults.harness import Certs, Matrix, make_certs
 from tests.stack_support import running_stack
@@ -31,10 +32,6 @@ MATRIX_PATH = Path(os.environ.get("FT_FAULT_MATRIX") or
 
 _matrix = Matrix(MATRIX_PATH)
 _started = time.monotonic()
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() == "true"
 
 
 @pytest.fixture(scope="session")
@@ -59,10 +56,6 @@ def unique() -> Callable[[str], str]:
         return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
     return make
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 @dataclass

@@ -25,6 +25,9 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from freshness_tracker.devstack.processes import free_port
+from tests.stack_support import poll
+
 REPO = Path(__file__).resolve().parents[2]
 
 Labels = frozenset[tuple[str, str]]
@@ -50,27 +53,6 @@ CONSUMER_FAMILIES = (
     GROUP_FRESHNESS, "kafka_consumer_group_offset_lag", "kafka_consumer_group_burrow_status",
     "kafka_consumer_group_unmeasured_partitions", "kafka_consumer_group_data_loss_partitions",
 )  # fmt: skip
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def poll(check: Callable[[], Any], timeout_s: float, what: str | Callable[[], str],
-         interval_s: float = 0.1) -> Any:
-    """Call ``check`` until it returns something truthy and return that; TimeoutError at the
-    deadline (``what`` may be a callable that explains the last state)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            detail = what() if callable(what) else what
-            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {detail}")
-        time.sleep(interval_s)
 
 
 # --- scrapes -------------------------------------------------------------------------------

@@ -4,11 +4,9 @@ and commits with known times, building an Exporter, and reading rendered Prometh
 from __future__ import annotations
 
 import json
-import socket
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,28 +19,6 @@ from freshness_tracker.config import load_settings
 from freshness_tracker.devstack import LocalStack
 
 Labels = frozenset[tuple[str, str]]
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def poll(check: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.2) -> Any:
-    """Call ``check`` until it returns something truthy; that value, or TimeoutError."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {what}")
-        time.sleep(interval_s)
 
 
 def exporter_conf(

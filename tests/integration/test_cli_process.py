@@ -18,19 +18,18 @@ from pathlib import Path
 
 import pytest
 
+from freshness_tracker.cycle import now_ms
 from freshness_tracker.devstack import LocalStack
+from freshness_tracker.devstack.processes import free_port
 from tests.integration.exporter_helpers import (
     Commit,
     Scrape,
     Topic,
     commit_all,
     exporter_conf,
-    free_port,
-    now_ms,
-    poll,
     seed_topic,
 )
-from tests.stack_support import require_managed
+from tests.stack_support import poll, require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from freshness_tracker.cycle import now_ms
 from freshness_tracker.devstack import (
     LocalStack,
     StackFeatureUnavailable,
@@ -28,10 +29,6 @@ pytestmark = pytest.mark.integration
 
 N = 7  # records produced per test partition
 C = 3  # committed offset: the next record the group would read
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def managed(stack: LocalStack) -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import pytest
 
 from freshness_tracker.app import Exporter
+from freshness_tracker.cycle import now_ms
 from freshness_tracker.devstack import LocalStack
 from freshness_tracker.devstack.stack import DEFAULT_RETENTION_MS
 from freshness_tracker.domain.model import (
@@ -36,12 +37,10 @@ from tests.integration.exporter_helpers import (
     burrow_delete_group,
     commit_all,
     exporter,
-    now_ms,
-    poll,
     seed_topic,
     wait_for_burrow,
 )
-from tests.stack_support import require_managed
+from tests.stack_support import poll, require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

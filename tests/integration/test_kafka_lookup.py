@@ -24,6 +24,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from freshness_tracker.devstack.processes import free_port
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID, ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
@@ -59,12 +60,6 @@ def _tansu_binary() -> str:
     return str(binary)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -94,7 +89,7 @@ def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("tansu") / "tansu.log"
     proc: subprocess.Popen[bytes] | None = None
     try:
-        port = _free_port()
+        port = free_port()
         url = f"tcp://127.0.0.1:{port}"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(
@@ -494,7 +489,7 @@ def test_unknown_topic_fails_per_request(tansu: str, readers: Readers) -> None:
 def test_unreachable_cluster_raises_cluster_unavailable() -> None:
     from freshness_tracker.errors import ClusterUnavailable
 
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     made = Readers(f"127.0.0.1:{port}")
     try:
         reader, _ = made.make(timeout_s=1.0)
@@ -532,7 +527,7 @@ def test_topic_retention_of_an_unreachable_cluster_is_unknown(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     source = TopicRetention(
-        {"bootstrap.servers": f"127.0.0.1:{_free_port()}"}, cluster="down", timeout_s=1.0
+        {"bootstrap.servers": f"127.0.0.1:{free_port()}"}, cluster="down", timeout_s=1.0
     )
     with caplog.at_level(logging.WARNING, logger="freshness_tracker.kafka.topic_config"):
         assert source.retention_ms(["a", "b"]) == {"a": None, "b": None}

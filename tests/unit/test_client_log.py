@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-import socket
 import time
 
 import pytest
 from confluent_kafka import TopicPartition
 
+from freshness_tracker.devstack.processes import free_port
 from freshness_tracker.kafka.client_log import ClientLogRelay, line_kind
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
@@ -103,18 +103,12 @@ def test_other_call_shapes_are_relayed_not_dropped(
     assert log.messages == ["cluster prod: plain text", "cluster prod: broken %d format"]
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_real_consumer_facing_a_dead_broker_logs_a_line_not_a_flood(
         caplog: pytest.LogCaptureFixture) -> None:
     """librdkafka itself, through the pool's own wiring: a refused broker for 3 s."""
     caplog.set_level(logging.INFO, logger="freshness_tracker.kafka.librdkafka")
     settings = ClusterKafkaSettings(name="dead",
-                                    properties={"bootstrap.servers": f"127.0.0.1:{_closed_port()}"},
+                                    properties={"bootstrap.servers": f"127.0.0.1:{free_port()}"},
                                     num_consumers=1)
     pool = ConsumerPool(settings, LookupSettings())
     try:
