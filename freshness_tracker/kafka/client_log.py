@@ -25,7 +25,6 @@ LIBRDKAFKA_LOGGER = logging.getLogger("freshness_tracker.kafka.librdkafka")
 
 #: Parts of a librdkafka line that change between repeats of the same event.
 _VOLATILE = (
-    (re.compile(r"\bafter \d+ms\b"), "after Nms"),
     (re.compile(r"\s*\(\d+ identical error\(s\) suppressed\)"), ""),
     (re.compile(r"\b\d+ms\b"), "Nms"),
 )

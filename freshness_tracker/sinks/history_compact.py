@@ -109,15 +109,15 @@ def _compact_partition(partition: Path, dry_run: bool,
     sources = _visible_files(partition)
     if len(sources) <= 1:
         return None
-    rows = sum(pq.ParquetFile(p).metadata.num_rows for p in sources)
     if dry_run:
+        rows = sum(pq.ParquetFile(p).metadata.num_rows for p in sources)
         return CompactedPartition(str(partition), len(sources), rows, None)
     token = uuid.uuid4().hex[:12]
     new = partition.with_name(f".{partition.name}{_NEW}{token}")
     new.mkdir()
     try:
         out = new / f"compacted-{token}.parquet"
-        written = _write_compacted(sources, out)
+        rows, written = _write_compacted(sources, out)
         if written != rows:
             raise CompactionError(f"{partition}: wrote {written} rows of {rows}; nothing changed")
         folded = sorted(compacted_sources(partition) | {p.name for p in sources})
@@ -138,7 +138,8 @@ def _compact_partition(partition: Path, dry_run: bool,
 
 
 def _batches(sources: list[Path]) -> Iterator[pa.Table]:
-    """The sources' rows in order, regrouped into tables of about _ROWS_PER_GROUP rows."""
+    """The sources' rows in order, regrouped into tables of at least _ROWS_PER_GROUP rows
+    (the last one excepted)."""
     pending: list[pa.Table] = []
     size = 0
     for path in sources:
@@ -155,13 +156,16 @@ def _batches(sources: list[Path]) -> Iterator[pa.Table]:
         yield pa.concat_tables(pending)
 
 
-def _write_compacted(sources: list[Path], out: Path) -> int:
+def _write_compacted(sources: list[Path], out: Path) -> tuple[int, int]:
+    """(rows read from the sources, rows the written file holds): equal, or nothing changes."""
+    read = 0
     with pq.ParquetWriter(out, FILE_SCHEMA, compression="zstd") as writer:
         for table in _batches(sources):
+            read += table.num_rows
             writer.write_table(table, row_group_size=max(table.num_rows, 1))  # one group each
     with open(out, "rb") as f:
         os.fsync(f.fileno())
-    return int(pq.ParquetFile(out).metadata.num_rows)
+    return read, int(pq.ParquetFile(out).metadata.num_rows)
 
 
 def _adopt_late_files(old: Path, partition: Path, folded: set[str]) -> None:
@@ -176,7 +180,7 @@ def _adopt_late_files(old: Path, partition: Path, folded: set[str]) -> None:
 def _repair(date_dir: Path) -> None:
     """Finish or undo what a crashed compaction left in this day's directory."""
     for new in sorted(date_dir.glob(f".cluster=*{_NEW}*")):
-        name, token = new.name[1:].split(_NEW)
+        name, token = new.name[1:].rsplit(_NEW, 1)
         partition = date_dir / name
         swapped_out = (date_dir / f".{name}{_OLD}{token}").exists()
         if (new / _COMPLETE).exists() and swapped_out:
@@ -192,7 +196,7 @@ def _repair(date_dir: Path) -> None:
         else:
             shutil.rmtree(new)  # crashed before the swap: the partition is untouched
     for old in sorted(date_dir.glob(f".cluster=*{_OLD}*")):
-        partition = date_dir / old.name[1:].split(_OLD)[0]
+        partition = date_dir / old.name[1:].rsplit(_OLD, 1)[0]
         if partition.exists() and (partition / MANIFEST).exists():
             _adopt_late_files(old, partition, set(compacted_sources(partition)))
             log.warning("history compaction: cleaned up after an interrupted run in %s",

@@ -126,7 +126,7 @@ def test_a_crash_while_writing_leaves_the_partition_as_it_was(
     fill(tmp_path, days=1, clusters=("a",))
     before, listing = rows_of(tmp_path), files(part(tmp_path, 0, "a"))
 
-    def broken(sources: list[Path], out: Path) -> int:
+    def broken(sources: list[Path], out: Path) -> tuple[int, int]:
         out.write_bytes(b"half a file")
         raise OSError("disk full")
 
