@@ -40,6 +40,8 @@ from confluent_kafka import (
 )
 from confluent_kafka import KafkaError as _RdKafkaError
 
+from freshness_tracker.deadline import Deadline, bound, cycle_deadline
+from freshness_tracker.deadline import current as current_deadline
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
 from freshness_tracker.errors import ClusterUnavailable
 from freshness_tracker.kafka.consumers import ConsumerPool, LookupConsumer
@@ -71,6 +73,13 @@ _READ_THROUGH_MAX = 16
 #: How long one consumer's list_topics() answer is trusted for _warm_up (librdkafka's metadata
 #: cache entries live metadata.max.age.ms, 900 s by default).
 _METADATA_REUSE_S = 300.0
+
+#: How long read() waits for its workers past the cycle deadline before it answers the rest
+#: as failed (a batch stops at the deadline on its own; this covers a client call that ignores
+#: its timeout, which then cannot hold the cycle).
+_JOIN_SLACK_S = 2.0
+
+_DEADLINE_REACHED = "not read: the cycle deadline was reached first"
 
 _PartKey = tuple[str, int]
 
@@ -169,8 +178,14 @@ class _BatchRun:
     def run(self) -> list[_Answer]:
         try:
             self._assign(list(self._tasks.values()))
-            while self._tasks and self._remaining() > 0:
-                timeout = min(self._remaining(), self._poll_timeout_s)
+            while self._tasks:
+                # One reading of the clock: checking `_remaining() > 0` and then computing the
+                # timeout from a second reading let a negative timeout through, and librdkafka
+                # reads a negative timeout as "block forever" (a wedged cycle, issue 9).
+                remaining = self._remaining()
+                if remaining <= 0:
+                    break
+                timeout = min(remaining, self._poll_timeout_s)
                 for message in self._consumer.consume(self._consume_batch, timeout):
                     self._handle(message)
                     if self.broken:
@@ -415,6 +430,11 @@ class _BatchQueue:
         with self._lock:
             return self._batches.popleft() if self._batches else None
 
+    def close(self) -> None:
+        """Abandon what no worker has started: read() has stopped waiting for it."""
+        with self._lock:
+            self._batches.clear()
+
 
 class KafkaRecordReader:
     """`RecordReader` for one cluster: batched point reads on the shared executor.
@@ -462,10 +482,14 @@ class KafkaRecordReader:
         """
         if not requests:
             return []
-        metadata = self._metadata()
+        deadline = current_deadline()
+        metadata = self._metadata(deadline)
         batches, answers = self._plan(requests, metadata)
-        answers.extend(self._run_batches(batches))
-        results = self._assemble(requests, answers)
+        answers.extend(self._run_batches(batches, deadline))
+        late = deadline is not None and deadline.expired()
+        results = self._assemble(requests, answers,
+                                 _DEADLINE_REACHED if late else "lookup not run (shutting down "
+                                                                "or crashed)")
         self._count(results, len(batches))
         return results
 
@@ -481,13 +505,15 @@ class KafkaRecordReader:
 
     # --- metadata and planning ------------------------------------------------------------
 
-    def _metadata(self) -> Any:
+    def _metadata(self, deadline: Deadline | None) -> Any:
         """All topics' metadata, once per call: the first lookup in a topic costs ~1 s otherwise.
 
         A metadata failure means the cluster is down, not the consumer: it stays in the pool.
         """
-        timeout = self._lookup.timeout_s
+        timeout = bound(self._lookup.timeout_s, deadline)
         error: Exception
+        if timeout <= 0:
+            raise ClusterUnavailable(f"cluster {self.cluster}: {_DEADLINE_REACHED}")
         try:
             with self._pool.borrow(timeout=timeout) as consumer:
                 try:
@@ -549,33 +575,41 @@ class KafkaRecordReader:
 
     # --- execution ------------------------------------------------------------------------
 
-    def _run_batches(self, batches: list[list[_PartitionTask]]) -> list[_Answer]:
+    def _run_batches(
+        self, batches: list[list[_PartitionTask]], deadline: Deadline | None
+    ) -> list[_Answer]:
         """One worker per pool consumer drains the batches; whatever no worker answered
-        (executor shut down, a bug) is failed by _assemble()."""
+        (executor shut down, the cycle deadline, a bug) is failed by _assemble()."""
         if not batches:
             return []
         todo = _BatchQueue(batches)
         futures: list[Future[list[_Answer]]] = []
         for _ in range(min(self._pool.size, len(batches))):
             try:
-                futures.append(self._executor.submit(self._drain, todo))
+                futures.append(self._executor.submit(self._drain, todo, deadline))
             except RuntimeError as exc:  # the executor is shutting down
                 logger.info("cluster %s: lookups not started: %s", self.cluster, exc)
                 break
         answers: list[_Answer] = []
         for future in futures:
+            wait = None if deadline is None else max(deadline.remaining(), 0.0) + _JOIN_SLACK_S
             try:
-                answers.extend(future.result())
+                answers.extend(future.result(timeout=wait))
+            except TimeoutError:
+                todo.close()
+                logger.warning("cluster %s: a lookup worker is still busy %.0f s past the cycle "
+                               "deadline; its partitions are answered as failed", self.cluster,
+                               _JOIN_SLACK_S)
             except CancelledError:
                 logger.info("cluster %s: lookups cancelled (shutting down)", self.cluster)
             except Exception:
                 logger.exception("cluster %s: lookup worker crashed", self.cluster)
         return answers
 
-    def _drain(self, todo: _BatchQueue) -> list[_Answer]:
+    def _drain(self, todo: _BatchQueue, deadline: Deadline | None) -> list[_Answer]:
         answers: list[_Answer] = []
         while (batch := todo.pop()) is not None:
-            answers.extend(self._run_batch(batch))
+            answers.extend(self._run_batch(batch, deadline))
         return answers
 
     def _remember_topics(self, consumer: LookupConsumer, metadata: Any) -> None:
@@ -599,21 +633,30 @@ class KafkaRecordReader:
         fresh = self._clock() - when < _METADATA_REUSE_S
         if fresh and all(task.topic in known for task in batch):
             return
+        timeout = bound(min(self._lookup.timeout_s, 5.0))
+        if timeout <= 0:
+            return
         try:
-            metadata = consumer.list_topics(timeout=min(self._lookup.timeout_s, 5.0))
+            metadata = consumer.list_topics(timeout=timeout)
         except Exception as exc:
             logger.debug("cluster %s: metadata warm-up failed: %s", self.cluster, exc)
             return
         self._remember_topics(consumer, metadata)
 
-    def _run_batch(self, batch: list[_PartitionTask]) -> list[_Answer]:
+    def _run_batch(self, batch: list[_PartitionTask], deadline: Deadline | None) -> list[_Answer]:
+        if bound(self._lookup.timeout_s, deadline) <= 0:
+            return _fail_batch(batch, _DEADLINE_REACHED)
         try:
-            with self._pool.borrow(timeout=self._lookup.timeout_s) as consumer:
-                self._warm_up(consumer, batch)
+            with self._pool.borrow(timeout=bound(self._lookup.timeout_s, deadline)) as consumer:
+                with cycle_deadline(deadline):
+                    self._warm_up(consumer, batch)
+                timeout_s = bound(self._lookup.timeout_s, deadline)
+                if timeout_s <= 0:
+                    return _fail_batch(batch, _DEADLINE_REACHED)
                 run = _BatchRun(
                     consumer,
                     batch,
-                    timeout_s=self._lookup.timeout_s,
+                    timeout_s=timeout_s,
                     consume_batch=self._consume_batch,
                     poll_timeout_s=self._poll_timeout_s,
                     clock=self._clock,
@@ -625,28 +668,21 @@ class KafkaRecordReader:
                 return answers
         except Exception as exc:
             logger.warning("cluster %s: lookup batch failed: %s", self.cluster, exc)
-            return [
-                (w.index, RecordRead(w.request, ReadOutcome.FAILED, error=f"lookup failed: {exc}"))
-                for task in batch
-                for w in (*task.wanted, *task.below_start)
-            ]
+            return _fail_batch(batch, f"lookup failed: {exc}")
 
     # --- results --------------------------------------------------------------------------
 
     def _assemble(
-        self, requests: Sequence[ReadRequest], answers: list[_Answer]
+        self, requests: Sequence[ReadRequest], answers: list[_Answer], missing: str
     ) -> list[RecordRead]:
-        """Exactly one RecordRead per request, whatever went wrong on the way."""
+        """Exactly one RecordRead per request, whatever went wrong on the way (`missing`: why
+        a request has no answer)."""
         results: list[RecordRead | None] = [None] * len(requests)
         for index, read in answers:
             if results[index] is None:
                 results[index] = read
         return [
-            read
-            if read is not None
-            else RecordRead(
-                requests[i], ReadOutcome.FAILED, error="lookup not run (shutting down or crashed)"
-            )
+            read if read is not None else RecordRead(requests[i], ReadOutcome.FAILED, error=missing)
             for i, read in enumerate(results)
         ]
 
@@ -658,6 +694,14 @@ class KafkaRecordReader:
                 self._counters[str(read.outcome)] += 1
                 if read.outcome is ReadOutcome.FAILED:
                     self._counters["failures"] += 1
+
+
+def _fail_batch(batch: list[_PartitionTask], error: str) -> list[_Answer]:
+    return [
+        (w.index, RecordRead(w.request, ReadOutcome.FAILED, error=error))
+        for task in batch
+        for w in (*task.wanted, *task.below_start)
+    ]
 
 
 def _leader_of(metadata: Any, topic: str, partition: int) -> tuple[int, str | None]:

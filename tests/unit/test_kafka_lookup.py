@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from confluent_kafka import (
 )
 from confluent_kafka import KafkaError as RdKafkaError
 
+from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
 from freshness_tracker.domain.ports import RecordReader
 from freshness_tracker.errors import ClusterUnavailable
@@ -142,6 +144,7 @@ class FakeBroker:
     consumers: list[FakeConsumer] = field(default_factory=list)
     client_errors: list[FakeError] = field(default_factory=list)  # as consume() events
     callback_errors: list[FakeError] = field(default_factory=list)  # via error_cb
+    consume_timeouts: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_topic(self, topic: str, logs: list[FakeLog]) -> None:
@@ -195,6 +198,7 @@ class FakeConsumer:
         self.positions.clear()
 
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Any]:
+        self.broker.consume_timeouts.append(timeout)
         out: list[Any] = []
         while self.broker.callback_errors:
             self.config["error_cb"](self.broker.callback_errors.pop(0))
@@ -463,6 +467,62 @@ def test_deadline_fails_what_is_left_with_a_clear_error(
     assert failed.error.startswith("timed out after 3 s waiting for offset 1")
     assert "log end per last fetch: 10" in failed.error
     assert 3.0 <= broker.clock() - start < 3.5
+
+
+class SteppingClock(FakeClock):
+    """Every reading moves time on: the deadline can pass between two readings."""
+
+    def __call__(self) -> float:
+        self.advance(0.3)
+        return super().__call__()
+
+
+def test_consume_never_gets_a_negative_timeout(executor: ThreadPoolExecutor) -> None:
+    """librdkafka reads a negative timeout as "block forever": the cycle wedged (issue 9)."""
+    broker = FakeBroker(clock=SteppingClock())
+    stuck = make_log(10)
+    stuck.stuck = True
+    broker.add_topic("t", [stuck])
+    reader, _ = make_reader(broker, executor, timeout_s=1.0)
+
+    [read] = reader.read([req("t", 0, 1)])
+
+    assert read.outcome is ReadOutcome.FAILED
+    assert broker.consume_timeouts, "consume() was never called"
+    assert min(broker.consume_timeouts) >= 0, broker.consume_timeouts
+
+
+class WallClock(FakeClock):
+    """Real time: an idle consume() sleeps its timeout, as librdkafka does."""
+
+    def __call__(self) -> float:
+        return time.monotonic()
+
+    def advance(self, seconds: float) -> None:
+        time.sleep(max(seconds, 0.0))
+
+
+def test_the_cycle_deadline_bounds_every_batch(executor: ThreadPoolExecutor) -> None:
+    """A batch started near the cycle deadline gets only the time left; batches after it are
+    answered at once and never assigned."""
+    broker = FakeBroker(clock=WallClock())
+    stuck = [make_log(10) for _ in range(4)]
+    for log in stuck:
+        log.stuck = True
+    broker.add_topic("t", stuck)
+    reader, _ = make_reader(broker, executor, timeout_s=30.0, batch_size=1)
+    started = time.monotonic()
+
+    with cycle_deadline(Deadline.after(0.5)):
+        reads = reader.read([req("t", p, 1) for p in range(4)])
+
+    assert time.monotonic() - started < 3.0  # not 4 x 30 s
+    assert all(r.outcome is ReadOutcome.FAILED for r in reads)
+    assert len(broker.assignments) == 1
+    assert sum(r.error == "not read: the cycle deadline was reached first" for r in reads) == 3
+    with cycle_deadline(Deadline.after(-1.0)), pytest.raises(ClusterUnavailable,
+                                                             match="cycle deadline"):
+        reader.read([req("t", 0, 1)])
 
 
 def test_non_retriable_partition_error_fails_only_that_partition(
