@@ -3,6 +3,12 @@
 Owns every long-lived resource and their shutdown. Each cluster runs its own cycle loop on its
 own thread (a bulkhead: a slow or dead cluster never delays another's series); Kafka reads of
 all clusters share one worker pool of `workerThreadCount` threads.
+
+Never wedge: each cycle runs on a thread of its own under a hard deadline (`cycleTimeout`).
+The cycle cuts its own calls at that deadline; if one ignores it anyway (a client library bug),
+the loop stops waiting, publishes the cluster as failed (so nothing frozen is served) and starts
+no other cycle of that cluster on top of the hung one. Liveness fails only then: "stuck", never
+merely "slow".
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.config.settings import Settings, require_files
 from freshness_tracker.cycle import ClusterMeasurer, ReaderFactory, now_ms
+from freshness_tracker.deadline import Deadline
 from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.domain.ports import BurrowSource, RetentionSource
 from freshness_tracker.kafka.cache import TimestampCache
@@ -38,6 +45,45 @@ SnapshotSink = Callable[[ClusterSnapshot], None]
 
 #: librdkafka statistics (Fetch request counts) cadence: cheap at this interval.
 STATISTICS_INTERVAL_MS = 10_000
+
+
+def unwind_grace_s(cycle_timeout_s: float) -> float:
+    """How long past its deadline a cycle may take to unwind (calls cut at the deadline still
+    have to return) before the loop stops waiting for it."""
+    return min(5.0, max(0.5, cycle_timeout_s / 10))
+
+
+class _CycleRun:
+    """One cycle of one cluster on a thread of its own, so the loop can stop waiting for it."""
+
+    def __init__(self, measurer: ClusterMeasurer, timeout_s: float, clock: Callable[[], int]):
+        self.measurer = measurer
+        self.started = time.monotonic()
+        self.started_ms = clock()
+        self._deadline = Deadline.after(timeout_s)
+        self.snapshot: ClusterSnapshot | None = None
+        self.error: Exception | None = None
+        self._thread = threading.Thread(target=self._run, name=f"cycle-run-{measurer.name}",
+                                        daemon=True)
+
+    def start(self) -> _CycleRun:
+        self._thread.start()
+        return self
+
+    def join(self, timeout_s: float) -> bool:
+        """True once the cycle has returned (or raised)."""
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            self.snapshot = self.measurer.measure(self._deadline)
+        except Exception as exc:  # handed to the loop, which publishes the crash
+            self.error = exc
 
 
 class Exporter:
@@ -69,6 +115,8 @@ class Exporter:
         self._clock = clock
         self._started_ms = clock()
         self._threads: list[threading.Thread] = []
+        #: The latest cycle run of each cluster (running, finished or hung).
+        self._runs: dict[str, _CycleRun] = {}
         self.measurers = [
             ClusterMeasurer(
                 cluster, self.burrow, reader_factory or self._kafka_reader,
@@ -108,22 +156,43 @@ class Exporter:
     # --- cycles ------------------------------------------------------------------------
 
     def _measure(self, measurer: ClusterMeasurer) -> ClusterSnapshot:
-        try:
-            snapshot = measurer.measure()
-        except Exception as exc:  # the cycle boundary: one of the two broad catches in the code
-            log.exception("cluster=%s cycle crashed", measurer.name)
+        """Run one cycle under the hard deadline and publish exactly one snapshot for it."""
+        timeout = self.settings.cycle_timeout_s
+        previous = self._runs.get(measurer.name)
+        if previous is not None and previous.running:
+            # A hung cycle still holds the measurer: starting another on top would pile up
+            # threads. Say so again, with nothing frozen.
+            age = time.monotonic() - previous.started
+            return self._publish(measurer.overrun(previous.started_ms, (
+                f"the cycle started {age:.0f} s ago is still running ({measurer.phase}), past "
+                f"its hard deadline of {timeout:g} s (cycleTimeout); no new cycle starts until "
+                "it returns")))
+        run = _CycleRun(measurer, timeout, self._clock).start()
+        self._runs[measurer.name] = run
+        if not run.join(timeout + unwind_grace_s(timeout)):
+            log.error("cluster=%s cycle overran its hard deadline of %gs while %s; published "
+                      "as failed", measurer.name, timeout, measurer.phase)
+            return self._publish(measurer.overrun(run.started_ms, (
+                f"the cycle overran its hard deadline of {timeout:g} s (cycleTimeout) while "
+                f"{measurer.phase}")))
+        if run.error is not None:
+            exc = run.error
+            log.error("cluster=%s cycle crashed", measurer.name, exc_info=exc)
             # Publish the failure: keeping the previous snapshot would serve stale values.
-            failed = measurer.crashed(f"cycle crashed: {type(exc).__name__}: {exc}")
-            self.holder.publish(failed)
-            self.self_metrics.observe(failed)
-            raise
-        self.holder.publish(snapshot)
-        self.self_metrics.observe(snapshot)
+            self._publish(measurer.crashed(f"cycle crashed: {type(exc).__name__}: {exc}"))
+            raise exc
+        assert run.snapshot is not None
+        snapshot = self._publish(run.snapshot)
         for sink in self.sinks:
             try:
                 sink(snapshot)
             except Exception:  # a broken sink must not stop measuring
                 log.exception("cluster=%s sink %r failed", measurer.name, sink)
+        return snapshot
+
+    def _publish(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        self.holder.publish(snapshot)
+        self.self_metrics.observe(snapshot)
         return snapshot
 
     def run_once(self) -> Snapshot:
@@ -158,31 +227,44 @@ class Exporter:
 
     # --- health ------------------------------------------------------------------------
 
-    def _stale_after_ms(self) -> int:
-        """A cluster loop that has not finished a cycle for this long is wedged."""
-        s = self.settings
-        return int((3 * s.frequency_s + 2 * s.lookup.timeout_s + 2 * s.burrow.timeout_s
-                    * (s.burrow.retries + 1)) * 1000)
+    def stuck_after_s(self) -> float:
+        """A cycle running this long ignored its own deadline for a whole extra cycleTimeout:
+        only a restart frees it. Independent of cluster size, so a big, slow cluster is never
+        called stuck."""
+        return 2 * self.settings.cycle_timeout_s
 
     def health(self) -> tuple[bool, dict[str, Any]]:
-        """Liveness: every cluster loop is cycling. Burrow or Kafka being down is not a reason
-        to restart the exporter, so it shows in the body and in metrics, not in the code."""
+        """Liveness: no cluster's cycle is stuck and every cluster loop is alive. Burrow or Kafka
+        being down is not a reason to restart the exporter, so it shows in the body and in
+        metrics, not in the code."""
         now = self._clock()
         snapshot = self.holder.current
         by_name = {c.cluster: c for c in snapshot.clusters}
+        loops_alive = {t.name: t.is_alive() for t in self._threads}
         clusters: dict[str, Any] = {}
         alive = True
         for m in self.measurers:
             c = by_name.get(m.name)
-            last = c.finished_ms if c else self._started_ms
-            wedged = now - last > self._stale_after_ms()
-            alive = alive and not wedged
+            run = self._runs.get(m.name)
+            running_s = time.monotonic() - run.started if run is not None and run.running \
+                else None
+            stuck = running_s is not None and running_s > self.stuck_after_s()
+            loop_dead = loops_alive.get(f"cycle-{m.name}") is False
+            alive = alive and not stuck and not loop_dead
+            error = c.health.error if c else "no cycle finished yet"
+            if stuck:
+                error = (f"stuck: a cycle has been running {running_s:.0f} s ({m.phase}), more "
+                         f"than twice its hard deadline of {self.settings.cycle_timeout_s:g} s")
+            elif loop_dead:
+                error = "the cluster's cycle loop has died"
             clusters[m.name] = {
                 "up": bool(c and c.health.up),
-                "last_cycle_age_seconds": round((now - last) / 1000, 3) if c else None,
-                "error": c.health.error if c else "no cycle finished yet",
+                "last_cycle_age_seconds": round((now - c.finished_ms) / 1000, 3) if c else None,
+                "cycle_running_seconds": None if running_s is None else round(running_s, 3),
+                "phase": m.phase,
+                "error": error,
             }
-        return alive, {"status": "ok" if alive else "wedged", "clusters": clusters}
+        return alive, {"status": "ok" if alive else "stuck", "clusters": clusters}
 
     def ready(self) -> tuple[bool, dict[str, Any]]:
         """Readiness: every cluster has published one cycle, so /metrics is meaningful."""

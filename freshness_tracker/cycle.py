@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from freshness_tracker.config.settings import ClusterSettings
+from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.domain.freshness import measure_partition
 from freshness_tracker.domain.model import (
@@ -110,6 +111,9 @@ class ClusterMeasurer:
         self._last_success_ms: int | None = None
         self._cycle = 0
         self._read_ms = 0
+        #: What the running cycle is waiting for ("idle" between cycles): /healthz names it
+        #: when a cycle overruns its deadline.
+        self.phase = "idle"
 
     @property
     def name(self) -> str:
@@ -146,10 +150,23 @@ class ClusterMeasurer:
                   if self._groups(g) and self._shard.owns(self.name, g)]
         return self._burrow.cluster_lags(self.name, groups)
 
-    def measure(self) -> ClusterSnapshot:
-        """Run one cycle; never raises for Burrow or Kafka trouble (that is in the health)."""
+    def measure(self, deadline: Deadline | None = None) -> ClusterSnapshot:
+        """Run one cycle; never raises for Burrow or Kafka trouble (that is in the health).
+
+        With a `deadline`, every Burrow request and Kafka batch is cut at it, and a cycle that
+        reaches it is published as failed: what it measured in time is true, the rest is
+        absent, and the cluster is not called up.
+        """
         self._cycle += 1
         started = self._clock()
+        try:
+            with cycle_deadline(deadline):
+                return self._measure(started, deadline)
+        finally:
+            self.phase = "idle"
+
+    def _measure(self, started: int, deadline: Deadline | None) -> ClusterSnapshot:
+        self.phase = "asking Burrow"
         try:
             lags = self._burrow_lags()
             reader = self._ensure_clients()
@@ -161,6 +178,7 @@ class ClusterMeasurer:
                           read_caught_up_commit_lag=self._commit_lag_when_caught_up)
         kafka_error: str | None = None
         read_started = time.monotonic()
+        self.phase = "reading Kafka"
         try:
             answers, fresh = read_with_cache(plan, reader, self._cache)
         except FreshnessTrackerError as exc:
@@ -168,9 +186,11 @@ class ClusterMeasurer:
         self._read_ms = int((time.monotonic() - read_started) * 1000)
         # No broker answered the reads: asking it for retention.ms would only wait out another
         # timeout before the failure is published.
+        self.phase = "reading retention.ms"
         retention = {} if kafka_error else self._retention_for({p.key.topic for p in partitions})
         results = measure_partitions(partitions, answers, self._clock(), retention)
-        return self._completed(started, lags, plan, fresh, results, kafka_error)
+        overran = deadline is not None and deadline.expired()
+        return self._completed(started, lags, plan, fresh, results, kafka_error, overran)
 
     def _retention_for(self, topics: set[str]) -> Mapping[str, int | None]:
         if self._retention is None or not topics:
@@ -189,14 +209,19 @@ class ClusterMeasurer:
         fresh: list[RecordRead],
         results: tuple[PartitionResult, ...],
         kafka_error: str | None,
+        overran: bool = False,
     ) -> ClusterSnapshot:
         finished = self._clock()
         failures = [r for r in fresh if r.outcome is ReadOutcome.FAILED]
         reads_ok = len(fresh) - len(failures)
         burrow_ok = not (lags.failed_groups and not lags.groups)
         kafka_ok = kafka_error is None and (not plan.to_read or reads_ok > 0)
-        up = burrow_ok and kafka_ok
+        up = burrow_ok and kafka_ok and not overran
         error = kafka_error
+        if overran:
+            error = (f"the cycle reached its deadline (cycleTimeout) after "
+                     f"{(finished - started) / 1000:.1f} s: {len(lags.failed_groups)} groups and "
+                     f"{len(failures)} reads unanswered; what was measured in time is served")
         if error is None and not kafka_ok:
             error = f"all {len(failures)} Kafka reads failed, first: {failures[0].error}"
         if error is None and not burrow_ok:
@@ -235,6 +260,11 @@ class ClusterMeasurer:
     def crashed(self, error: str) -> ClusterSnapshot:
         """The snapshot of a cycle that raised unexpectedly: down, with no partition values."""
         return self._failed(self._clock(), error)
+
+    def overrun(self, started_ms: int, error: str) -> ClusterSnapshot:
+        """The snapshot published for a cycle still running past its hard deadline: down, no
+        partition values (the last cycle's would be frozen; this one's are not known)."""
+        return self._failed(started_ms, error)
 
     def _failed(self, started: int, error: str, burrow_errors: int = 0) -> ClusterSnapshot:
         finished = self._clock()

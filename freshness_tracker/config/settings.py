@@ -86,6 +86,9 @@ class Settings:
     warnings: tuple[str, ...] = ()
 
     def cluster(self, name: str) -> ClusterSettings:
+    #: Hard deadline of one cluster cycle: every Burrow request and Kafka batch is cut at it,
+    #: and a cycle still running then is published as failed (never served frozen).
+    cycle_timeout_s: float = 120.0
         return next(c for c in self.clusters if c.name == name)
 
 
@@ -378,3 +381,5 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         clusters=clusters,
         warnings=tuple(warnings),
     )
+        max_response_bytes=r.whole("burrow.maxResponseBytes", 4096, 2**31),
+        cycle_timeout_s=r.seconds("cycleTimeout", minimum=1.0, maximum=3600.0),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from freshness_tracker.deadline import bound
 from freshness_tracker.kafka.client_log import ClientLogRelay
 
 __all__ = ["AdminFactory", "TopicRetention", "parse_retention"]
@@ -96,7 +97,11 @@ class TopicRetention:
                 else:
                     stale.append(topic)
         for start in range(0, len(stale), self._batch_size):
-            result.update(self._describe(stale[start : start + self._batch_size]))
+            batch = stale[start : start + self._batch_size]
+            if bound(self._timeout_s) <= 0:  # the cycle's deadline: unknown, not waited for
+                result.update(dict.fromkeys(batch))
+                continue
+            result.update(self._describe(batch))
         return result
 
     def invalidate(self) -> None:
@@ -118,7 +123,7 @@ class TopicRetention:
         failed: dict[str, BaseException] = {}
         for topic, future in futures.items():
             try:
-                entries = future.result(timeout=self._timeout_s + 1.0)
+                entries = future.result(timeout=bound(self._timeout_s + 1.0))
             except Exception as exc:
                 failed[topic] = exc
                 answers[topic] = None
@@ -142,7 +147,8 @@ class TopicRetention:
         admin = self._get_admin()
         resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
         self.requests += 1
-        futures = admin.describe_configs(resources, request_timeout=self._timeout_s)
+        futures = admin.describe_configs(resources,
+                                         request_timeout=max(bound(self._timeout_s), 0.001))
         return {resource.name: future for resource, future in futures.items()}
 
     def _get_admin(self) -> Any:

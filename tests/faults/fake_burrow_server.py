@@ -75,6 +75,7 @@ class Fault:
     content_type: str = "application/json"
     hidden: frozenset[str] = frozenset()
     times: int | None = None  # apply to this many requests, then stop matching
+    encoding: str = ""  # Content-Encoding of a "respond" payload
 
     @classmethod
     def delay(cls, seconds: float) -> Fault:
@@ -114,6 +115,29 @@ class Fault:
     def hold(cls) -> Fault:
         """Park the request until ``release()`` (or the server stops), then proxy it."""
         return cls("hold")
+
+    @classmethod
+    def drip(cls, interval_s: float = 1.0) -> Fault:
+        """Headers at once, then the real body one byte per ``interval_s`` (a slow-loris
+        server: every socket read gets a byte well inside any per-read timeout)."""
+        return cls("drip", delay_s=interval_s)
+
+    @classmethod
+    def drip_headers(cls, interval_s: float = 1.0) -> Fault:
+        """The status line and headers themselves one byte per ``interval_s``."""
+        return cls("drip_headers", delay_s=interval_s)
+
+    @classmethod
+    def silent(cls) -> Fault:
+        """Accept the request and never answer, for as long as the server runs."""
+        return cls("silent")
+
+    @classmethod
+    def gzip_bomb(cls, decoded_bytes: int = 1 << 30) -> Fault:
+        """A small gzip body (about 1 MB per GiB) that expands to ``decoded_bytes`` of JSON
+        whitespace, sent with ``Content-Encoding: gzip``."""
+        return cls("respond", payload=_gzip_bomb(decoded_bytes), content_type="application/json",
+                   encoding="gzip")
 
     @classmethod
     def drop(cls) -> Fault:
@@ -313,7 +337,12 @@ class FaultyBurrow:
             return
         fault = self._match(path)
         if fault is not None and fault.kind == "respond":
-            _send(handler, fault.status_code, fault.content_type, fault.payload)
+            extra = [("Content-Encoding", fault.encoding)] if fault.encoding else []
+            _send(handler, fault.status_code, fault.content_type, fault.payload, extra)
+            return
+        if fault is not None and fault.kind == "silent":
+            self._stopping.wait()
+            _drop(handler)
             return
         if fault is not None and fault.kind == "drop":
             _drop(handler)
@@ -335,7 +364,27 @@ class FaultyBurrow:
             body = json.loads(payload)
             body["clusters"] = [c for c in body.get("clusters", []) if c not in fault.hidden]
             payload = json.dumps(body).encode()
+        if fault is not None and fault.kind in ("drip", "drip_headers"):
+            self._drip(handler, fault, status, ctype, payload)
+            return
         _send(handler, status, ctype, payload)
+
+    def _drip(self, handler: BaseHTTPRequestHandler, fault: Fault, status: int, ctype: str,
+              payload: bytes) -> None:
+        head = (f"HTTP/1.1 {status} OK\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {len(payload)}\r\n\r\n").encode()
+        handler.close_connection = True
+        if fault.kind == "drip":
+            handler.wfile.write(head)
+            slow = payload
+        else:
+            slow = head + payload
+        handler.wfile.flush()
+        for i in range(len(slow)):
+            if self._stopping.wait(fault.delay_s):
+                break
+            handler.wfile.write(slow[i : i + 1])
+            handler.wfile.flush()
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         owner = self
@@ -381,6 +430,26 @@ def _send(handler: BaseHTTPRequestHandler, status: int, ctype: str, payload: byt
     handler.end_headers()
     handler.wfile.write(payload)
     handler.wfile.flush()
+
+
+_BOMBS: dict[int, bytes] = {}
+
+
+def _gzip_bomb(decoded_bytes: int) -> bytes:
+    """gzip of `[` + spaces + `]` (valid JSON once fully decoded), made once per size."""
+    if decoded_bytes not in _BOMBS:
+        import gzip
+        import io
+
+        out = io.BytesIO()
+        with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as gz:
+            gz.write(b"[")
+            block = b" " * (1 << 20)
+            for _ in range(max(decoded_bytes - 2, 0) // len(block)):
+                gz.write(block)
+            gz.write(b"]")
+        _BOMBS[decoded_bytes] = out.getvalue()
+    return _BOMBS[decoded_bytes]
 
 
 def _drop(handler: BaseHTTPRequestHandler) -> None:
