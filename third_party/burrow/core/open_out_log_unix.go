@@ -1,0 +1,23 @@
+//go:build !windows && !(linux && arm64) && !(linux && loong64)
+// +build !windows
+// +build !linux !arm64
+// +build !linux !loong64
+
+// Copyright 2017 LinkedIn Corp. Licensed under the Apache License, Version
+// 2.0 (the "License"); you may not use this file except in compliance with
+// the License. You may obtain a copy of the License at
+// http://www.apache.org/licenses/LICENSE-2.0
+//
+// Unless required by applicable law or agreed to in writing, software
+// distributed under the License is distributed on an "AS IS" BASIS,
+// WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+
+package core
+
+import (
+	"syscall"
+)
+
+func internalDup2(oldfd, newfd uintptr) error {
+	return syscall.Dup2(int(oldfd), int(newfd))
+}
