@@ -13,7 +13,9 @@ merely "slow".
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -51,6 +53,51 @@ def unwind_grace_s(cycle_timeout_s: float) -> float:
     """How long past its deadline a cycle may take to unwind (calls cut at the deadline still
     have to return) before the loop stops waiting for it."""
     return min(5.0, max(0.5, cycle_timeout_s / 10))
+
+
+class _SinkWorker:
+    """Feeds one sink on a thread of its own through a short queue.
+
+    Why: a sink (the history table on a hung NFS mount) that blocked the cluster loop would stop
+    every later cycle while /metrics kept serving the last values as current. Here a stuck sink
+    only falls behind: once its queue is full, cycles are dropped for that sink, with a warning.
+    """
+
+    def __init__(self, sink: SnapshotSink, depth: int = 4) -> None:
+        self.sink = sink
+        self.dropped = 0
+        self._queue: queue.Queue[ClusterSnapshot | None] = queue.Queue(depth)
+        self._thread = threading.Thread(target=self._run, name="sink", daemon=True)
+        self._thread.start()
+
+    def offer(self, snapshot: ClusterSnapshot) -> None:
+        try:
+            self._queue.put_nowait(snapshot)
+        except queue.Full:
+            self.dropped += 1
+            log.warning("cluster=%s sink %r is %d cycles behind (stuck?): cycle %d not written "
+                        "to it", snapshot.cluster, self.sink, self._queue.qsize(),
+                        snapshot.cycle_id)
+
+    def drain(self, timeout_s: float) -> bool:
+        """Wait until everything offered so far was handled; False if that took too long."""
+        deadline = time.monotonic() + timeout_s
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self._queue.unfinished_tasks
+
+    def close(self) -> None:
+        with contextlib.suppress(queue.Full):
+            self._queue.put_nowait(None)
+
+    def _run(self) -> None:
+        while (snapshot := self._queue.get()) is not None:
+            try:
+                self.sink(snapshot)
+            except Exception:  # a broken sink must not stop measuring
+                log.exception("cluster=%s sink %r failed", snapshot.cluster, self.sink)
+            finally:
+                self._queue.task_done()
 
 
 class _CycleRun:
@@ -111,7 +158,7 @@ class Exporter:
         self._closers: list[Callable[[], None]] = []
         self.cache = TimestampCache(settings.lookup.cache_size) if settings.lookup.cache_size \
             else None
-        self.sinks = list(sinks or [])
+        self.sinks = [_SinkWorker(sink) for sink in sinks or []]
         self._clock = clock
         self._started_ms = clock()
         self._threads: list[threading.Thread] = []
@@ -184,10 +231,7 @@ class Exporter:
         assert run.snapshot is not None
         snapshot = self._publish(run.snapshot)
         for sink in self.sinks:
-            try:
-                sink(snapshot)
-            except Exception:  # a broken sink must not stop measuring
-                log.exception("cluster=%s sink %r failed", measurer.name, sink)
+            sink.offer(snapshot)
         return snapshot
 
     def _publish(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
@@ -199,7 +243,13 @@ class Exporter:
         """One cycle of every cluster, in parallel; returns the published snapshot."""
         with ThreadPoolExecutor(max(len(self.measurers), 1), thread_name_prefix="cycle") as pool:
             list(pool.map(self._measure, self.measurers))
+        self.drain_sinks(self.settings.cycle_timeout_s)
         return self.holder.current
+
+    def drain_sinks(self, timeout_s: float) -> bool:
+        """Wait for the sinks to write what was published (`once`, shutdown)."""
+        deadline = time.monotonic() + timeout_s
+        return all(s.drain(max(deadline - time.monotonic(), 0.0)) for s in self.sinks)
 
     def _loop(self, measurer: ClusterMeasurer, stop: threading.Event) -> None:
         while not stop.is_set():
@@ -274,6 +324,10 @@ class Exporter:
                              "waiting_for": waiting}
 
     def close(self) -> None:
+        if not self.drain_sinks(2.0):
+            log.warning("a sink did not finish writing within 2 s of shutdown")
+        for sink in self.sinks:
+            sink.close()
         for pool in self._pools:
             pool.close()
         for closer in self._closers:

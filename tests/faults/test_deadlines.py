@@ -277,3 +277,51 @@ def test_real_librdkafka_against_a_broker_that_never_answers_stays_within_the_de
         "cycle's deadline, not the 60 s per-call timeout",
         "n/a (nothing to recover: the next cycle asks again)", "next cycle",
         request.node.nodeid))
+
+
+def test_a_sink_that_never_returns_cannot_stop_the_cycles(
+        matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    """A history sink on a hung mount: measuring and publishing go on, the sink falls behind."""
+    settings = load_settings(text=f"""
+        burrow.url = "http://fake:1"
+        clusters = [{{ name = {CLUSTER}, kafka {{ "bootstrap.servers" = "k:1" }} }}]
+        frequency_sec = 1s
+    """)
+    gate = Gate()
+    gate.close()
+    written: list[int] = []
+
+    def hung_sink(snapshot: object) -> None:
+        gate()
+        written.append(1)
+
+    burrow = FakeBurrow({CLUSTER: [group(CLUSTER, "g", lag(
+        CLUSTER, "g", "t", 0, committed=4, current_lag=2, commit_time=None))]})
+    reader = FakeReader({("t", 0, 4): 1_000})
+    exporter = Exporter(settings, burrow=burrow, reader_factory=lambda _k: reader,
+                        clock=lambda: 61_000, sinks=[hung_sink])
+    stop = threading.Event()
+    loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        assert gate.entered.wait(10), "the sink was never called"
+        deadline = time.monotonic() + 20
+        while exporter.holder.publications < 7 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        published = exporter.holder.publications
+        assert published >= 7, "cycles stopped behind a hung sink"
+        assert exporter.sinks[0].dropped >= 1, "nothing says the sink fell behind"
+        assert exporter.health()[0]
+    finally:
+        gate.open()
+        stop.set()
+        loop.join(5)
+        exporter.close()
+    assert written, "the sink never resumed once unblocked"
+    matrix.record(Observation(
+        "Exporter", "a sink that never returns",
+        "the history sink blocks forever (a hung mount)",
+        f"cycles go on publishing ({published} cycles while it hung); the sink's queue fills "
+        f"and {exporter.sinks[0].dropped} cycles are dropped for it with a warning each; "
+        "/metrics stays current",
+        "the sink writes again once it returns", "next cycle", request.node.nodeid))
