@@ -15,7 +15,10 @@ __all__ = ["run_checks"]
 
 
 def _kafka_reachable(properties: dict[str, str], timeout_s: float) -> tuple[bool, str]:
-    admin = AdminClient({**properties, "client.id": "freshness-tracker-check"})
+    try:  # the properties were validated at startup, but Burrow's servers may be added here
+        admin = AdminClient({**properties, "client.id": "freshness-tracker-check"})
+    except KafkaException as exc:
+        return False, f"librdkafka refused the client: {exc.args[0].str()}"
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:

@@ -20,6 +20,7 @@ from types import FrameType
 
 from freshness_tracker import __version__
 from freshness_tracker.config import load_settings
+from freshness_tracker.config.kafka_properties import validate_kafka_properties
 from freshness_tracker.config.settings import Settings, require_files
 from freshness_tracker.errors import ConfigError, FreshnessTrackerError
 from freshness_tracker.logs import configure_logging
@@ -73,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
 def _settings(path: str) -> Settings:
     settings = load_settings(path)
     require_files(settings)
+    validate_kafka_properties(settings)
     configure_logging(settings.log_level, settings.log_format)
     for warning in settings.warnings:
         log.warning("config %s", warning)

@@ -40,8 +40,14 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
     basedir = "."
     if path is not None:
         file = Path(path)
-        if not file.is_file():
+        if file.is_dir():
+            raise ConfigError("--config", f"{str(path)!r} is a directory",
+                              "pass the path of a HOCON file")
+        if not file.exists():
             raise ConfigError("--config", f"file {str(path)!r} does not exist",
+                              "pass the path of a HOCON file")
+        if not file.is_file():
+            raise ConfigError("--config", f"{str(path)!r} is not a regular file",
                               "pass the path of a HOCON file")
         try:
             text = file.read_text(encoding="utf-8")
@@ -66,6 +72,15 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
         message = re.sub(r"line: (\d+)", lambda m: f"line: {int(m.group(1)) - offset}", str(exc))
         raise ConfigError(source, f"not valid HOCON: {message}", "check the keys and "
                           "substitutions it names") from exc
+    except OSError as exc:  # pyhocon opens `include required(...)` files and lets this through
+        name = exc.filename or "an included file"
+        raise ConfigError(source, f"cannot include {str(name)!r}: {exc.strerror or exc}",
+                          "fix the include's path, or drop required(...) if it is "
+                          "optional") from None
+    except RecursionError:
+        raise ConfigError(source, "its includes form a cycle (a file includes itself, directly "
+                          "or through another file)", "remove the include that closes the "
+                          "cycle") from None
     if not isinstance(merged, ConfigTree):
         raise ConfigError(source, "the top level must be an object")
     return merged

@@ -8,6 +8,7 @@ orchestrator adding a key must not break a running exporter.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +22,7 @@ from dateutil.relativedelta import relativedelta
 from pyhocon import ConfigTree
 
 from freshness_tracker.burrow.client import BurrowSettings
+from freshness_tracker.burrow.url import BurrowUrlError, parse_burrow_url
 from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
@@ -84,11 +86,11 @@ class Settings:
     log_format: str
     clusters: tuple[ClusterSettings, ...]
     warnings: tuple[str, ...] = ()
-
-    def cluster(self, name: str) -> ClusterSettings:
     #: Hard deadline of one cluster cycle: every Burrow request and Kafka batch is cut at it,
     #: and a cycle still running then is published as failed (never served frozen).
     cycle_timeout_s: float = 120.0
+
+    def cluster(self, name: str) -> ClusterSettings:
         return next(c for c in self.clusters if c.name == name)
 
 
@@ -102,6 +104,30 @@ def require_files(settings: Settings) -> None:
         if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
             raise ConfigError(key, f"{path!r} is not a readable file",
                               "fix the path or leave the key empty")
+    if settings.history_path:
+        _require_history_dir(settings.history_path)
+
+
+def _require_history_dir(path: str) -> None:
+    """A local history.path must be (or be creatable as) a writable directory: found here it is
+    one line at startup, found by the sink it is a traceback in every cycle. URIs (s3://...)
+    are left to pyarrow: checking them would need the network."""
+    if importlib.util.find_spec("pyarrow") is None:
+        raise ConfigError("history.path", "needs the history extra (pyarrow)",
+                          "pip install 'freshness-tracker[history]', or leave history.path empty")
+    if "://" in path and not path.startswith("file://"):
+        return
+    local = os.path.abspath(path.removeprefix("file://"))
+    fix = "use a directory this user can write, or leave history.path empty"
+    existing = local
+    while not os.path.lexists(existing):  # the nearest ancestor that exists gets created in
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        what = "is" if existing == local else f"needs {existing!r} to be a directory, but it is"
+        raise ConfigError("history.path", f"{path!r} {what} a file, not a directory", fix)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == local else f" ({existing!r}, where it would be created)"
+        raise ConfigError("history.path", f"{path!r} is not writable by this user{where}", fix)
 
 
 def redact(properties: Mapping[str, str]) -> dict[str, str]:
@@ -112,6 +138,17 @@ def redact(properties: Mapping[str, str]) -> dict[str, str]:
 
 #: Longer waits overflow the platform's timers (threading.Event.wait) and are never meant.
 MAX_DURATION_S = 30 * 86400.0
+#: Below this, cycles only hammer Burrow: a cycle itself takes longer (`1e-9` ran 793 in 6 s).
+MIN_FREQUENCY_S = 1.0
+#: Timeouts: shorter ones fail every request of a healthy Burrow or broker; longer ones hold a
+#: cycle (and the threads it uses) long after any answer could still be useful.
+MIN_TIMEOUT_S = 0.1
+MAX_TIMEOUT_S = 600.0
+#: librdkafka's ranges for the properties the lookup keys set.
+MAX_FETCH_WAIT_MS = 300_000
+MAX_PARTITION_FETCH_BYTES = 1_000_000_000
+MAX_FETCH_BYTES = 2_147_483_135
+MAX_QUEUED_KBYTES = 2_097_151
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _UNITS = {"": 1.0, "ms": 1e-3, "millis": 1e-3, "milliseconds": 1e-3, "s": 1.0, "second": 1.0,
@@ -122,6 +159,9 @@ _UNITS = {"": 1.0, "ms": 1e-3, "millis": 1e-3, "milliseconds": 1e-3, "s": 1.0, "
 def parse_duration(value: Any, key: str) -> float:
     """Seconds from a number or a HOCON duration ("10s", "500ms", "5m")."""
     if isinstance(value, relativedelta):
+        if value.months or value.years:  # pyhocon keeps them apart: they have no fixed length
+            raise ConfigError(key, "months and years have no fixed length",
+                              "write the duration in days, e.g. 30d")
         base = value.days * 86400 + value.hours * 3600 + value.minutes * 60 + value.seconds
         return float(base + value.microseconds / 1e6)
     if isinstance(value, timedelta):
@@ -158,7 +198,13 @@ class _Reader:
         value = self.raw(key)
         if isinstance(value, Mapping | list) or value is None:
             raise ConfigError(self.path(key), f"expected a string, got {_kind(value)}")
-        text = str(value).strip()
+        if not isinstance(value, str):
+            # Unquoted, HOCON reads 007 as 7, 10s as a duration and true as a boolean: the text
+            # as written is lost, and str() of it would be a wrong name or password. The value
+            # is not quoted back: it may be a secret.
+            raise ConfigError(self.path(key), f"expected a string, got {_scalar_kind(value)}",
+                              "write the value in double quotes")
+        text = value.strip()
         if required and not text:
             raise ConfigError(self.path(key), "must not be empty")
         return text
@@ -176,14 +222,19 @@ class _Reader:
             raise ConfigError(self.path(key), f"{number} is out of range", f"use a value {bound}")
         return number
 
-    def seconds(self, key: str, low: float = 0.0) -> float:
+    def seconds(self, key: str, low: float = 0.0, *, minimum: float | None = None,
+                maximum: float = MAX_DURATION_S) -> float:
+        """A duration above `low`, or at least `minimum` when given, and at most `maximum`."""
         value = parse_duration(self.raw(key), self.path(key))
+        if minimum is not None and value < minimum:
+            raise ConfigError(self.path(key), f"{_duration(value)} is too small",
+                              f"use at least {_duration(minimum)}")
         if value <= low:
-            raise ConfigError(self.path(key), f"{value:g}s is too small",
-                              f"use a duration above {low:g}s")
-        if not value <= MAX_DURATION_S:  # also catches inf and nan (1e400 in HOCON)
-            raise ConfigError(self.path(key), f"{value:g}s is too large",
-                              f"use a duration up to {MAX_DURATION_S // 86400:g}d")
+            raise ConfigError(self.path(key), f"{_duration(value)} is too small",
+                              f"use a duration above {_duration(low)}")
+        if not value <= maximum:  # also catches inf and nan (1e400 in HOCON)
+            raise ConfigError(self.path(key), f"{_duration(value)} is too large",
+                              f"use a duration up to {_duration(maximum)}")
         return value
 
     def flag(self, key: str) -> bool:
@@ -226,6 +277,25 @@ def _kind(value: Any) -> str:
     return repr(value)
 
 
+def _scalar_kind(value: Any) -> str:
+    """What an unquoted value was read as, without the value (it may be a secret)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, relativedelta | timedelta):
+        return "a duration"
+    return f"a {type(value).__name__}"
+
+
+def _duration(seconds: float) -> str:
+    """Seconds as the unit a user would write: 30d, 10m, 1s, 100ms, 1e-09s."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0), ("s", 1.0), ("ms", 1e-3)):
+        if seconds >= size and (seconds / size).is_integer():
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
+
+
 def _unquote(key: str) -> str:
     return key[1:-1] if len(key) >= 2 and key[0] == key[-1] == '"' else key
 
@@ -247,6 +317,10 @@ def _kafka_properties(value: Any, key: str) -> dict[str, str]:
         raise ConfigError(key, f"expected an object of librdkafka properties, got {_kind(value)}")
     out: dict[str, str] = {}
     for name, item in _flatten(value):
+        if isinstance(item, relativedelta | timedelta):
+            raise ConfigError(f'{key}."{name}"', "librdkafka takes no HOCON durations",
+                              'write the number librdkafka expects (e.g. milliseconds: 10000), '
+                              'or quote the value')
         if isinstance(item, list):
             item = ",".join(str(v) for v in item)
         elif isinstance(item, bool):
@@ -303,6 +377,65 @@ def _unknown_keys(tree: Any, reference: Any, prefix: str, out: list[str]) -> Non
             _unknown_keys(value, reference[key], path, out)
 
 
+def _burrow(r: _Reader, warnings: list[str]) -> BurrowSettings:
+    """Credentials leave the URL here, so `BurrowSettings.url` is always safe to print."""
+    try:
+        url = parse_burrow_url(r.text("burrow.url", required=True))
+    except BurrowUrlError as exc:
+        raise ConfigError("burrow.url", exc.problem, exc.fix) from None
+    username, password = r.text("burrow.username"), r.text("burrow.password")
+    if url.username is not None:
+        if username:
+            warnings.append("burrow.url: its user and password are ignored because "
+                            "burrow.username is set; keep the credentials in one place")
+        else:
+            username, password = url.username, password or url.password or ""
+    if password and not username:
+        # requests would send no Authorization header at all: auth silently off.
+        raise ConfigError("burrow.password", "is set but burrow.username is empty, so no "
+                          "credentials would be sent", "set burrow.username too "
+                          "(or FRESHNESS_TRACKER_BURROW_USERNAME)")
+    return BurrowSettings(
+        url=url.base,
+        timeout_s=r.seconds("burrow.timeout", minimum=MIN_TIMEOUT_S, maximum=MAX_TIMEOUT_S),
+        retries=r.whole("burrow.retries", 0, 10),
+        concurrency=r.whole("burrow.concurrency", 1, 256),
+        username=username,
+        password=password,
+        ca_file=r.text("burrow.caFile"),
+        tls_verify=r.flag("burrow.tlsVerify"),
+        max_response_bytes=r.whole("burrow.maxResponseBytes", 4096, 2**31),
+    )
+
+
+def _web(r: _Reader) -> WebSettings:
+    """The listener; half-configured TLS or basic auth is refused, never silently dropped."""
+    web = WebSettings(
+        listen_address=r.text("listenAddress", required=True),
+        port=r.whole("port", 0, 65535),
+        tls_cert_file=r.text("web.tlsCertFile"),
+        tls_key_file=r.text("web.tlsKeyFile"),
+        basic_auth_username=r.text("web.basicAuthUsername"),
+        basic_auth_password=r.text("web.basicAuthPassword"),
+    )
+    if bool(web.tls_cert_file) != bool(web.tls_key_file):
+        raise ConfigError("web.tlsCertFile", "TLS needs both a certificate and a key file",
+                          "set both web.tlsCertFile and web.tlsKeyFile, or neither")
+    if web.basic_auth_password and not web.basic_auth_username:
+        raise ConfigError("web.basicAuthUsername", "is empty while web.basicAuthPassword is "
+                          "set, so /metrics would be served without auth",
+                          "set web.basicAuthUsername too, or remove the password")
+    if web.basic_auth_username and not web.basic_auth_password:
+        raise ConfigError("web.basicAuthPassword", "is empty while web.basicAuthUsername is "
+                          "set, so anyone sending that user and an empty password gets in",
+                          "set web.basicAuthPassword (or FRESHNESS_TRACKER_WEB_PASSWORD), "
+                          "or remove the username")
+    if ":" in web.basic_auth_username:
+        raise ConfigError("web.basicAuthUsername", "contains ':', which basic auth uses to end "
+                          "the user name, so no client could log in", "choose a name without ':'")
+    return web
+
+
 def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     """Validate a merged tree into Settings."""
     from pyhocon import ConfigFactory
@@ -315,40 +448,26 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     _unknown_keys({k: v for k, v in tree.items() if k != "clusters"}, ref, "", warnings)
 
     r = _Reader(tree)
-    url = r.text("burrow.url", required=True)
-    if not re.match(r"^https?://[^/\s]+", url):
-        raise ConfigError("burrow.url", f"{url!r} is not an http(s) URL",
-                          'write e.g. burrow.url = "http://burrow:8000"')
-    burrow = BurrowSettings(
-        url=url,
-        timeout_s=r.seconds("burrow.timeout"),
-        retries=r.whole("burrow.retries", 0, 10),
-        concurrency=r.whole("burrow.concurrency", 1, 256),
-        username=r.text("burrow.username"),
-        password=r.text("burrow.password"),
-        ca_file=r.text("burrow.caFile"),
-        tls_verify=r.flag("burrow.tlsVerify"),
-    )
-    web = WebSettings(
-        listen_address=r.text("listenAddress", required=True),
-        port=r.whole("port", 0, 65535),
-        tls_cert_file=r.text("web.tlsCertFile"),
-        tls_key_file=r.text("web.tlsKeyFile"),
-        basic_auth_username=r.text("web.basicAuthUsername"),
-        basic_auth_password=r.text("web.basicAuthPassword"),
-    )
-    if bool(web.tls_cert_file) != bool(web.tls_key_file):
-        raise ConfigError("web.tlsCertFile", "TLS needs both a certificate and a key file",
-                          "set both web.tlsCertFile and web.tlsKeyFile, or neither")
+    burrow = _burrow(r, warnings)
+    web = _web(r)
+    lookup_timeout = r.seconds("lookup.timeout", minimum=MIN_TIMEOUT_S, maximum=MAX_TIMEOUT_S)
+    fetch_wait = r.seconds("lookup.fetchWaitMax", minimum=0.001,
+                           maximum=MAX_FETCH_WAIT_MS / 1000)
+    if fetch_wait >= lookup_timeout:
+        raise ConfigError("lookup.fetchWaitMax", f"{_duration(fetch_wait)} is not below "
+                          f"lookup.timeout {_duration(lookup_timeout)}, so a batch could time "
+                          "out while the broker holds its fetch", "use a shorter duration")
     lookup = LookupSettings(
         batch_size=r.whole("lookup.batchSize", 1, 100_000),
-        timeout_s=r.seconds("lookup.timeout"),
-        fetch_wait_max_ms=int(r.seconds("lookup.fetchWaitMax") * 1000),
-        max_partition_fetch_bytes=r.whole("lookup.maxPartitionFetchBytes", 1024),
-        fetch_max_bytes=r.whole("lookup.fetchMaxBytes", 1024),
-        queued_max_messages_kbytes=r.whole("lookup.queuedMaxMessagesKbytes", 1),
+        timeout_s=lookup_timeout,
+        fetch_wait_max_ms=round(fetch_wait * 1000),
+        max_partition_fetch_bytes=r.whole("lookup.maxPartitionFetchBytes", 1024,
+                                          MAX_PARTITION_FETCH_BYTES),
+        fetch_max_bytes=r.whole("lookup.fetchMaxBytes", 1024, MAX_FETCH_BYTES),
+        queued_max_messages_kbytes=r.whole("lookup.queuedMaxMessagesKbytes", 1,
+                                           MAX_QUEUED_KBYTES),
         cache_size=r.whole("lookup.cacheSize", 0),
-        topic_config_ttl_s=r.seconds("lookup.topicConfigTtl"),
+        topic_config_ttl_s=r.seconds("lookup.topicConfigTtl", minimum=1.0),
         commit_lag_when_caught_up=r.flag("lookup.commitLagWhenCaughtUp"),
     )
     shard = Shard(index=r.whole("shard.index", 0), count=r.whole("shard.count", 1))
@@ -366,7 +485,7 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     return Settings(
         burrow=burrow,
         web=web,
-        frequency_s=r.seconds("frequency_sec"),
+        frequency_s=r.seconds("frequency_sec", minimum=MIN_FREQUENCY_S),
         worker_threads=worker_threads,
         granularity=Granularity(r.choice("granularity", [g.value for g in Granularity])),
         groups=NameFilter.compile(r.regexes("filters.groups.allow"),
@@ -380,6 +499,5 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         log_format=r.choice("logging.format", ["logfmt", "json"]),
         clusters=clusters,
         warnings=tuple(warnings),
-    )
-        max_response_bytes=r.whole("burrow.maxResponseBytes", 4096, 2**31),
         cycle_timeout_s=r.seconds("cycleTimeout", minimum=1.0, maximum=3600.0),
+    )

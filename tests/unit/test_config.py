@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,25 @@ def test_unknown_keys_warn_with_suggestion() -> None:
     (MINIMAL + "\nshard { index = 2, count = 2 }", "shard.index"),
     (MINIMAL + '\nweb.tlsCertFile = "/x.pem"', "web.tlsCertFile"),
     ("clusters = [ { name = a ", "<text>"),
+    # issue 9: durations that meant nothing, or hammered Burrow
+    (MINIMAL + "\nfrequency_sec = 1 month", "frequency_sec"),
+    (MINIMAL + "\nlookup.topicConfigTtl = 2 years", "lookup.topicConfigTtl"),
+    (MINIMAL + "\nfrequency_sec = 1e-9", "frequency_sec"),
+    (MINIMAL + "\nfrequency_sec = 500ms", "frequency_sec"),
+    (MINIMAL + "\nburrow.timeout = 1ms", "burrow.timeout"),
+    (MINIMAL + "\nburrow.timeout = 1h", "burrow.timeout"),
+    (MINIMAL + "\nlookup.timeout = 1e-9", "lookup.timeout"),
+    (MINIMAL + "\nlookup.fetchWaitMax = 10s", "lookup.fetchWaitMax"),
+    (MINIMAL + "\nlookup.fetchWaitMax = 1e-9", "lookup.fetchWaitMax"),
+    (MINIMAL + "\nlookup.topicConfigTtl = 1ms", "lookup.topicConfigTtl"),
+    # issue 9: values HOCON reads as something else than the text written
+    ("clusters = [{ name = 5 }]", "clusters[0].name"),
+    ("clusters = [{ name = 10s }]", "clusters[0].name"),
+    ("clusters = [{ name = true }]", "clusters[0].name"),
+    ('clusters = [{ name = a, kafka { "session.timeout.ms" = 10s } }]',
+     'clusters[0].kafka."session.timeout.ms"'),
+    (MINIMAL + "\nlookup.fetchMaxBytes = 3000000000", "lookup.fetchMaxBytes"),
+    (MINIMAL + "\nlookup.queuedMaxMessagesKbytes = 1e30", "lookup.queuedMaxMessagesKbytes"),
 ])
 def test_errors_name_the_key(text: str, key: str) -> None:
     with pytest.raises(ConfigError) as info:
@@ -173,3 +193,150 @@ def test_files_are_checked_where_the_config_is_used_not_when_parsed(tmp_path: Pa
     ca = tmp_path / "ca.pem"
     ca.write_text("x")
     require_files(load_settings(text=MINIMAL + f'\nburrow.caFile = "{ca}"'))
+
+
+# --- issue 9 ------------------------------------------------------------------------------
+
+def test_a_month_is_not_zero_seconds() -> None:
+    """pyhocon keeps months apart from days; they used to be dropped, making `1 month` 0s."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(text=MINIMAL + "\nfrequency_sec = 1 month")
+    assert "months and years have no fixed length" in str(info.value)
+    assert load_settings(text=MINIMAL + "\nfrequency_sec = 2 weeks").frequency_s == 14 * 86400
+    assert load_settings(text=MINIMAL + "\nfrequency_sec = 1s").frequency_s == 1
+    assert load_settings(text=MINIMAL + "\nlookup.fetchWaitMax = 1ms").lookup.fetch_wait_max_ms == 1
+
+
+def test_the_minimum_frequency_is_said_in_the_error() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(text=MINIMAL + "\nfrequency_sec = 1e-9")
+    assert str(info.value) == "frequency_sec: 1e-09s is too small; use at least 1s"
+
+
+@pytest.mark.parametrize(("files", "problem"), [
+    ({"main.conf": 'include required(file("/nonexistent/x.conf"))\n' + MINIMAL},
+     "cannot include '/nonexistent/x.conf': No such file or directory"),
+    ({"main.conf": 'include required("main.conf")\n' + MINIMAL}, "includes form a cycle"),
+    ({"main.conf": 'include required("b.conf")\n' + MINIMAL,
+      "b.conf": 'include required("main.conf")\n'}, "includes form a cycle"),
+    ({"main.conf": 'include required(file("sub"))\n' + MINIMAL, "sub/": ""},
+     "Is a directory"),
+])
+def test_include_errors_name_the_file(tmp_path: Path, files: dict[str, str], problem: str,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    for name, text in files.items():
+        if name.endswith("/"):
+            (tmp_path / name).mkdir()
+        else:
+            (tmp_path / name).write_text(text)
+    main_conf = tmp_path / "main.conf"
+    with pytest.raises(ConfigError) as info:
+        load_settings(main_conf)
+    assert info.value.key == str(main_conf)
+    assert problem in str(info.value)
+    assert main(["check", "--config", str(main_conf)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"config error: {main_conf}: "), err
+
+
+def test_a_directory_as_config_says_so(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path)
+    assert info.value.key == "--config"
+    assert "is a directory" in str(info.value)
+
+
+def test_history_path_is_checked_where_the_config_is_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from freshness_tracker.config.settings import require_files
+
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+
+    def check(path: str) -> ConfigError | None:
+        try:
+            require_files(load_settings(text=MINIMAL + f"\nhistory.path = {json.dumps(path)}"))
+        except ConfigError as exc:
+            assert exc.key == "history.path"
+            return exc
+        return None
+
+    assert "is a file, not a directory" in str(check(str(a_file)))
+    assert "needs" in str(check(str(a_file / "below" / "it")))
+    assert check(str(tmp_path / "new" / "dir")) is None  # created by the sink
+    assert check(str(tmp_path)) is None
+    assert check("s3://bucket/history") is None  # not checked: it would need the network
+    monkeypatch.setattr("os.access", lambda path, mode: False)  # root may write anywhere
+    assert "is not writable" in str(check(str(tmp_path)))
+
+
+def test_the_history_path_is_refused_at_startup_not_every_cycle(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    conf = tmp_path / "c.conf"
+    conf.write_text(MINIMAL + f"\nhistory.path = {json.dumps(str(a_file))}\n")
+    assert main(["once", "--config", str(conf)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("config error: history.path: "), err
+
+
+@pytest.mark.parametrize(("kafka", "key", "problem"), [
+    ('"bootstrap.server" = "k:9092"', 'clusters[1].kafka."bootstrap.server"',
+     'No such configuration property: "bootstrap.server"'),
+    ('"bootstrap.servers" = "k:9092", "security.protocol" = garbage',
+     'clusters[1].kafka."security.protocol"', 'Invalid value "garbage"'),
+    ('"security.protocol" = SASL_SSL, "sasl.mechanism" = PLAIN',
+     'clusters[1].kafka."sasl.username"', "sasl.username and sasl.password must be set"),
+    ('"security.protocol" = SASL_SSL, "sasl.mechanism" = PLAIN, "sasl.username" = u',
+     'clusters[1].kafka."sasl.password"', "sasl.username and sasl.password must be set"),
+    ('"security.protocol" = SSL, "ssl.ca.location" = "/nonexistent/ca.pem"',
+     'clusters[1].kafka."ssl.ca.location"', "'/nonexistent/ca.pem' does not exist"),
+    ('"fetch.wait.max.ms" = 999999999', 'clusters[1].kafka."fetch.wait.max.ms"',
+     "outside allowed range"),
+])
+def test_librdkafka_properties_are_validated_at_startup(kafka: str, key: str,
+                                                        problem: str) -> None:
+    from freshness_tracker.config.kafka_properties import validate_kafka_properties
+
+    settings = load_settings(text="clusters = [{ name = good, kafka { "
+                                  '"bootstrap.servers" = "k:9092" } }, '
+                                  f"{{ name = bad, kafka {{ {kafka} }} }}]")
+    with pytest.raises(ConfigError) as info:
+        validate_kafka_properties(settings)
+    assert info.value.key == key
+    assert problem in str(info.value)
+    assert "Failed to create" not in str(info.value)
+
+
+def test_lookup_keys_librdkafka_refuses_are_named() -> None:
+    from freshness_tracker.config.kafka_properties import validate_kafka_properties
+
+    with pytest.raises(ConfigError) as info:  # below message.max.bytes (1000000)
+        validate_kafka_properties(load_settings(text=MINIMAL + "\nlookup.fetchMaxBytes = 2048"))
+    assert info.value.key == "lookup.fetchMaxBytes"
+    validate_kafka_properties(load_settings(text=MINIMAL))  # the defaults pass
+
+
+def test_a_secret_value_librdkafka_rejects_is_not_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from freshness_tracker.config import kafka_properties
+
+    settings = load_settings(text='clusters = [{ name = a, kafka { "sasl.password" = "pw-123" } }]')
+    error = kafka_properties._error(0, settings.clusters[0].kafka.properties,
+                                    'Invalid value "pw-123" for configuration property '
+                                    '"sasl.password"')
+    assert "pw-123" not in str(error) and error.key == 'clusters[0].kafka."sasl.password"'
+
+
+@pytest.mark.parametrize("command", ["check", "once", "run"])
+def test_a_bad_librdkafka_property_exits_2_before_anything_runs(
+        command: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "c.conf"
+    conf.write_text('burrow.url = "http://127.0.0.1:1"\nport = 0\nlistenAddress = "127.0.0.1"\n'
+                    'clusters = [{ name = a, kafka { "bootstrap.server" = "k:9092" } }]\n')
+    assert main([command, "--config", str(conf)]) == 2
+    out, err = capfd.readouterr()  # fd level: librdkafka's own lines would go there
+    assert err.strip() == ('config error: clusters[0].kafka."bootstrap.server": No such '
+                           'configuration property: "bootstrap.server"; check the name in '
+                           "librdkafka's CONFIGURATION.md")
+    assert out == ""

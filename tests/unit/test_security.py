@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import base64
 import io
+import json
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +22,10 @@ from prometheus_client import CollectorRegistry
 
 from freshness_tracker.app import Exporter
 from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import WebSettings, redact
+from freshness_tracker.errors import ConfigError
 from freshness_tracker.http import make_app
 from freshness_tracker.kafka import consumers as consumers_module
 from freshness_tracker.kafka.consumers import FORCED_SETTINGS, ConsumerPool, build_consumer_config
@@ -210,3 +215,144 @@ def test_listener_basic_auth_guards_everything_but_healthz() -> None:
         assert _call(app, path, "prom:wrong")[0].startswith("401")
         assert _call(app, path, "other:s3cret")[0].startswith("401")
         assert _call(app, path, "prom:s3cret")[0].startswith("200")
+
+
+# --- Burrow credentials in the URL (issue 9) ------------------------------------------------
+
+#: Each password carries the marker; urlsplit ends the host at `#`, `/` or `?`, which used to
+#: leave the whole URL, password included, in logs, `check`, `once` output and /healthz.
+MARKER = "Zq9Xv"
+URL_PASSWORDS = [f"Hash#{MARKER}", f"sl/ash/{MARKER}", f"qu?ery={MARKER}", f"at@sign@{MARKER}",
+                 f"co:lon:{MARKER}", f"a#b/c?d@e:{MARKER}"]
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """`main` points the root logger at this test's captured stderr: undo that afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def _url_config(tmp_path: Path, url: str) -> Path:
+    conf = tmp_path / "c.conf"
+    conf.write_text(f"burrow.url = {json.dumps(url)}\n"
+                    "burrow { timeout = 1s, retries = 0 }\nlogging.level = DEBUG\n"
+                    "clusters = [{ name = local, kafka { bootstrap.servers = "
+                    '"127.0.0.1:1" } }]\n')
+    return conf
+
+
+@pytest.mark.parametrize("password", URL_PASSWORDS)
+def test_a_password_in_the_burrow_url_is_never_printed(
+        password: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        restore_logging: None) -> None:
+    """Burrow is unreachable, so every output names its URL: logs at DEBUG, `once --format
+    json`, `check` and the /healthz body. None may carry the password."""
+    conf = _url_config(tmp_path, f"http://user:{password}@127.0.0.1:1")
+    assert main(["once", "--format", "json", "--config", str(conf)]) == 1
+    assert main(["check", "--config", str(conf)]) == 1
+    settings = load_settings(conf)
+    exporter = Exporter(settings, registry=CollectorRegistry())
+    try:
+        exporter.run_once()
+        status, healthz = _call(make_app(exporter.registry, exporter.health, exporter.ready,
+                                         settings.web), "/healthz")
+    finally:
+        exporter.close()
+    captured = capsys.readouterr()
+    printed = captured.out + captured.err + healthz.decode()
+    assert "http://127.0.0.1:1" in printed  # the URL is printed, without its credentials
+    assert MARKER not in printed and "user:" not in printed
+    assert status.startswith("200")
+    assert MARKER not in repr(settings)
+    assert settings.burrow.url == "http://127.0.0.1:1"
+    assert (settings.burrow.username, settings.burrow.password) == ("user", password)
+
+
+@pytest.mark.parametrize("password", URL_PASSWORDS)
+@responses.activate
+def test_the_password_of_the_burrow_url_is_sent_as_basic_auth(password: str) -> None:
+    responses.get("http://burrow.test:8000/v3/kafka", json={"clusters": ["c"]})
+    url = f"http://user:{password}@burrow.test:8000"
+    token = "Basic " + base64.b64encode(f"user:{password}".encode()).decode()
+    settings = load_settings(text=f"burrow.url = {json.dumps(url)}\nclusters = [{{ name = c }}]")
+    for burrow in (settings.burrow, BurrowSettings(url=url)):  # from a file, and built in code
+        client = BurrowClient(burrow)
+        assert client.url == "http://burrow.test:8000"
+        assert client.clusters() == ["c"]
+        assert responses.calls[-1].request.headers["Authorization"] == token
+        assert responses.calls[-1].request.url == "http://burrow.test:8000/v3/kafka"
+        client.close()
+
+
+@pytest.mark.parametrize(("url", "problem"), [
+    (f"http://user:pw{MARKER}@burrow:99999", "port"),
+    (f"http://user:pw{MARKER}@burrow:80{MARKER}", "port"),
+    (f"ftp://user:pw{MARKER}@burrow:8000", "scheme 'ftp'"),
+    (f"user:pw{MARKER}@burrow:8000", "not an http(s) URL"),
+    (f"http://user:pw{MARKER}@", "no host"),
+    (f"http://user:pw{MARKER}@burrow:8000/x?y=1", "query"),
+    (f"http://user:pw{MARKER}@bur row:8000", "whitespace"),
+    (f"http://user:{MARKER}", "port"),  # what an unquoted `#` in HOCON leaves of the URL
+])
+def test_a_malformed_burrow_url_is_refused_without_echoing_its_password(
+        url: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(text=f"burrow.url = {json.dumps(url)}\nclusters = [{{ name = c }}]")
+    assert info.value.key == "burrow.url"
+    assert problem in str(info.value)
+    assert MARKER not in str(info.value)
+
+
+def test_burrow_credentials_from_the_url_and_the_keys_combine_one_way() -> None:
+    def burrow(extra: str) -> tuple[str, str, tuple[str, ...]]:
+        s = load_settings(text=extra + "\nclusters = [{ name = c }]")
+        return s.burrow.username, s.burrow.password, s.warnings
+
+    # A user in the URL, the password from the environment (via burrow.password).
+    assert burrow('burrow { url = "http://u@b:1", password = "p" }')[:2] == ("u", "p")
+    # burrow.username wins over the URL, and says so.
+    user, password, warnings = burrow('burrow { url = "http://u:x@b:1", username = k, '
+                                      "password = q }")
+    assert (user, password) == ("k", "q")
+    assert any(w.startswith("burrow.url: its user and password are ignored") for w in warnings)
+    # A password with nobody to send it for: auth would be silently off.
+    with pytest.raises(ConfigError) as info:
+        burrow('burrow.password = "p"')
+    assert info.value.key == "burrow.password"
+
+
+# --- the listener's basic auth (issue 9) ----------------------------------------------------
+
+@pytest.mark.parametrize(("web", "key"), [
+    ('web.basicAuthPassword = "s3cret"', "web.basicAuthUsername"),  # served /metrics open
+    ('web.basicAuthUsername = "prom"', "web.basicAuthPassword"),  # accepted an empty password
+    ('web { basicAuthUsername = "pr:om", basicAuthPassword = "s3cret" }', "web.basicAuthUsername"),
+])
+def test_half_configured_listener_auth_is_refused(web: str, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(text=web + "\nclusters = [{ name = c }]")
+    assert info.value.key == key
+    assert "s3cret" not in str(info.value)
+
+
+def test_half_configured_listener_auth_exits_2(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    conf = tmp_path / "c.conf"
+    conf.write_text('web.basicAuthPassword = "s3cret"\nclusters = [{ name = c }]\n')
+    assert main(["run", "--config", str(conf)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("config error: web.basicAuthUsername:"), err
+
+
+@pytest.mark.parametrize("text", ['burrow.password = 1234', 'web.basicAuthPassword = 007',
+                                  'web.basicAuthUsername = true'])
+def test_unquoted_secrets_that_hocon_would_change_are_refused(text: str) -> None:
+    """Unquoted, `007` reads as the number 7: the password would silently be another one."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(text=text + "\nclusters = [{ name = c }]")
+    assert "quotes" in str(info.value)
+    assert text.split("= ")[1] not in str(info.value)
