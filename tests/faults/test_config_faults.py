@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ import pytest
 
 from freshness_tracker.cli import main
 from tests.faults.harness import REPO, Matrix, Observation, free_port
+from tests.stack_support import poll
 
 BASE = """burrow.url = "http://127.0.0.1:1"
 burrow { timeout = 1s, retries = 0 }
@@ -40,7 +43,9 @@ class Case:
     raw: bytes | None = None  # file bytes as is
     env: tuple[tuple[str, str], ...] = ()
     missing_file: bool = False
+    directory: bool = False  # --config names a directory
     process: bool = False  # run as a real process (else cli.main in-process: same code, faster)
+    secret: str = ""  # must appear nowhere in the output
 
 
 CASES = [
@@ -85,6 +90,38 @@ CASES = [
     Case("listenAddress cannot be bound", "listenAddress", 'listenAddress = "999.1.1.1"',
          process=True),
     Case("port already in use", "port", "port = @BUSY@", process=True),
+    # issue 9
+    Case("config is a directory", "--config", directory=True),
+    Case("include required file missing", "@FILE@",
+         'include required(file("/nonexistent/extra.conf"))'),
+    Case("file includes itself", "@FILE@", 'include required(file("@SELF@"))'),
+    Case("burrow.url malformed with credentials", "burrow.url",
+         'burrow.url = "ftp://user:Hash#Zq9Xv@burrow:8000"', secret="Zq9Xv"),
+    Case("burrow.url port is a password fragment", "burrow.url",
+         "burrow.url = http://user:Hash#Zq9Xv@burrow:8000", secret="Hash"),
+    Case("burrow.password without username", "burrow.password",
+         "burrow.password = ${?BURROW_PW}", env=(("BURROW_PW", "Zq9Xv"),), secret="Zq9Xv"),
+    Case("listener password without username", "web.basicAuthUsername",
+         'web.basicAuthPassword = "Zq9Xv"', secret="Zq9Xv"),
+    Case("listener username without password", "web.basicAuthPassword",
+         'web.basicAuthUsername = "prometheus"'),
+    Case("frequency_sec in months", "frequency_sec", "frequency_sec = 1 month"),
+    Case("frequency_sec below 1s", "frequency_sec", "frequency_sec = 1e-9"),
+    Case("frequency_sec below 1s from the environment", "frequency_sec",
+         "", env=(("FRESHNESS_TRACKER_FREQUENCY_SEC", "0.001"),), process=True),
+    Case("burrow.timeout below 100ms", "burrow.timeout", "burrow.timeout = 1ms"),
+    Case("lookup.fetchWaitMax not below lookup.timeout", "lookup.fetchWaitMax",
+         "lookup { timeout = 1s, fetchWaitMax = 2s }"),
+    Case("cluster name read as a duration", "clusters[0].name", "clusters = [{ name = 10s }]"),
+    Case("librdkafka property unknown", 'clusters[0].kafka."bootstrap.server"',
+         'clusters = [{ name = local, kafka { "bootstrap.server" = "127.0.0.1:1" } }]',
+         process=True),
+    Case("librdkafka value invalid", 'clusters[0].kafka."security.protocol"',
+         'clusters = [{ name = local, kafka { "security.protocol" = garbage } }]', process=True),
+    Case("librdkafka SASL without password", 'clusters[0].kafka."sasl.password"',
+         'clusters = [{ name = local, kafka { "security.protocol" = SASL_SSL, '
+         '"sasl.mechanism" = PLAIN, "sasl.username" = u } }]', process=True),
+    Case("history.path is a file", "history.path", 'history.path = "@SELF@"'),
 ]
 
 
@@ -100,10 +137,12 @@ def write_case(case: Case, workdir: Path, busy_port: int) -> Path:
     path = workdir / f"{abs(hash(case.name))}.conf"
     if case.raw is not None:
         path.write_bytes(case.raw)
+    elif case.directory:
+        path.mkdir()
     elif not case.missing_file:
         text = case.text if case.whole else BASE + case.text + "\n"
-        path.write_text(text.replace("@PORT@", str(free_port())).replace("@BUSY@",
-                                                                          str(busy_port)))
+        path.write_text(text.replace("@PORT@", str(free_port())).replace("@BUSY@", str(busy_port))
+                        .replace("@SELF@", str(path)))
     return path
 
 
@@ -167,17 +206,20 @@ def test_malformed_or_missing_key_is_one_line_and_exit_2(case: Case,
     else:
         assert line.startswith(f"config error: {key}:"), line
     assert out.stdout == ""
+    assert not case.secret or case.secret not in out.stderr, out.stderr
 
 
 def test_matrix_row_for_config(outcomes: dict[str, Outcome], matrix: Matrix,
                                request: pytest.FixtureRequest) -> None:
     good = [o for o in outcomes.values() if o.code == 2 and len(o.stderr.strip().splitlines()) == 1]
     examples = [outcomes[n].stderr.strip() for n in (
-        "numConsumers negative", "burrow.caFile does not exist", "port already in use")]
+        "numConsumers negative", "burrow.caFile does not exist", "port already in use",
+        "librdkafka property unknown", "listener password without username")]
     matrix.record(Observation(
         "Config", "malformed or missing keys",
         f"{len(CASES)} broken configs through `run --config` (syntax, encoding, substitution, "
-        "types, ranges, regexes, missing files, unbindable listener, env overrides)",
+        "includes, types, ranges, regexes, missing files, unbindable listener, env overrides, "
+        "librdkafka properties, half-configured auth, malformed URLs with credentials)",
         f"{len(good)}/{len(CASES)} exit 2 with one line naming the key and no traceback, e.g. "
         + "; ".join(f"`{e}`" for e in examples),
         "n/a", "", request.node.nodeid))
@@ -204,4 +246,52 @@ def test_unknown_keys_warn_and_the_exporter_runs(tmp_path: Path, matrix: Matrix,
         "typos `burow.url`, `frequncy_sec`, `clusters[0].numConsumer`",
         "one warning each naming the key and the nearest known key (e.g. "
         "`config burow: unknown key, ignored; did you mean 'burrow'?`); the exporter runs",
+        "n/a", "", request.node.nodeid))
+
+
+def test_burrow_url_credentials_stay_out_of_every_output(tmp_path: Path, matrix: Matrix,
+                                                         request: pytest.FixtureRequest) -> None:
+    """A password with `#`, `/`, `?`, `@` and `:` in burrow.url, Burrow unreachable so every
+    output names its URL: `run` logging at DEBUG with /healthz, `once --format json`, `check`."""
+    secret = "a#b/c?d@e:Zq9Xv"
+    port = free_port()
+    path = tmp_path / "creds.conf"
+    path.write_text(BASE.replace("@PORT@", str(port)).replace(
+        'burrow.url = "http://127.0.0.1:1"', f'burrow.url = "http://tracker:{secret}@127.0.0.1:1"')
+        + "logging.level = DEBUG\nfrequency_sec = 1\n")
+    command = [sys.executable, "-m", "freshness_tracker"]
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("FRESHNESS_TRACKER_", "BURROW_"))}
+    run = subprocess.Popen([*command, "run", "--config", str(path)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    try:
+        def cycled() -> str:
+            url = f"http://127.0.0.1:{port}/healthz"
+            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:
+                body = r.read().decode()
+                return body if "cannot reach Burrow" in body else ""
+            return ""
+
+        healthz = poll(cycled, 30, "a failed cycle in /healthz")
+    finally:
+        run.send_signal(signal.SIGTERM)
+        run_out, run_err = run.communicate(timeout=20)
+    once = subprocess.run([*command, "once", "--format", "json", "--config", str(path)],
+                          capture_output=True, text=True, timeout=30, cwd=REPO, env=env)
+    check = subprocess.run([*command, "check", "--config", str(path)],
+                           capture_output=True, text=True, timeout=30, cwd=REPO, env=env)
+    outputs = {"run log": run_out + run_err, "/healthz": healthz,
+               "once --format json": once.stdout + once.stderr,
+               "check": check.stdout + check.stderr}
+    assert "level=debug" in run_err  # DEBUG really was on
+    for name, text in outputs.items():
+        assert "http://127.0.0.1:1" in text, (name, text[-2000:])  # the URL, without credentials
+        assert "Zq9Xv" not in text and "tracker:" not in text, (name, text[-2000:])
+    assert (once.returncode, check.returncode) == (1, 1)
+    matrix.record(Observation(
+        "Config", "credentials in burrow.url",
+        f"`burrow.url = \"http://tracker:{secret}@127.0.0.1:1\"` (Burrow unreachable), "
+        "`run` at DEBUG, `once --format json`, `check`",
+        "sent as basic auth; every output names `http://127.0.0.1:1` and none holds the "
+        f"password ({', '.join(outputs)})",
         "n/a", "", request.node.nodeid))
