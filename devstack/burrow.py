@@ -1,0 +1,214 @@
+"""Burrow 1.9.5 (built from third_party/burrow) as a local process reading a Kafka 4.1 cluster.
+
+Why these settings:
+
+* client profile ``kafka-version = "4.0.0"``: Sarama 1.46's newest known version (its
+  ``MaxVersion``; ``ParseKafkaVersion`` accepts any x.y.z but picks request versions by comparing
+  with the ones it knows, so 4.1.0 would behave exactly the same). Below 2.1 Sarama would send
+  request versions Kafka 4 removed (KIP-896).
+* consumer module ``kafka`` reads the real ``__consumer_offsets`` from the start; no
+  ``[zookeeper]`` and no ``[notifier]`` section, so Burrow starts no ZooKeeper client at all.
+  The topic must exist before Burrow starts (its consumer module asks for its partition count
+  once and exits on an error): :class:`~devstack.stack.RealStack` creates it first.
+* refresh every second (topics and broker offsets) and a 1 s result cache, so a test waits
+  about a second for Burrow, not the 10-60 s defaults; ``min-distance = 1`` as before.
+* ``general.env-var-prefix`` is a name nobody sets and every ``BURROW_*`` variable is removed
+  from its environment: viper maps ``BURROW_CLUSTER`` etc. onto config keys, and Burrow panics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import urllib.error
+import urllib.request
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from devstack.cache import burrow_binary
+from devstack.processes import Daemon, free_port, log_tail, wait_until
+
+__all__ = ["BurrowServer", "burrow_config", "http_get"]
+
+log = logging.getLogger(__name__)
+
+KAFKA_VERSION = "4.0.0"
+
+
+def burrow_config(
+    *,
+    cluster: str,
+    servers: Sequence[str],
+    http_port: int,
+    pidfile: Path,
+    refresh_s: int = 1,
+    kafka_version: str = KAFKA_VERSION,
+) -> str:
+    """Burrow 1.9.5's TOML for one cluster (key names checked against its source)."""
+    brokers = json.dumps(list(servers))
+    return f"""\
+# Burrow 1.9.5 for the freshness-tracker dev stack (written by devstack/burrow.py).
+[general]
+pidfile = {json.dumps(str(pidfile))}
+env-var-prefix = "ftdevstackburrow"
+
+[logging]
+level = "info"
+
+[client-profile.devstack]
+client-id = "burrow-devstack"
+kafka-version = {json.dumps(kafka_version)}
+
+[cluster.{cluster}]
+class-name = "kafka"
+servers = {brokers}
+client-profile = "devstack"
+topic-refresh = {refresh_s}
+offset-refresh = {refresh_s}
+
+[consumer.{cluster}]
+class-name = "kafka"
+cluster = {json.dumps(cluster)}
+servers = {brokers}
+client-profile = "devstack"
+offsets-topic = "__consumer_offsets"
+start-latest = false
+
+[httpserver.default]
+address = "127.0.0.1:{http_port}"
+
+[storage.default]
+class-name = "inmemory"
+workers = 4
+intervals = 10
+min-distance = 1
+expire-group = 604800
+
+[evaluator.default]
+class-name = "caching"
+expire-cache = 1
+"""
+
+
+class BurrowServer:
+    """One Burrow process; :meth:`start` returns once it serves the cluster (same port on
+    every restart, so a client's URL stays valid)."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        servers: Sequence[str],
+        cluster: str = "local",
+        *,
+        port: int | None = None,
+        binary: Path | None = None,
+        refresh_s: int = 1,
+    ) -> None:
+        self.workdir = workdir
+        self.servers = list(servers)
+        self.cluster = cluster
+        self.port = port or free_port()
+        self.binary = binary
+        self.refresh_s = refresh_s
+        self.config_dir = workdir / "burrow-config"
+        self.log_path = workdir / "burrow.log"
+        self.daemon: Daemon | None = None
+        # Stop the process even if the owner forgets stop(); holds the daemon, not self.
+        self._holder: list[Daemon] = []
+        self._finalizer = weakref.finalize(self, _stop, self._holder)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.daemon.pid if self.daemon is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.daemon is not None and self.daemon.running
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        """Write the config, start Burrow, wait for ``/burrow/admin`` = GOOD and the cluster in
+        ``/v3/kafka``; ProcessStartError with the log tail otherwise."""
+        if self.running:
+            return
+        self.config_dir.mkdir(parents=True, exist_ok=True)
+        pidfile = self.workdir / "burrow.pid"
+        pidfile.unlink(missing_ok=True)  # a killed Burrow leaves it behind and blocks the next
+        config = burrow_config(cluster=self.cluster, servers=self.servers,
+                               http_port=self.port, pidfile=pidfile, refresh_s=self.refresh_s)
+        (self.config_dir / "burrow.toml").write_text(config)
+        binary = self.binary or burrow_binary()
+        env = {k: v for k, v in os.environ.items() if not k.upper().startswith("BURROW_")}
+        self.daemon = Daemon(
+            "burrow", [str(binary), "--config-dir", str(self.config_dir)], self.log_path,
+            cwd=self.workdir, env=env, grace_s=3.0,
+        )  # fmt: skip
+        self._holder[:] = [self.daemon]
+        self.daemon.spawn()
+        self.daemon.wait_ready(self.ready, timeout_s)
+
+    def stop(self) -> None:
+        if self.daemon is not None:
+            self.daemon.stop()
+
+    def ready(self) -> bool:
+        if self.get("/burrow/admin") != (200, "GOOD"):
+            return False
+        status, body = self.get("/v3/kafka")
+        return status == 200 and self.cluster in (body or {}).get("clusters", [])
+
+    def get(self, path: str, timeout_s: float = 5.0) -> tuple[int, Any]:
+        """GET ``url + path``: (HTTP status, JSON or text); (0, None) when unreachable."""
+        return http_get(self.url + path, timeout_s)
+
+    def wait_for_topic(self, topic: str, partitions: int, timeout_s: float) -> None:
+        """Until Burrow has broker offsets for every partition of ``topic``: it drops commits
+        for topics it does not know yet, for good (it reads ``__consumer_offsets`` only once)."""
+
+        def known() -> bool:
+            status, body = self.get(f"/v3/kafka/{self.cluster}/topic/{topic}")
+            return status == 200 and len((body or {}).get("offsets") or []) >= partitions
+
+        wait_until(known, timeout_s, f"Burrow to list {topic} with {partitions} partitions", 0.1)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return log_tail("burrow", self.log_path, lines)
+
+    def environ_of_running(self) -> dict[str, str]:
+        """The live process's environment, from /proc (to prove no BURROW_* leaked in)."""
+        if self.pid is None:
+            return {}
+        raw = Path(f"/proc/{self.pid}/environ").read_bytes()
+        pairs = (item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+        return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
+
+
+def _stop(daemons: list[Daemon]) -> None:
+    for daemon in daemons:
+        daemon.stop()
+
+
+def http_get(url: str, timeout_s: float = 5.0) -> tuple[int, Any]:
+    """GET ``url``: (HTTP status, JSON or text); (0, None) when unreachable."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            return resp.status, _parse(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, _parse(err.read())
+    except (OSError, ValueError):
+        return 0, None
+
+
+def _parse(raw: bytes) -> Any:
+    text = raw.decode(errors="replace").strip()
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+

@@ -1,0 +1,403 @@
+"""Apache Kafka (KRaft) as local JVMs: 1 or 3 combined broker+controller nodes on 127.0.0.1.
+
+Why these choices:
+
+* **Combined nodes** (``process.roles=broker,controller``), static ``controller.quorum.voters``:
+  the fewest JVMs for a real quorum, and ``StorageTool format`` needs no ``--standalone`` or
+  ``--initial-controllers`` flag then. The cluster id is made here (Kafka's own format) so
+  formatting is one JVM launch per node, all in parallel.
+* **Small JVMs for 2 shared cores**: serial GC, C1 only (``TieredStopAtLevel=1``: starts in a few
+  seconds; throughput is irrelevant for tests), 128-512 MB heap, 2 network/IO threads, a 16 MB
+  cleaner dedupe buffer instead of 128 MB.
+* **Test-friendly broker settings**: no auto topic creation (a typo fails loudly), few
+  ``__consumer_offsets`` partitions, no initial rebalance delay, retention checked every second.
+* A node keeps its log dirs across :meth:`KafkaCluster.stop_broker`/:meth:`start_broker`, on the
+  same ports, so a restart is a real broker restart with its data.
+
+Readiness is what a client sees: a metadata request through confluent-kafka lists every running
+broker.
+"""
+
+from __future__ import annotations
+
+import base64
+import concurrent.futures
+import logging
+import subprocess
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unused-ignore]
+
+from devstack.cache import kafka_classpath_dir
+from devstack.processes import Daemon, ProcessStartError, free_port, log_tail, rss_bytes
+
+__all__ = ["DEFAULT_JVM_OPTS", "KafkaCluster", "KafkaNode", "new_cluster_id"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_JVM_OPTS: tuple[str, ...] = (
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+    "-Dfile.encoding=UTF-8",
+)
+
+_LOG4J2 = """\
+# log4j2 (properties syntax) for one dev-stack broker: everything at INFO to one file.
+status = warn
+name = devstack
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {log_file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+logger.statechange.name = state.change.logger
+logger.statechange.level = WARN
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+"""
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id as ``kafka-storage random-uuid`` makes one: 16 random bytes, URL-safe
+    base64 without padding, never starting with ``-`` (it would parse as a CLI flag)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+@dataclass
+class KafkaNode:
+    """One combined broker+controller: its ports, directory and JVM."""
+
+    node_id: int
+    port: int
+    controller_port: int
+    directory: Path
+    daemon: Daemon | None = field(default=None, repr=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def server_log(self) -> Path:
+        return self.directory / "server.log"
+
+    @property
+    def running(self) -> bool:
+        return self.daemon is not None and self.daemon.running
+
+    @property
+    def pid(self) -> int | None:
+        return self.daemon.pid if self.daemon is not None else None
+
+
+class KafkaCluster:
+    """``nodes`` KRaft nodes (1 or 3) under ``workdir``; :meth:`start` / :meth:`stop`.
+
+    With 3 nodes the internal topics and the default replication factor are 3, with
+    ``min.insync.replicas=2``, so one broker can be stopped without losing writes.
+    ``extra_config`` adds or overrides ``server.properties`` keys on every node.
+    """
+
+    def __init__(
+        self,
+        nodes: int = 1,
+        workdir: Path | str = ".",
+        *,
+        jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
+        classpath_dir: Path | None = None,
+        extra_config: Mapping[str, str] | None = None,
+        start_timeout_s: float = 120.0,
+        stop_grace_s: float = 10.0,
+    ) -> None:
+        if nodes not in (1, 3):
+            raise ValueError(f"nodes must be 1 or 3, not {nodes}")
+        self.workdir = Path(workdir)
+        self.jvm_opts = list(jvm_opts)
+        self.classpath_dir = classpath_dir
+        self.extra_config = dict(extra_config or {})
+        self.start_timeout_s = start_timeout_s
+        self.stop_grace_s = stop_grace_s
+        self.cluster_id = new_cluster_id()
+        self.nodes: dict[int, KafkaNode] = {}
+        self._formatted = False
+        self._new_ports(nodes)
+        # Kill the JVMs even if the owner forgets stop() (the guardian covers a killed parent).
+        self._finalizer = weakref.finalize(self, _stop_daemons, self.nodes)
+
+    # --- addresses -----------------------------------------------------------------------------
+
+    @property
+    def node_ids(self) -> list[int]:
+        return sorted(self.nodes)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.nodes[i].address for i in self.node_ids)
+
+    @property
+    def replication_factor(self) -> int:
+        return 3 if len(self.nodes) == 3 else 1
+
+    # --- life cycle ----------------------------------------------------------------------------
+
+    def start(self, attempts: int = 3) -> KafkaCluster:
+        """Format (once) and start every node; returns when a client sees all brokers.
+
+        Ports are picked free but bound later by the JVM: on a lost race ("Address already in
+        use") the whole cluster is re-made on new ports, up to ``attempts`` times.
+        """
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once()
+                return self
+            except ProcessStartError as exc:
+                self.stop(grace_s=0)
+                if attempt == attempts or "address already in use" not in str(exc).lower():
+                    raise
+                log.warning("kafka: port race on try %d, retrying on new ports", attempt)
+                self._new_ports(len(self.nodes))
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> None:
+        for node in self.nodes.values():
+            self._write_config(node)
+        if not self._formatted:
+            self._format()
+        for node in self.nodes.values():
+            self._spawn(node)
+        self.wait_ready(self.node_ids)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Stop every node (in parallel; SIGTERM, then SIGKILL after the grace)."""
+        _stop_daemons(self.nodes, self.stop_grace_s if grace_s is None else grace_s)
+
+    def stop_broker(self, node_id: int, grace_s: float | None = None) -> None:
+        """Stop one node (a controlled shutdown when it has ``grace_s`` to do it)."""
+        node = self._node(node_id)
+        if node.daemon is not None:
+            node.daemon.stop(self.stop_grace_s if grace_s is None else grace_s)
+
+    def start_broker(self, node_id: int, timeout_s: float | None = None) -> None:
+        """(Re)start one node on its ports with its data; returns when clients see it."""
+        self.start_brokers([node_id], timeout_s)
+
+    def start_brokers(self, node_ids: Sequence[int], timeout_s: float | None = None) -> None:
+        """(Re)start the stopped nodes among ``node_ids`` all at once (a quorum needs a majority
+        up to elect a leader); returns when clients see every one of ``node_ids``."""
+        for node_id in node_ids:
+            node = self._node(node_id)
+            if not node.running:
+                self._spawn(node)
+        self.wait_ready(node_ids, timeout_s)
+
+    def wait_ready(self, node_ids: Sequence[int], timeout_s: float | None = None) -> None:
+        """Until a metadata request lists every broker in ``node_ids``; ProcessStartError with
+        the log tails when a JVM dies first or the deadline passes."""
+        timeout = self.start_timeout_s if timeout_s is None else timeout_s
+        admin = self._admin()
+        want = set(node_ids)
+        seen: set[int] = set()
+
+        def ready() -> bool:
+            nonlocal seen
+            for node_id in want:
+                daemon = self.nodes[node_id].daemon
+                if daemon is None or daemon.returncode is not None:
+                    code = None if daemon is None else daemon.returncode
+                    raise ProcessStartError(
+                        f"kafka node {node_id} exited (code {code}) before it was ready\n"
+                        f"{self.logs_tail(node_ids=[node_id])}"
+                    )
+            try:
+                meta = admin.list_topics(timeout=2)
+            except Exception:  # not up yet: KafkaException, or a transport error
+                return False
+            seen = set(meta.brokers)
+            return want <= seen
+
+        deadline = time.monotonic() + timeout
+        while not ready():
+            if time.monotonic() >= deadline:
+                raise ProcessStartError(
+                    f"kafka nodes {sorted(want)} not all visible after {timeout:g} s "
+                    f"(metadata lists {sorted(seen)})\n{self.logs_tail(node_ids=sorted(want))}"
+                )
+            time.sleep(0.2)
+
+    # --- introspection -------------------------------------------------------------------------
+
+    def rss_bytes(self) -> dict[int, int]:
+        """Resident memory of every running node's JVM."""
+        return {i: rss_bytes(n.pid) for i, n in self.nodes.items() if n.pid is not None}
+
+    def logs_tail(self, lines: int = 30, node_ids: Sequence[int] | None = None) -> str:
+        parts = []
+        for node_id in node_ids or self.node_ids:
+            node = self.nodes[node_id]
+            parts.append(log_tail(f"kafka-{node_id} server.log", node.server_log, lines))
+            parts.append(log_tail(f"kafka-{node_id} stdout", node.directory / "stdout.log", 10))
+        return "\n".join(parts)
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _node(self, node_id: int) -> KafkaNode:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise ValueError(f"no kafka node {node_id}; nodes are {self.node_ids}") from None
+
+    def _new_ports(self, count: int) -> None:
+        ports = _distinct_free_ports(2 * count)
+        self.nodes.clear()
+        for i in range(1, count + 1):
+            self.nodes[i] = KafkaNode(
+                i, ports[2 * i - 2], ports[2 * i - 1], self.workdir / f"kafka-{i}"
+            )
+        self._formatted = False
+
+    def server_properties(self, node: KafkaNode) -> dict[str, str]:
+        """The broker config of one node (before ``extra_config``)."""
+        rf = str(self.replication_factor)
+        min_isr = "2" if len(self.nodes) == 3 else "1"
+        voters = ",".join(
+            f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values()
+        )
+        return {
+            "process.roles": "broker,controller",
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": voters,
+            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},"
+            f"CONTROLLER://127.0.0.1:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(node.directory / "data"),
+            "num.partitions": "1",
+            "default.replication.factor": rf,
+            "min.insync.replicas": min_isr,
+            "offsets.topic.replication.factor": rf,
+            "offsets.topic.num.partitions": "4",
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": min_isr,
+            "transaction.state.log.num.partitions": "4",
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": min_isr,
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
+            "log.retention.check.interval.ms": "1000",
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "num.recovery.threads.per.data.dir": "1",
+            "num.replica.fetchers": "1",
+            "background.threads": "2",
+            "log.cleaner.threads": "1",
+            "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+            "log.cleaner.backoff.ms": "1000",
+            # a stopped node is noticed and fenced within seconds, not after the 9 s default
+            "broker.session.timeout.ms": "4000",
+            "broker.heartbeat.interval.ms": "500",
+        }
+
+    def _write_config(self, node: KafkaNode) -> None:
+        node.directory.mkdir(parents=True, exist_ok=True)
+        props = self.server_properties(node) | self.extra_config
+        text = "".join(f"{k}={v}\n" for k, v in props.items())
+        (node.directory / "server.properties").write_text(text)
+        (node.directory / "log4j2.properties").write_text(
+            _LOG4J2.format(log_file=node.server_log)
+        )
+
+    def _java(self, node: KafkaNode, main: Sequence[str]) -> list[str]:
+        classpath = self.classpath_dir or kafka_classpath_dir()
+        return [
+            "java", *self.jvm_opts,
+            f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={node.directory}",
+            "-cp", f"{classpath}/*", *main,
+        ]  # fmt: skip
+
+    def _format(self) -> None:
+        """``StorageTool format`` for every node, in parallel (each is one short JVM)."""
+
+        def run(node: KafkaNode) -> None:
+            cmd = self._java(node, ["kafka.tools.StorageTool", "format", "-t", self.cluster_id,
+                                    "-c", str(node.directory / "server.properties")])  # fmt: skip
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+            if done.returncode != 0:
+                raise ProcessStartError(
+                    f"kafka-storage format of node {node.node_id} failed "
+                    f"(code {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+                )
+
+        with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:
+            list(pool.map(run, self.nodes.values()))
+        self._formatted = True
+
+    def _spawn(self, node: KafkaNode) -> None:
+        node.daemon = Daemon(
+            f"kafka-{node.node_id}",
+            self._java(node, ["kafka.Kafka", str(node.directory / "server.properties")]),
+            node.directory / "stdout.log",
+            cwd=node.directory,
+            grace_s=self.stop_grace_s,
+        )
+        node.daemon.spawn()
+
+    def _admin(self) -> AdminClient:
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "logger": _QUIET,  # connection refused while booting is expected, not news
+            "socket.connection.setup.timeout.ms": 2000,
+            "reconnect.backoff.max.ms": 500,
+        }
+        return AdminClient(conf)
+
+
+_QUIET = logging.getLogger("devstack.kafka.readiness")
+_QUIET.setLevel(logging.CRITICAL)
+
+
+def _distinct_free_ports(count: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < count:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+def _stop_daemons(nodes: Mapping[int, KafkaNode], grace_s: float = 10.0) -> None:
+    """Stop the nodes' JVMs in parallel (sequentially once the interpreter is shutting down)."""
+    daemons = [n.daemon for n in nodes.values() if n.daemon is not None and n.daemon.pid]
+    if len(daemons) <= 1:
+        for daemon in daemons:
+            daemon.stop(grace_s)
+        return
+    threads = [threading.Thread(target=d.stop, args=(grace_s,), daemon=True) for d in daemons]
+    try:
+        for thread in threads:
+            thread.start()
+    except RuntimeError:  # no new threads at interpreter shutdown
+        pass
+    for thread in threads:
+        if thread.is_alive():
+            thread.join()
+    for daemon in daemons:
+        daemon.stop(grace_s)  # a no-op for those the threads stopped
