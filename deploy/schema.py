@@ -36,6 +36,11 @@ def obj(properties: dict[str, Any], required: list[str] | None = None,
     return out
 
 
+def _set(key: str) -> dict[str, Any]:
+    """JSON schema for "`key` is present and not empty"."""
+    return {"required": [key], "properties": {key: {"minLength": 1}}}
+
+
 IMAGE = obj({"repository": {"type": "string", "minLength": 1}, "tag": STR,
              "pullPolicy": {"enum": ["Always", "IfNotPresent", "Never"]}},
             ["repository", "pullPolicy"])
@@ -74,7 +79,7 @@ SCHEMA: dict[str, Any] = obj({
     "existingSecret": OPT_K8S_NAME,
     "config": obj({
         "port": PORT,
-        "frequencySec": {"type": "number", "exclusiveMinimum": 0},
+        "frequencySec": {"type": "number", "minimum": 1},  # the exporter refuses less
         "workerThreadCount": {"type": "integer", "minimum": 1, "maximum": 1024},
         "granularity": {"enum": ["partition", "topic", "group"]},
         "filters": obj({"groups": obj({"allow": REGEXES, "deny": REGEXES}),
@@ -93,8 +98,13 @@ SCHEMA: dict[str, Any] = obj({
         "logging": obj({"level": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR",
                                            "debug", "info", "warning", "error"]},
                         "format": {"enum": ["logfmt", "json"]}}),
+        # Basic auth takes both or neither: the exporter refuses half of it at startup (a
+        # password alone served /metrics open; a user alone accepted an empty password).
         "web": obj({"basicAuthUsername": STR, "basicAuthPasswordKey": SECRET_KEY,
-                    "tlsSecretName": OPT_K8S_NAME}),
+                    "tlsSecretName": OPT_K8S_NAME},
+                   allOf=[{"if": _set(a), "then": _set(b)} for a, b in (
+                       ("basicAuthUsername", "basicAuthPasswordKey"),
+                       ("basicAuthPasswordKey", "basicAuthUsername"))]),
         "extra": STR,
     }, ["port", "frequencySec", "granularity"]),
     "burrow": obj({

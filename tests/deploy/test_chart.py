@@ -529,6 +529,9 @@ BAD_VALUES = [
     {"config": {"granularity": "cluster"}},
     {"config": {"port": 70000}},
     {"config": {"frequencySec": 0}},
+    {"config": {"frequencySec": 0.5}},  # the exporter's minimum is 1 s
+    {"config": {"web": {"basicAuthUsername": "prom"}}},  # would accept an empty password
+    {"existingSecret": "s", "config": {"web": {"basicAuthPasswordKey": "pw"}}},  # auth off
     {"config": {"logging": {"format": "xml"}}},
     {"config": {"lookup": {"batchSize": 0}}},
     {"config": {"lookup": {"unknownKey": 1}}},
