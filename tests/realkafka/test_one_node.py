@@ -1,0 +1,116 @@
+"""End to end on one real Kafka 4.1 node: records with chosen CreateTimes, genuine group commits
+stamped by the broker, Burrow 1.9.5 reading ``__consumer_offsets``, one exporter cycle, and the
+values rendered for Prometheus.
+
+    topic p0: 7 records at -60 -55 -50 -45 -40 -35 -30 s
+    lagging group commits C = 3 (4 records waiting)   caught-up group commits 7 (= LEO)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from devstack import RealStack, StackFeatureUnavailable
+from devstack.stack import DEFAULT_RETENTION_MS, CommitWindow, now_ms
+from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
+from tests.integration.exporter_helpers import Scrape, exporter
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+FRESHNESS = "kafka_consumer_freshness_ms"
+COMMIT_LAG = "kafka_consumer_commit_lag_ms"
+
+
+def one_cycle(stack: RealStack, *groups: str) -> tuple[ClusterSnapshot, Scrape]:
+    """One exporter cycle measuring only ``groups``, and its /metrics text parsed."""
+    with exporter(stack, "|".join(groups)) as exp:  # type: ignore[arg-type]
+        snapshot = exp.run_once()
+        scrape = Scrape.of(exp.registry)
+    (cluster,) = snapshot.clusters
+    assert cluster.health.up and cluster.health.error is None, cluster.health
+    return cluster, scrape
+
+
+def result(snap: ClusterSnapshot, group: str, topic: str, partition: int) -> PartitionResult:
+    (found,) = [r for r in snap.partitions
+                if (r.key.consumer, r.key.topic, r.key.partition) == (group, topic, partition)]
+    return found
+
+
+def assert_freshness_from(snap: ClusterSnapshot, r: PartitionResult, record_ts: int) -> None:
+    """Freshness is now − ``record_ts`` with now taken inside the cycle."""
+    assert r.record_timestamp_ms == record_ts
+    assert r.freshness_ms is not None
+    assert snap.started_ms - record_ts <= r.freshness_ms <= snap.finished_ms - record_ts
+
+
+def test_exact_freshness_and_commit_lag_from_a_real_commit(
+    stack: RealStack, unique_name: Callable[[str], str]
+) -> None:
+    topic, lagging, caught_up = unique_name("t"), unique_name("lag"), unique_name("fresh")
+    stack.create_topic(topic)
+    t = now_ms()
+    ts = [t - 60_000 + 5_000 * i for i in range(7)]
+    assert stack.produce(topic, 0, ts) == list(range(7))
+
+    window = stack.commit(lagging, topic, 0, 3)
+    stack.commit(caught_up, topic, 0, 7)
+    part = stack.wait_for_burrow_lag(lagging, topic, 0, committed_offset=3, current_lag=4)
+    stack.wait_for_burrow_lag(caught_up, topic, 0, committed_offset=7, current_lag=0)
+    commit_ts = part["end"]["timestamp"]
+    assert window.before_ms <= commit_ts <= window.after_ms  # the broker's stamp, via Burrow
+
+    snap, scrape = one_cycle(stack, lagging, caught_up)
+
+    r = result(snap, lagging, topic, 0)
+    assert r.status is PartitionStatus.OK, r
+    assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (3, 7, 4)
+    assert r.commit_time_ms == commit_ts
+    assert_freshness_from(snap, r, ts[3])
+    assert r.commit_lag_ms == commit_ts - ts[2]
+    assert r.retention_headroom_ms == DEFAULT_RETENTION_MS - r.freshness_ms  # real retention.ms
+    fresh = result(snap, caught_up, topic, 0)
+    assert fresh.status is PartitionStatus.CAUGHT_UP
+    assert (fresh.freshness_ms, fresh.offset_lag, fresh.committed_offset) == (0, 0, 7)
+
+    labels = {"cluster": stack.cluster, "topic": topic, "partition": 0}
+    assert scrape.get(FRESHNESS, consumer=lagging, **labels) == r.freshness_ms
+    assert scrape.get(COMMIT_LAG, consumer=lagging, **labels) == commit_ts - ts[2]
+    assert scrape.get(FRESHNESS, consumer=caught_up, **labels) == 0
+    assert scrape.get("kafka_consumer_data_loss", consumer=lagging, **labels) == 0
+
+
+def test_data_loss_when_delete_records_passes_the_commit(
+    stack: RealStack, unique_name: Callable[[str], str]
+) -> None:
+    topic, group = unique_name("t"), unique_name("loss")
+    stack.create_topic(topic)
+    t = now_ms()
+    ts = [t - 100_000 + 10_000 * i for i in range(10)]
+    assert stack.produce(topic, 0, ts) == list(range(10))
+    stack.commit(group, topic, 0, 2)
+    stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=8)
+
+    assert stack.delete_records(topic, 0, before_offset=6) == 6  # records 0-5 are gone
+
+    snap, scrape = one_cycle(stack, group)
+    r = result(snap, group, topic, 0)
+    assert r.status is PartitionStatus.DATA_LOSS, r
+    assert r.data_loss and r.freshness_is_lower_bound
+    assert r.lost_records == 4  # 2, 3, 4, 5: committed but never read, now deleted
+    assert_freshness_from(snap, r, ts[6])  # the earliest retained record: a lower bound
+    assert r.commit_lag_ms is None  # record C − 1 = 1 is gone too
+    assert r.retention_headroom_ms == 0
+    assert snap.health.data_loss_events == 1
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
+    assert scrape.get("kafka_consumer_data_loss", **labels) == 1
+    assert scrape.get("kafka_consumer_lost_records", **labels) == 4
+    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
+
+
+def test_commit_time_cannot_be_chosen_on_real_kafka() -> None:
+    with pytest.raises(StackFeatureUnavailable, match="broker stamps"):
+        RealStack().commit("g", "t", 0, 1, commit_time_ms=now_ms())
+    assert CommitWindow(1, 2).after_ms == 2
