@@ -123,8 +123,17 @@ _LOADED: dict[tuple[str, frozenset[tuple[str, str]]], Any] = {}
 
 
 def _settings(docs: list[dict[str, Any]], env: dict[str, str] | None = None) -> Any:
-    """load_settings on the rendered HOCON with `env` set (parsing HOCON is slow: cached)."""
-    env = SECRET_ENV if env is None else env
+    """load_settings on the rendered HOCON with `env` set (parsing HOCON is slow: cached).
+
+    By default SECRET_ENV, but only the passwords the rendered pod declares: reference.conf
+    reads FRESHNESS_TRACKER_*_PASSWORD whatever the chart renders, and a password the pod would
+    never get (e.g. the web password without a user) is a config the exporter refuses. (The
+    shard index stays: with ordinalSource hostname the pod's command sets it.)
+    """
+    if env is None:
+        declared = {e["name"] for c in _containers(docs) for e in c.get("env", [])}
+        env = {k: v for k, v in SECRET_ENV.items()
+               if k in declared or not k.endswith("_PASSWORD")}
     text = hocon(docs)
     key = (text, frozenset(env.items()))
     if key not in _LOADED:

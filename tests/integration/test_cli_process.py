@@ -316,7 +316,7 @@ def test_sigterm_while_a_cycle_is_blocked_on_kafka(tmp_path: Path, seeded: Seede
     """The broker is cut and reads wait up to lookup.timeout (20 s): SIGTERM must not wait."""
     stack = seeded.stack
     port = free_port()
-    config = write_config(tmp_path, seeded, port=port, frequency_sec=0.5,
+    config = write_config(tmp_path, seeded, port=port, frequency_sec=1,
                           extra="lookup { cacheSize = 0, timeout = 20s }")
     stderr = tmp_path / "stderr.log"
     with stderr.open("w") as err_file:
