@@ -71,9 +71,9 @@ SECURITY = """\
 | what | how |
 |---|---|
 | Burrow over HTTPS | `burrow.url = "https://..."`; `burrow.caFile` for a private CA (passed with every request, so `REQUESTS_CA_BUNDLE` cannot replace it); `burrow.tlsVerify = false` only for tests |
-| Burrow basic auth | `burrow.username` / `burrow.password`, from `FRESHNESS_TRACKER_BURROW_USERNAME` / `_PASSWORD` or an `include`d file; credentials written into `burrow.url` are used as basic auth and stripped from the URL, so no message carries them |
+| Burrow basic auth | `burrow.username` / `burrow.password`, from `FRESHNESS_TRACKER_BURROW_USERNAME` / `_PASSWORD` or an `include`d file; credentials written into `burrow.url` end at its last `@` (so `#`, `/`, `?` in the password work), are used as basic auth and stripped from the URL, so no message carries them; a password without a user is refused |
 | Kafka SASL / SSL | any librdkafka property under `clusters[].kafka` (`security.protocol`, `sasl.*`, `ssl.*`) reaches the consumers and the admin client untouched; put secrets in the environment with `"sasl.password" = ${?KAFKA_PASSWORD}` |
-| the listener | `listenAddress` and `port`; `web.tlsCertFile` + `web.tlsKeyFile` for HTTPS; `web.basicAuthUsername` + `web.basicAuthPassword` (`FRESHNESS_TRACKER_WEB_PASSWORD`) guard `/metrics`, `/readyz` and `/`, while `/healthz` stays open for probes |
+| the listener | `listenAddress` and `port`; `web.tlsCertFile` + `web.tlsKeyFile` for HTTPS; `web.basicAuthUsername` + `web.basicAuthPassword` (`FRESHNESS_TRACKER_WEB_PASSWORD`) guard `/metrics`, `/readyz` and `/`, while `/healthz` stays open for probes; one of the two without the other is refused at startup |
 | secrets in output | values of secret-looking keys are redacted wherever settings are printed; the fault suite runs at DEBUG through failures and asserts no secret reaches the log, `/metrics` or `/healthz` |
 
 A missing `burrow.caFile`, `web.tlsCertFile` or `web.tlsKeyFile`, an unusable certificate, an
