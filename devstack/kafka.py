@@ -13,6 +13,11 @@ Why these choices:
   ``__consumer_offsets`` partitions, no initial rebalance delay, retention checked every second.
 * A node keeps its log dirs across :meth:`KafkaCluster.stop_broker`/:meth:`start_broker`, on the
   same ports, so a restart is a real broker restart with its data.
+* Two listeners per node: ``CLIENT`` (what :attr:`KafkaCluster.bootstrap_servers` reaches, the one
+  the code under test uses) and ``INTERNAL`` (replication, Burrow and the stack's own helpers).
+  With ``proxied=True`` the CLIENT listener is advertised at a :class:`~devstack.proxy.FrameProxy`
+  per node (added RTT, cut-off, request counts per broker) while INTERNAL stays direct, so a cut
+  or a delay hits only the client under test.
 
 Readiness is what a client sees: a metadata request through confluent-kafka lists every running
 broker.
@@ -37,6 +42,7 @@ from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unuse
 
 from devstack.cache import kafka_classpath_dir
 from devstack.processes import Daemon, ProcessStartError, free_port, log_tail, rss_bytes
+from devstack.proxy import FrameProxy
 
 __all__ = ["DEFAULT_JVM_OPTS", "KafkaCluster", "KafkaNode", "new_cluster_id"]
 
@@ -84,14 +90,21 @@ class KafkaNode:
     """One combined broker+controller: its ports, directory and JVM."""
 
     node_id: int
-    port: int
+    port: int  # the CLIENT listener
+    internal_port: int
     controller_port: int
     directory: Path
+    proxy: FrameProxy | None = field(default=None, repr=False)
     daemon: Daemon | None = field(default=None, repr=False)
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        """Where clients reach this broker: its proxy when there is one."""
+        return self.proxy.address if self.proxy is not None else f"127.0.0.1:{self.port}"
+
+    @property
+    def internal_address(self) -> str:
+        return f"127.0.0.1:{self.internal_port}"
 
     @property
     def server_log(self) -> Path:
@@ -124,6 +137,7 @@ class KafkaCluster:
         extra_config: Mapping[str, str] | None = None,
         start_timeout_s: float = 120.0,
         stop_grace_s: float = 10.0,
+        proxied: bool = False,
     ) -> None:
         if nodes not in (1, 3):
             raise ValueError(f"nodes must be 1 or 3, not {nodes}")
@@ -133,12 +147,13 @@ class KafkaCluster:
         self.extra_config = dict(extra_config or {})
         self.start_timeout_s = start_timeout_s
         self.stop_grace_s = stop_grace_s
+        self.proxied = proxied
         self.cluster_id = new_cluster_id()
         self.nodes: dict[int, KafkaNode] = {}
         self._formatted = False
         self._new_ports(nodes)
         # Kill the JVMs even if the owner forgets stop() (the guardian covers a killed parent).
-        self._finalizer = weakref.finalize(self, _stop_daemons, self.nodes)
+        self._finalizer = weakref.finalize(self, _stop_nodes, self.nodes)
 
     # --- addresses -----------------------------------------------------------------------------
 
@@ -148,7 +163,20 @@ class KafkaCluster:
 
     @property
     def bootstrap_servers(self) -> str:
+        """Every broker's CLIENT address (through its proxy when proxied)."""
         return ",".join(self.nodes[i].address for i in self.node_ids)
+
+    @property
+    def internal_bootstrap_servers(self) -> str:
+        """Every broker's INTERNAL address: never proxied, never cut."""
+        return ",".join(self.nodes[i].internal_address for i in self.node_ids)
+
+    def proxy(self, node_id: int) -> FrameProxy:
+        """The node's frame proxy (``proxied=True`` only)."""
+        proxy = self._node(node_id).proxy
+        if proxy is None:
+            raise ValueError("this cluster was made without proxies (proxied=False)")
+        return proxy
 
     @property
     def replication_factor(self) -> int:
@@ -177,6 +205,8 @@ class KafkaCluster:
     def _start_once(self) -> None:
         for node in self.nodes.values():
             self._write_config(node)
+            if node.proxy is not None:
+                node.proxy.start()
         if not self._formatted:
             self._format()
         for node in self.nodes.values():
@@ -184,8 +214,8 @@ class KafkaCluster:
         self.wait_ready(self.node_ids)
 
     def stop(self, grace_s: float | None = None) -> None:
-        """Stop every node (in parallel; SIGTERM, then SIGKILL after the grace)."""
-        _stop_daemons(self.nodes, self.stop_grace_s if grace_s is None else grace_s)
+        """Stop every node (in parallel; SIGTERM, then SIGKILL after the grace) and proxy."""
+        _stop_nodes(self.nodes, self.stop_grace_s if grace_s is None else grace_s)
 
     def stop_broker(self, node_id: int, grace_s: float | None = None) -> None:
         """Stop one node (a controlled shutdown when it has ``grace_s`` to do it)."""
@@ -210,7 +240,7 @@ class KafkaCluster:
         """Until a metadata request lists every broker in ``node_ids``; ProcessStartError with
         the log tails when a JVM dies first or the deadline passes."""
         timeout = self.start_timeout_s if timeout_s is None else timeout_s
-        admin = self._admin()
+        admin = self._admin()  # INTERNAL: readiness of the brokers, not of a proxy
         want = set(node_ids)
         seen: set[int] = set()
 
@@ -263,12 +293,16 @@ class KafkaCluster:
             raise ValueError(f"no kafka node {node_id}; nodes are {self.node_ids}") from None
 
     def _new_ports(self, count: int) -> None:
-        ports = _distinct_free_ports(2 * count)
+        ports = iter(_distinct_free_ports(4 * count))
+        for node in self.nodes.values():
+            if node.proxy is not None:
+                node.proxy.stop()
         self.nodes.clear()
         for i in range(1, count + 1):
-            self.nodes[i] = KafkaNode(
-                i, ports[2 * i - 2], ports[2 * i - 1], self.workdir / f"kafka-{i}"
-            )
+            port, internal, controller, proxy_port = (next(ports) for _ in range(4))
+            proxy = FrameProxy(("127.0.0.1", port), port=proxy_port) if self.proxied else None
+            self.nodes[i] = KafkaNode(i, port, internal, controller, self.workdir / f"kafka-{i}",
+                                      proxy=proxy)  # fmt: skip
         self._formatted = False
 
     def server_properties(self, node: KafkaNode) -> dict[str, str]:
@@ -282,12 +316,15 @@ class KafkaCluster:
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},"
+            "listeners": f"CLIENT://127.0.0.1:{node.port},"
+            f"INTERNAL://{node.internal_address},"
             f"CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            # a client gets the addresses of the listener it came in on: the proxies' for CLIENT
+            "advertised.listeners": f"CLIENT://{node.address},INTERNAL://{node.internal_address}",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "INTERNAL",
+            "listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,"
+            "CONTROLLER:PLAINTEXT",
             "log.dirs": str(node.directory / "data"),
             "num.partitions": "1",
             "default.replication.factor": rf,
@@ -362,7 +399,7 @@ class KafkaCluster:
 
     def _admin(self) -> AdminClient:
         conf: dict[str, Any] = {
-            "bootstrap.servers": self.bootstrap_servers,
+            "bootstrap.servers": self.internal_bootstrap_servers,
             "logger": _QUIET,  # connection refused while booting is expected, not news
             "socket.connection.setup.timeout.ms": 2000,
             "reconnect.backoff.max.ms": 500,
@@ -383,8 +420,18 @@ def _distinct_free_ports(count: int) -> list[int]:
     return ports
 
 
-def _stop_daemons(nodes: Mapping[int, KafkaNode], grace_s: float = 10.0) -> None:
-    """Stop the nodes' JVMs in parallel (sequentially once the interpreter is shutting down)."""
+def _stop_nodes(nodes: Mapping[int, KafkaNode], grace_s: float = 10.0) -> None:
+    """Stop the nodes' JVMs in parallel (sequentially once the interpreter is shutting down),
+    then their proxies."""
+    try:
+        _stop_daemons(nodes, grace_s)
+    finally:
+        for node in nodes.values():
+            if node.proxy is not None:
+                node.proxy.stop()
+
+
+def _stop_daemons(nodes: Mapping[int, KafkaNode], grace_s: float) -> None:
     daemons = [n.daemon for n in nodes.values() if n.daemon is not None and n.daemon.pid]
     if len(daemons) <= 1:
         for daemon in daemons:

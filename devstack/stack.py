@@ -10,7 +10,12 @@ by changing its fixture; the differences are the point of the switch:
   (:meth:`RealStack.commit` returns the window the stamp lies in instead);
 * ``stop_broker``/``start_broker`` really stop and restart a JVM (one node, or all) with its data;
 * :meth:`RealStack.delete_records` moves a partition's log start (data loss on demand);
-* there is no ZooKeeper, so no ``commit_zk``; and no RTT proxy yet (``rtt_ms`` must be 0).
+* there is no ZooKeeper, so no ``commit_zk``;
+* with ``proxied=True`` (implied by ``rtt_ms``) each broker's client listener sits behind a
+  :class:`~devstack.proxy.FrameProxy`: ``rtt_ms`` adds a round trip, :meth:`RealStack.cut_broker`
+  makes a live broker unreachable, :meth:`RealStack.request_counts` tells Fetch requests per
+  broker. Burrow and the stack's own helpers use the brokers' internal listener, never proxied:
+  a cut or a delay hits only the client under test (``bootstrap_servers``).
 
 Bring your own stack: with ``FT_STACK_BOOTSTRAP`` and ``FT_STACK_BURROW_URL`` set,
 :meth:`RealStack.from_env` returns an unmanaged stack that starts nothing.
@@ -43,6 +48,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from devstack.burrow import BurrowServer, http_get
 from devstack.kafka import KafkaCluster
 from devstack.processes import ProcessStartError, wait_until
+from devstack.proxy import FrameProxy
 
 __all__ = [
     "DEFAULT_RETENTION_MS",
@@ -95,9 +101,12 @@ class RealStack:
         start_timeout_s: float = 120.0,
         workdir: str | Path | None = None,
         keep_workdir: bool = False,
+        proxied: bool | None = None,
     ) -> None:
-        if rtt_ms:
-            raise StackFeatureUnavailable("RealStack has no RTT proxy yet: rtt_ms must be 0")
+        self.proxied = bool(rtt_ms) if proxied is None else proxied
+        if rtt_ms and not self.proxied:
+            raise StackFeatureUnavailable("rtt_ms needs the frame proxies: proxied=True")
+        self._initial_rtt_ms = rtt_ms
         self.nodes = nodes
         self.managed = True
         self.start_timeout_s = start_timeout_s
@@ -105,6 +114,7 @@ class RealStack:
         self._own_workdir = workdir is None
         self._workdir = Path(workdir) if workdir else None
         self._bootstrap = ""
+        self._internal = ""  # the brokers' unproxied listener: Burrow and our own helpers
         self._burrow_url = ""
         self.kafka: KafkaCluster | None = None
         self.burrow: BurrowServer | None = None
@@ -127,7 +137,7 @@ class RealStack:
             return None
         stack = cls()
         stack.managed = False
-        stack._bootstrap = bootstrap
+        stack._bootstrap = stack._internal = bootstrap
         stack._burrow_url = burrow_url.rstrip("/")
         stack.cluster = os.environ.get("FT_STACK_CLUSTER", "local")
         return stack
@@ -176,13 +186,17 @@ class RealStack:
 
     def _start_managed(self) -> None:
         t0 = time.monotonic()
-        self.kafka = KafkaCluster(self.nodes, self.workdir, start_timeout_s=self.start_timeout_s)
+        self.kafka = KafkaCluster(self.nodes, self.workdir, start_timeout_s=self.start_timeout_s,
+                                  proxied=self.proxied)  # fmt: skip
         self.kafka.start()
         self._bootstrap = self.kafka.bootstrap_servers
+        self._internal = self.kafka.internal_bootstrap_servers
+        if self.proxied:
+            self.rtt_ms = self._initial_rtt_ms
         t1 = time.monotonic()
         self._ensure_offsets_topic(self.start_timeout_s)
         t2 = time.monotonic()
-        self.burrow = BurrowServer(self.workdir, self._bootstrap.split(","), self.cluster)
+        self.burrow = BurrowServer(self.workdir, self._internal.split(","), self.cluster)
         self._burrow_url = self.burrow.url
         self.start_burrow()
         self.start_timings = {"kafka": round(t1 - t0, 2), "offsets_topic": round(t2 - t1, 2),
@@ -272,14 +286,40 @@ class RealStack:
             with contextlib.suppress(Exception):
                 consumer.close()
 
+    def cut_broker(self, node_id: int | None = None) -> None:
+        """Make one broker (or all) unreachable for ``bootstrap_servers`` clients while it keeps
+        running: its proxy closes the port and every connection. Burrow is not cut."""
+        for proxy in self._proxies(node_id):
+            proxy.stop()
+
+    def restore_broker(self, node_id: int | None = None) -> None:
+        """Undo :meth:`cut_broker`: the proxy listens again on the same address."""
+        for proxy in self._proxies(node_id):
+            proxy.start()
+
     @property
     def rtt_ms(self) -> float:
-        return 0.0
+        """Round trip added to every client request (0 without proxies)."""
+        if not self.proxied or self.kafka is None:
+            return 0.0
+        return self.kafka.proxy(self.kafka.node_ids[0]).delay_ms
 
     @rtt_ms.setter
     def rtt_ms(self, value: float) -> None:
-        if value:
-            raise StackFeatureUnavailable("RealStack has no RTT proxy yet")
+        if not value and not self.proxied:
+            return
+        for proxy in self._proxies(None):
+            proxy.delay_ms = value
+
+    def request_counts(self) -> dict[int, dict[int, int]]:
+        """Broker id → API key → client request frames since :meth:`reset_request_counts`
+        (``devstack.proxy.API_FETCH`` is Fetch)."""
+        kafka = self._need(self.kafka, "the brokers")
+        return {i: kafka.proxy(i).request_counts() for i in kafka.node_ids if self.proxied}
+
+    def reset_request_counts(self) -> None:
+        for proxy in self._proxies(None):
+            proxy.reset_counts()
 
     @property
     def burrow_env_free(self) -> bool:
@@ -292,7 +332,7 @@ class RealStack:
     def admin(self) -> AdminClient:
         with self._lock:
             if self._admin is None:
-                conf: dict[str, Any] = {"bootstrap.servers": self._bootstrap, "logger": log}
+                conf: dict[str, Any] = {"bootstrap.servers": self._internal, "logger": log}
                 self._admin = AdminClient(conf)
             return self._admin
 
@@ -474,7 +514,7 @@ class RealStack:
         (``rd_kafka_cgrp_op`` from ``rd_kafka_handle_OffsetFetch``, an admin client has no
         cgrp) when the coordinator answers "load in progress", which a fresh 3-node cluster does.
         """
-        consumer = Consumer({"bootstrap.servers": self._bootstrap, "logger": log,
+        consumer = Consumer({"bootstrap.servers": self._internal, "logger": log,
                              "group.id": "ft-devstack-bootstrap"})  # fmt: skip
         admin = self.admin()
 
@@ -498,7 +538,7 @@ class RealStack:
         with self._lock:
             if self._producer is None:
                 conf: dict[str, Any] = {
-                    "bootstrap.servers": self._bootstrap,
+                    "bootstrap.servers": self._internal,
                     "linger.ms": 0,
                     "acks": "all",
                     "enable.idempotence": True,  # in order, exactly once, across retries
@@ -512,7 +552,7 @@ class RealStack:
             consumer = self._committers.get(group)
             if consumer is None:
                 conf: dict[str, Any] = {
-                    "bootstrap.servers": self._bootstrap,
+                    "bootstrap.servers": self._internal,
                     "group.id": group,
                     "enable.auto.commit": False,
                     "logger": log,
@@ -520,6 +560,12 @@ class RealStack:
                 consumer = Consumer(conf)
                 self._committers[group] = consumer
             return consumer
+
+    def _proxies(self, node_id: int | None) -> list[FrameProxy]:
+        kafka = self._need(self.kafka, "the brokers")
+        if not self.proxied:
+            raise StackFeatureUnavailable("no frame proxies in this stack: RealStack(proxied=True)")
+        return [kafka.proxy(i) for i in (kafka.node_ids if node_id is None else [node_id])]
 
     def _need(self, component: _T | None, what: str) -> _T:
         if not self.managed:

@@ -1,9 +1,10 @@
 """Real Apache Kafka 4.1 + Burrow 1.9.5 (``devstack.RealStack``) for end-to-end proofs.
 
-One stack per node count per session, and at most one running at a time (2 shared cores): asking
-for the 3-node stack stops the 1-node one. Keep 1-node and 3-node tests in separate modules so
-each starts once. A stack that cannot start skips these tests locally, with the reason, and fails
-them under ``CI=true``; a failing test gets the stack's log tails attached.
+One stack per node count per session, with a frame proxy in front of each broker's client
+listener (RTT, cut-off, Fetch counts per broker), and at most one running at a time (2 shared
+cores): asking for the 3-node stack stops the 1-node one. Keep 1-node and 3-node tests in
+separate modules so each starts once. A stack that cannot start skips these tests locally, with
+the reason, and fails them under ``CI=true``; a failing test gets the stack's log tails attached.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class StackPool:
         if nodes in self.failures:
             pytest.skip(self.failures[nodes])  # local only: under CI=true the start raised
         self.close()
-        stack = RealStack(nodes=nodes)
+        stack = RealStack(nodes=nodes, proxied=True)
         try:
             stack.start()
         except Exception as exc:

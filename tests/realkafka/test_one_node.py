@@ -8,11 +8,16 @@ values rendered for Prometheus.
 
 from __future__ import annotations
 
+import socket
+import statistics
+import struct
+import time
 from collections.abc import Callable
 
 import pytest
 
 from devstack import RealStack, StackFeatureUnavailable
+from devstack.processes import port_open
 from devstack.stack import DEFAULT_RETENTION_MS, CommitWindow, now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
 from tests.integration.exporter_helpers import Scrape, exporter
@@ -114,3 +119,70 @@ def test_commit_time_cannot_be_chosen_on_real_kafka() -> None:
     with pytest.raises(StackFeatureUnavailable, match="broker stamps"):
         RealStack().commit("g", "t", 0, 1, commit_time_ms=now_ms())
     assert CommitWindow(1, 2).after_ms == 2
+
+
+def api_versions_rtt_ms(address: str, samples: int = 5) -> float:
+    """Median time of a raw ApiVersions v0 round trip to ``address``."""
+    host, port = address.rsplit(":", 1)
+    times = []
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        for corr in range(samples):
+            body = struct.pack(">hhih", 18, 0, corr, 4) + b"test"
+            started = time.perf_counter()
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            size = struct.unpack(">i", recv_exact(sock, 4))[0]
+            assert struct.unpack(">i", recv_exact(sock, size)[:4])[0] == corr
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        assert chunk, "connection closed"
+        buf += chunk
+    return buf
+
+
+def test_proxy_adds_rtt_and_cuts_the_client_listener_only(stack: RealStack) -> None:
+    (address,) = stack.bootstrap_servers.split(",")
+    host, port = address.rsplit(":", 1)
+    stack.reset_request_counts()
+    baseline = api_versions_rtt_ms(address)
+    stack.rtt_ms = 50
+    try:
+        delayed = api_versions_rtt_ms(address)
+    finally:
+        stack.rtt_ms = 0
+    assert delayed >= 50 and delayed - baseline >= 40
+    assert stack.request_counts()[1].get(18, 0) >= 10  # ApiVersions, counted per broker
+
+    stack.cut_broker(1)
+    try:
+        assert not port_open(host, int(port))
+        assert stack.burrow_get(f"/v3/kafka/{stack.cluster}/topic")[0] == 200  # Burrow not cut
+    finally:
+        stack.restore_broker(1)
+    assert port_open(host, int(port))
+
+
+def test_whole_cluster_restart_keeps_data_and_commits(
+    stack: RealStack, unique_name: Callable[[str], str]
+) -> None:
+    topic, group = unique_name("t"), unique_name("restart")
+    stack.create_topic(topic)
+    t = now_ms()
+    assert stack.produce(topic, 0, [t - 3_000, t - 2_000, t - 1_000]) == [0, 1, 2]
+    stack.commit(group, topic, 0, 1)
+    stack.wait_for_burrow_lag(group, topic, 0, committed_offset=1, current_lag=2)
+
+    assert stack.kafka is not None
+    node = stack.kafka.nodes[1]
+    stack.stop_broker()
+    assert not node.running and not port_open("127.0.0.1", node.internal_port)  # a real stop
+    stack.start_broker()
+
+    assert stack.produce(topic, 0, [now_ms()]) == [3]  # the log survived the restart
+    stack.commit(group, topic, 0, 2)  # and Burrow reads new commits from the same cluster
+    stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=2, timeout_s=60)
