@@ -91,7 +91,7 @@ _READ_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, http.cl
 class _InFlight:
     """One request: its hard deadline and, once the pool lends one, its connection."""
 
-    __slots__ = ("connection", "cut", "deadline", "done")
+    __slots__ = ("_lock", "connection", "cut", "deadline", "done")
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
@@ -99,13 +99,26 @@ class _InFlight:
         self.cut = False
         self.done = False
 
+        self._lock = threading.Lock()
+
+    def finish(self) -> None:
+        """No cut after this: called before the connection goes back to the pool, where
+        another request may take it."""
+        with self._lock:
+            self.done = True
     def cut_off(self) -> None:
         """Shut the socket down: a read blocked in any library returns at once."""
-        self.cut = True
-        sock = getattr(self.connection, "sock", None)
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        with self._lock:
+            if self.done:
+                return
+            self.cut = True
+            sock = getattr(self.connection, "sock", None)
+            if sock is not None:
+                # socket.socket's shutdown, not SSLSocket's: that one also drops the TLS state
+                # under the reading thread (a ValueError there, not an OSError). Only the
+                # syscall is wanted: it wakes the blocked read.
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
 _tracked = threading.local()
@@ -254,6 +267,7 @@ class BurrowClient:
                 body = b"" if status == 404 else self._read_body(response, url)
             finally:
                 response.close()
+                inflight.finish()
         except BurrowError:
             raise
         except requests.Timeout as exc:
@@ -265,7 +279,7 @@ class BurrowClient:
                                         f"{limit_s:g}s (connection cut)", url) from exc
             raise BurrowUnavailable(f"cannot reach Burrow at {url}: {_reason(exc)}", url) from exc
         finally:
-            inflight.done = True
+            inflight.finish()
             _tracked.inflight = None
         if inflight.cut:  # the deadline hit as the body ended: do not trust what was read
             raise BurrowUnavailable(f"Burrow did not finish answering {url} within "
