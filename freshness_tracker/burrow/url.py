@@ -62,7 +62,11 @@ def parse_burrow_url(url: str) -> BurrowUrl:
         problem = (f"the scheme {scheme!r} is not http or https" if scheme.isalnum()
                    else "is not an http(s) URL (no http:// or https://)")
         raise BurrowUrlError(problem, _EXAMPLE)
-    parts = urlsplit(base)
+    try:
+        parts = urlsplit(base)
+    except ValueError:  # "Invalid IPv6 URL": an unclosed [
+        raise BurrowUrlError("the host is not valid (an IPv6 address goes in [ ])",
+                             _EXAMPLE) from None
     if parts.query or parts.fragment or base.endswith(("?", "#")):
         raise BurrowUrlError(
             "has a query (?...) or a fragment (#...), which a base URL cannot have",

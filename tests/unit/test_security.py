@@ -294,6 +294,7 @@ def test_the_password_of_the_burrow_url_is_sent_as_basic_auth(password: str) -> 
     (f"ftp://user:pw{MARKER}@burrow:8000", "scheme 'ftp'"),
     (f"user:pw{MARKER}@burrow:8000", "not an http(s) URL"),
     (f"http://user:pw{MARKER}@", "no host"),
+    (f"http://user:pw{MARKER}@[::1:8000", "the host is not valid"),
     (f"http://user:pw{MARKER}@burrow:8000/x?y=1", "query"),
     (f"http://user:pw{MARKER}@bur row:8000", "whitespace"),
     (f"http://user:{MARKER}", "port"),  # what an unquoted `#` in HOCON leaves of the URL
