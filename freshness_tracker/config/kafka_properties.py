@@ -59,6 +59,8 @@ def validate_kafka_properties(settings: Settings) -> None:
             AdminClient(_offline(admin_config))
         except KafkaException as exc:
             raise _error(index, props, exc.args[0].str()) from None
+        except (TypeError, ValueError) as exc:  # confluent-kafka's callbacks (error_cb = "x")
+            raise _error(index, props, str(exc)) from None
 
 
 def _offline(config: Mapping[str, str]) -> dict[str, Any]:
@@ -87,6 +89,10 @@ def _error(index: int, props: Mapping[str, str], message: str) -> ConfigError:
             text = text.replace(f'"{value}"', '"***"')
     if named and named[0].endswith(".location") and not os.path.exists(props[named[0]]):
         text += f" ({props[named[0]]!r} does not exist)"
-    fix = ("check the name in librdkafka's CONFIGURATION.md" if "No such configuration"
-           in text else "fix the value (librdkafka's CONFIGURATION.md lists the valid ones)")
+    if "No such configuration" in text:
+        fix = "check the name in librdkafka's CONFIGURATION.md"
+    elif "callable" in text:
+        fix = "remove it: a callback cannot be configured in HOCON"
+    else:
+        fix = "fix the value (librdkafka's CONFIGURATION.md lists the valid ones)"
     return ConfigError(key, text, fix)

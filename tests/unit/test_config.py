@@ -294,6 +294,7 @@ def test_the_history_path_is_refused_at_startup_not_every_cycle(
      'clusters[1].kafka."ssl.ca.location"', "'/nonexistent/ca.pem' does not exist"),
     ('"fetch.wait.max.ms" = 999999999', 'clusters[1].kafka."fetch.wait.max.ms"',
      "outside allowed range"),
+    ('"error_cb" = x', 'clusters[1].kafka."error_cb"', "callable"),  # was a TypeError
 ])
 def test_librdkafka_properties_are_validated_at_startup(kafka: str, key: str,
                                                         problem: str) -> None:
