@@ -11,6 +11,7 @@ import difflib
 import importlib.util
 import os
 import re
+import ssl
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -104,6 +105,13 @@ def require_files(settings: Settings) -> None:
         if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
             raise ConfigError(key, f"{path!r} is not a readable file",
                               "fix the path or leave the key empty")
+    if settings.burrow.ca_file:  # else every request fails, each cycle, as "cannot reach"
+        try:
+            ssl.create_default_context(cafile=settings.burrow.ca_file)
+        except ssl.SSLError as exc:
+            raise ConfigError("burrow.caFile", f"{settings.burrow.ca_file!r} holds no usable "
+                              f"certificate ({exc.reason or exc})",
+                              "give a PEM file of CA certificates") from None
     if settings.history_path:
         _require_history_dir(settings.history_path)
 

@@ -122,6 +122,7 @@ CASES = [
          'clusters = [{ name = local, kafka { "security.protocol" = SASL_SSL, '
          '"sasl.mechanism" = PLAIN, "sasl.username" = u } }]', process=True),
     Case("history.path is a file", "history.path", 'history.path = "@SELF@"'),
+    Case("burrow.caFile holds no certificate", "burrow.caFile", 'burrow.caFile = "@SELF@"'),
 ]
 
 

@@ -191,8 +191,14 @@ def test_files_are_checked_where_the_config_is_used_not_when_parsed(tmp_path: Pa
         require_files(s)
     assert info.value.key == "burrow.caFile"
     ca = tmp_path / "ca.pem"
-    ca.write_text("x")
-    require_files(load_settings(text=MINIMAL + f'\nburrow.caFile = "{ca}"'))
+    ca.write_text("x")  # readable, but no certificate: every https request would fail
+    with pytest.raises(ConfigError) as info:
+        require_files(load_settings(text=MINIMAL + f'\nburrow.caFile = "{ca}"'))
+    assert info.value.key == "burrow.caFile" and "no usable certificate" in str(info.value)
+    from tests.faults.harness import make_certs
+
+    real = make_certs(tmp_path / "certs").ca
+    require_files(load_settings(text=MINIMAL + f'\nburrow.caFile = "{real}"'))
 
 
 # --- issue 9 ------------------------------------------------------------------------------
