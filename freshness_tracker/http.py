@@ -2,26 +2,37 @@
 
 Built on prometheus_client's WSGI app and the standard library's WSGI server: no web framework.
 Optional TLS and basic auth follow the Prometheus exporter-toolkit conventions.
+
+No client can wedge the listener: the accept thread only accepts (the TLS handshake runs on the
+connection's own thread), every phase of a connection has a hard deadline enforced by a reaper
+that shuts the socket down whatever the thread is blocked in (a per-read timeout alone never
+cuts a client that drips a byte at a time), and the number of connection threads is capped.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hmac
+import io
 import json
 import logging
+import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from freshness_tracker.config.settings import WebSettings
 
-__all__ = ["HealthFn", "MetricsServer", "make_app"]
+__all__ = ["LISTEN_BACKLOG", "HealthFn", "ListenerLimits", "MetricsServer", "make_app",
+           "tls_context"]
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +42,29 @@ HealthFn = Callable[[], tuple[bool, dict[str, Any]]]
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
+#: Connections the kernel queues before accept(). Python's default of 5 overflowed with 50
+#: concurrent scrapers (dropped SYNs, retried by clients after 1 s, 3 s, 7 s). Like Go, ask for
+#: the system's maximum: the kernel clamps it to net.core.somaxconn.
+LISTEN_BACKLOG = max(128, socket.SOMAXCONN)
+
+#: A repeated rejection is logged at most this often, with the count since the last line.
+REJECT_LOG_INTERVAL_S = 60.0
+
 LANDING = b"""<html><head><title>freshness-tracker</title></head><body>
 <h1>freshness-tracker</h1><p>How far behind, in time, every Kafka consumer group is.</p>
 <ul><li><a href="/metrics">/metrics</a></li><li><a href="/healthz">/healthz</a></li>
 <li><a href="/readyz">/readyz</a></li></ul></body></html>"""
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerLimits:
+    """How long and how many: each deadline covers a whole phase, however the bytes trickle."""
+
+    handshake_timeout_s: float = 10.0  # TLS handshake, from accept
+    request_timeout_s: float = 10.0  # request line and headers, after the handshake
+    response_timeout_s: float = 60.0  # the rest: rendering and writing the answer
+    io_timeout_s: float = 10.0  # any single read or write (a client that stops reading)
+    max_connections: int = 128  # connection threads; beyond, new connections are closed
 
 
 def _json(start: StartResponse, ok: bool, body: dict[str, Any]) -> list[bytes]:
@@ -79,26 +109,179 @@ def make_app(
     return app
 
 
-class _ThreadingServer(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
-    allow_reuse_address = True
+def tls_context(web: WebSettings) -> ssl.SSLContext:
+    """The listener's server context (raises ssl.SSLError / OSError on unusable files)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(web.tls_cert_file, web.tls_key_file)
+    return context
 
 
-class _QuietHandler(WSGIRequestHandler):
+def _cut(sock: socket.socket) -> None:
+    # socket.socket's own shutdown, not SSLSocket's: that one also drops the TLS state under
+    # the feet of the thread still reading it. Only the syscall is wanted: it wakes that thread.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _Reaper:
+    """One thread that shuts down every connection still open past its current deadline.
+
+    Cuts happen under the lock, and a connection is disarmed (under the lock) before it is
+    closed, so a cut can never hit a file descriptor the kernel has already reused.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: dict[socket.socket, float] = {}
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def arm(self, sock: socket.socket, seconds: float) -> None:
+        with self._cond:
+            if self._closed:
+                _cut(sock)
+                return
+            self._due[sock] = time.monotonic() + seconds
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="http-reaper",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def disarm(self, sock: socket.socket) -> None:
+        with self._cond:
+            self._due.pop(sock, None)
+
+    def close(self) -> None:
+        """Cut every open connection (their threads end at once) and stop the thread."""
+        with self._cond:
+            self._closed = True
+            for sock in self._due:
+                _cut(sock)
+            self._due.clear()
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+
+    def _run(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                for sock, due in list(self._due.items()):
+                    if due <= now:
+                        del self._due[sock]
+                        _cut(sock)
+                soonest = min(self._due.values(), default=None)
+                self._cond.wait(None if soonest is None else max(soonest - now, 0.0))
+
+
+class _ErrorLog(io.StringIO):
+    """wsgiref prints a failed request's traceback to stderr: one log line instead (a scraper
+    that stopped reading is worth a line, not a traceback); the traceback at DEBUG."""
+
+    def flush(self) -> None:
+        text = self.getvalue().strip()
+        if text:
+            log.warning("http request failed: %s", text.splitlines()[-1])
+            log.debug("http request failed:\n%s", text)
+        self.seek(0)
+        self.truncate()
+
+
+class _Handler(WSGIRequestHandler):
+    server: _Server
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        if parsed:  # the head is in: the answer gets its own, longer deadline
+            self.server.reaper.arm(self.connection, self.server.limits.response_timeout_s)
+        return parsed
+
+    def get_stderr(self) -> _ErrorLog:
+        return _ErrorLog()
+
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http %s", format % args)
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    """A WSGI server that only accepts on its own thread; everything else is per connection."""
+
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
+
+    def __init__(self, address: tuple[str, int], tls: ssl.SSLContext | None,
+                 limits: ListenerLimits) -> None:
+        self.tls = tls
+        self.limits = limits
+        self.reaper = _Reaper()
+        self.active = 0
+        self._lock = threading.Lock()
+        self._rejected = 0
+        self._rejected_logged_at = float("-inf")
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            full = self.active >= self.limits.max_connections
+            if not full:
+                self.active += 1
+        if full:
+            self._reject(client_address)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        conn: socket.socket = request
+        try:
+            conn.settimeout(self.limits.io_timeout_s)
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(request, server_side=True,
+                                            do_handshake_on_connect=False)
+                self.reaper.arm(conn, self.limits.handshake_timeout_s)
+                conn.do_handshake()
+            self.reaper.arm(conn, self.limits.request_timeout_s)
+            self.finish_request(conn, client_address)
+        except OSError as exc:  # timeouts, resets, handshake failures, cut by the reaper
+            log.debug("http connection from %s ended: %s", client_address[0], exc)
+        except Exception:
+            log.warning("http connection from %s failed", client_address[0], exc_info=True)
+        finally:
+            self.reaper.disarm(conn)
+            self.shutdown_request(conn)
+            self._release()
+
+    def _release(self) -> None:
+        with self._lock:
+            self.active -= 1
+
+    def _reject(self, client_address: Any) -> None:
+        with self._lock:
+            self._rejected += 1
+            now = time.monotonic()
+            if now - self._rejected_logged_at < REJECT_LOG_INTERVAL_S:
+                return
+            count, self._rejected, self._rejected_logged_at = self._rejected, 0, now
+        log.warning("http: %d connection(s) closed unserved (the latest from %s): %d are open, "
+                    "the limit", count, client_address[0], self.limits.max_connections)
 
 
 class MetricsServer:
     """Serves a WSGI app on its own thread; `port=0` picks a free port (tests)."""
 
-    def __init__(self, app: WsgiApp, web: WebSettings) -> None:
-        self._server = make_server(web.listen_address, web.port, app,
-                                   server_class=_ThreadingServer, handler_class=_QuietHandler)
-        if web.tls_cert_file:
-            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            context.load_cert_chain(web.tls_cert_file, web.tls_key_file)
-            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+    def __init__(self, app: WsgiApp, web: WebSettings,
+                 limits: ListenerLimits | None = None) -> None:
+        tls = tls_context(web) if web.tls_cert_file else None
+        self.web = web
+        self._server = _Server((web.listen_address, web.port), tls, limits or ListenerLimits())
+        self._server.set_app(app)
         self._thread = threading.Thread(target=self._server.serve_forever,
                                         kwargs={"poll_interval": 0.2}, name="http", daemon=True)
 
@@ -106,11 +289,30 @@ class MetricsServer:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
+    @property
+    def connections(self) -> int:
+        """Connections being served now (each on a thread of its own)."""
+        return self._server.active
+
+    def set_app(self, app: WsgiApp) -> None:
+        """Serve `app` from the next request on (a config reload; the listener stays up)."""
+        self._server.set_app(app)
+
+    def set_tls(self, web: WebSettings) -> None:
+        """Load `web`'s certificate and key again for new connections (a rotated certificate)."""
+        self._server.tls = tls_context(web)
+        self.web = web
+
     def start(self) -> MetricsServer:
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        self._server.shutdown()
+        """Stop accepting and cut every open connection; safe on a server never started."""
+        started = self._thread.ident is not None
+        if started and self._thread.is_alive():
+            self._server.shutdown()
         self._server.server_close()
-        self._thread.join(timeout=2)
+        self._server.reaper.close()
+        if started:
+            self._thread.join(timeout=2)
