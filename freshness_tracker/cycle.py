@@ -27,6 +27,7 @@ from freshness_tracker.domain.model import (
     ReadRequest,
     RecordRead,
 )
+from freshness_tracker.domain.names import escaped
 from freshness_tracker.domain.ports import BurrowSource, RecordReader, RetentionSource
 from freshness_tracker.domain.rollup import roll_up_groups, roll_up_topics
 from freshness_tracker.errors import BurrowError, FreshnessTrackerError
@@ -77,6 +78,15 @@ def measure_partitions(
         (measure_partition(lag, answers, now, retention.get(lag.key.topic)) for lag in lags),
         key=lambda r: r.key,
     ))
+
+
+def _invalid_inputs(lags: ClusterLags, results: Sequence[PartitionResult]) -> list[str]:
+    """Every impossible input of a cycle, described with names escaped: counted and logged."""
+    out = list(lags.rejected)
+    out += [f"group {escaped(g.consumer)}: {why}" for g in lags.groups for why in g.rejected]
+    out += [f"group {escaped(r.key.consumer)} topic {escaped(r.key.topic)} partition "
+            f"{r.key.partition}: {r.invalid}" for r in results if r.invalid]
+    return out
 
 
 class ClusterMeasurer:
@@ -146,9 +156,12 @@ class ClusterMeasurer:
         if self.name not in known:
             raise BurrowError(f"Burrow does not list cluster {self.name!r} (it lists "
                               f"{', '.join(known) or 'none'}); check the cluster name")
-        groups = [g for g in self._burrow.consumers(self.name)
-                  if self._groups(g) and self._shard.owns(self.name, g)]
-        return self._burrow.cluster_lags(self.name, groups)
+        listed = self._burrow.consumers(self.name)
+        groups = [g for g in listed if self._groups(g) and self._shard.owns(self.name, g)]
+        lags = self._burrow.cluster_lags(self.name, groups)
+        # Consumer-list entries the parser dropped (empty, not UTF-8, ...): counted, not asked.
+        dropped: tuple[str, ...] = getattr(listed, "rejected", ())
+        return replace(lags, rejected=(*dropped, *lags.rejected)) if dropped else lags
 
     def measure(self, deadline: Deadline | None = None) -> ClusterSnapshot:
         """Run one cycle; never raises for Burrow or Kafka trouble (that is in the health).
@@ -214,7 +227,11 @@ class ClusterMeasurer:
         finished = self._clock()
         failures = [r for r in fresh if r.outcome is ReadOutcome.FAILED]
         reads_ok = len(fresh) - len(failures)
-        burrow_ok = not (lags.failed_groups and not lags.groups)
+        # Burrow listed groups and not one of them could be measured (all gone or failed): a
+        # cluster where nothing succeeds must look failed, never healthy and empty.
+        asked = len(lags.groups) + len(lags.missing_groups) + len(lags.failed_groups)
+        burrow_ok = not (asked and not lags.groups)
+        invalid = _invalid_inputs(lags, results)
         kafka_ok = kafka_error is None and (not plan.to_read or reads_ok > 0)
         up = burrow_ok and kafka_ok and not overran
         error = kafka_error
@@ -225,7 +242,11 @@ class ClusterMeasurer:
         if error is None and not kafka_ok:
             error = f"all {len(failures)} Kafka reads failed, first: {failures[0].error}"
         if error is None and not burrow_ok:
-            error = f"no group's lag could be read from Burrow, first: {lags.failed_groups[0][1]}"
+            error = (f"Burrow listed {asked} groups and none could be measured: "
+                     f"{len(lags.missing_groups)} answered 404 NOTFOUND (gone), "
+                     f"{len(lags.failed_groups)} failed")
+            if lags.failed_groups:
+                error += f", first: {lags.failed_groups[0][1]}"
         if up:
             self._last_success_ms = finished
         health = ClusterHealth(
@@ -240,12 +261,13 @@ class ClusterMeasurer:
             kafka_read_failures=len(failures) if kafka_error is None else len(plan.to_read),
             cache_hits=len(plan.from_cache),
             burrow_errors=len(lags.failed_groups),
+            invalid_inputs=len(invalid),
             data_loss_events=sum(r.status is PartitionStatus.DATA_LOSS for r in results),
             offset_mismatches=sum(r.outcome is ReadOutcome.GAP for r in fresh),
             read_duration_ms=self._read_ms,
             error=error,
         )
-        self._log_cycle(health, lags, failures)
+        self._log_cycle(health, lags, failures, invalid)
         return ClusterSnapshot(
             cluster=self.name,
             cycle_id=self._cycle,
@@ -277,7 +299,8 @@ class ClusterMeasurer:
                     self.name, self._cycle, health.duration_ms, error)
         return ClusterSnapshot(self.name, self._cycle, started, finished, health)
 
-    def _log_cycle(self, h: ClusterHealth, lags: ClusterLags, failures: list[RecordRead]) -> None:
+    def _log_cycle(self, h: ClusterHealth, lags: ClusterLags, failures: list[RecordRead],
+                   invalid: Sequence[str] = ()) -> None:
         log.info(
             "cycle cluster=%s cycle=%d up=%s groups=%d partitions=%d reads=%d cache_hits=%d "
             "read_failures=%d data_loss=%d duration_ms=%d",
@@ -292,6 +315,10 @@ class ClusterMeasurer:
         if lags.failed_groups:
             group, err = lags.failed_groups[0]
             log.warning("cluster=%s %d groups unreadable in Burrow, first group=%s: %s",
-                        self.name, len(lags.failed_groups), group, err)
+                        self.name, len(lags.failed_groups), escaped(group), err)
+        if invalid:
+            log.warning("cluster=%s %d impossible inputs not used (freshness_tracker_invalid_"
+                        "inputs_total), first: %s", self.name, len(invalid),
+                        "; ".join(invalid[:3]))
         if h.error:
             log.warning("cluster=%s failed: %s", self.name, h.error)

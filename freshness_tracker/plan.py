@@ -28,8 +28,8 @@ class LookupPlan:
 def _wanted(lag: PartitionLag, read_caught_up: bool) -> Iterable[tuple[ReadRequest, bool]]:
     """(request, must_read) pairs for one partition; must_read False means cache-only."""
     committed = lag.committed_offset
-    if committed is None or committed < 0:
-        return
+    if committed is None or committed < 0 or lag.current_lag < 0:
+        return  # a negative lag is impossible: the partition is reported invalid, unread
     key = lag.key
     lagging = lag.current_lag > 0
     if lagging:

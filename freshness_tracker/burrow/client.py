@@ -49,6 +49,7 @@ from freshness_tracker.burrow.url import split_credentials
 from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.deadline import current as current_deadline
 from freshness_tracker.domain.model import ClusterLags, GroupLags
+from freshness_tracker.domain.names import escaped, usable_group_names
 from freshness_tracker.errors import (
     BurrowError,
     BurrowNotFound,
@@ -98,7 +99,6 @@ class _InFlight:
         self.connection: Any = None
         self.cut = False
         self.done = False
-
         self._lock = threading.Lock()
 
     def finish(self) -> None:
@@ -106,6 +106,7 @@ class _InFlight:
         another request may take it."""
         with self._lock:
             self.done = True
+
     def cut_off(self) -> None:
         """Shut the socket down: a read blocked in any library returns at once."""
         with self._lock:
@@ -266,8 +267,8 @@ class BurrowClient:
                     raise BurrowUnavailable(f"Burrow answered HTTP {status} for {url}", url)
                 body = b"" if status == 404 else self._read_body(response, url)
             finally:
-                response.close()
                 inflight.finish()
+                response.close()
         except BurrowError:
             raise
         except requests.Timeout as exc:
@@ -374,15 +375,23 @@ class BurrowClient:
         """`/lag` for every group, `concurrency` at a time on the keep-alive session.
 
         A group that 404s went away between the list and the lag call: it is reported as
-        missing (its series disappear). A group whose lag cannot be read is reported failed.
+        missing (its series disappear). A group whose lag cannot be read, for whatever reason
+        (any exception of its request or its parse), is reported failed: one group never costs
+        the others or the cycle. A name that is no usable group id is never asked for; it is
+        reported rejected.
         """
+        names, rejected = usable_group_names(groups)
         executor = self._executor_for(cluster)
         deadline = current_deadline()
-        futures: dict[str, Future[GroupLags]] = {
-            g: executor.submit(self._group_lag_before, deadline, cluster, g) for g in groups}
+        futures: dict[str, Future[GroupLags]] = {}
+        failed: list[tuple[str, str]] = []
+        for group in names:
+            try:
+                futures[group] = executor.submit(self._group_lag_before, deadline, cluster, group)
+            except RuntimeError as exc:  # the client was closed under the cycle
+                failed.append((group, f"not asked: {exc}"))
         found: list[GroupLags] = []
         missing: list[str] = []
-        failed: list[tuple[str, str]] = []
         for group, future in futures.items():
             wait = None if deadline is None else max(deadline.remaining(), 0.0) + _JOIN_SLACK_S
             try:
@@ -395,9 +404,10 @@ class BurrowClient:
                 future.cancel()
                 failed.append((group, "no answer from Burrow before the cycle deadline"))
             except Exception as exc:  # one group's body must never cost the other groups
-                log.debug("cluster=%s group %r: unexpected %r", cluster, group, exc)
+                log.debug("cluster=%s group %s: unexpected %s", cluster, escaped(group),
+                          type(exc).__name__, exc_info=not isinstance(exc, RecursionError))
                 failed.append((group, f"unusable answer from Burrow: {type(exc).__name__}"))
-        return ClusterLags(cluster, tuple(found), tuple(missing), tuple(failed))
+        return ClusterLags(cluster, tuple(found), tuple(missing), tuple(failed), tuple(rejected))
 
     def _group_lag_before(self, deadline: Deadline | None, cluster: str, group: str) -> GroupLags:
         """group_lag() on a worker thread, under the deadline of the cycle that asked."""

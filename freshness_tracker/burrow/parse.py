@@ -1,9 +1,18 @@
 """Burrow v3 JSON → domain values. Pure and defensive: any body yields values or a
-BurrowResponseError, never another exception (the parser is fuzzed).
+BurrowResponseError, never another exception (the parser is fuzzed), and it never recurses, so
+no nesting depth can raise RecursionError here.
 
 Handles Burrow 1.2.1 (Debian) and 1.3+ shapes alike: `observedAt` is optional, `lag` may be
 null, `start`/`end` may be null, `current_lag` may exceed 32 bits. `message` strings differ
 between the wiki and the source, so they are never read.
+
+One bad entry costs that entry only: a consumer-list entry that is no usable group name, or a
+partition whose topic is not a Kafka topic name or whose number is not a partition number, or a
+second entry for the same partition (the first is kept), is dropped and described in `rejected`
+so the cycle counts and logs it. A body whose *shape* is not Burrow's (wrong JSON types, numbers
+outside int64) is a BurrowResponseError: that group fails. Impossible *values* (a negative lag,
+absurd timestamps) are passed on as they are; the domain decides what they mean
+(`domain.freshness`), because only it knows the time.
 """
 
 from __future__ import annotations
@@ -12,9 +21,17 @@ import math
 from typing import Any
 
 from freshness_tracker.domain.model import GroupLags, PartitionKey, PartitionLag
+from freshness_tracker.domain.names import (
+    MAX_GROUP_LENGTH,
+    escaped,
+    is_utf8,
+    topic_name_problem,
+    usable_group_names,
+)
 from freshness_tracker.errors import BurrowResponseError
 
 __all__ = [
+    "ConsumerList",
     "is_not_found",
     "parse_cluster_list",
     "parse_cluster_servers",
@@ -22,8 +39,20 @@ __all__ = [
     "parse_group_lag",
 ]
 
-MAX_NAME_LENGTH = 4096  # Kafka caps topic names at 249 bytes; anything huge is garbage
+MAX_NAME_LENGTH = MAX_GROUP_LENGTH  # any name longer than this is garbage
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MAX = 2**31 - 1  # Kafka partition numbers are int32
+MAX_STATUS_LENGTH = 32  # Burrow's statuses are short words (OK, WARN, STOP, ...)
+
+
+class ConsumerList(list[str]):
+    """The usable group names of a `/consumer` answer, in Burrow's order, each once.
+
+    A plain list to every caller; `rejected` describes the entries that were dropped (empty, not
+    UTF-8, not a string, listed twice) with the name escaped, for the cycle to count and log.
+    """
+
+    rejected: tuple[str, ...] = ()
 
 
 def _fail(what: str, url: str) -> BurrowResponseError:
@@ -50,29 +79,26 @@ def _int(value: Any, url: str, what: str) -> int:
     return number
 
 
-def _name(value: Any, url: str, what: str) -> str:
-    if not isinstance(value, str):
-        raise _fail(f"{what} is {type(value).__name__}, expected a string", url)
-    if not value or len(value) > MAX_NAME_LENGTH:
-        raise _fail(f"{what} has length {len(value)}", url)
-    return value
-
-
-def _names(body: Any, field: str, url: str) -> list[str]:
+def _names(body: Any, field: str, url: str) -> tuple[list[str], list[str]]:
+    """(usable names, why each other entry was dropped) of a list of names."""
     values = _object(body, url).get(field)
     if not isinstance(values, list):
         raise _fail(f"'{field}' is missing or not a list", url)
-    return [_name(v, url, f"'{field}' entry") for v in values]
+    return usable_group_names(values)
 
 
 def parse_cluster_list(body: Any, url: str = "/v3/kafka") -> list[str]:
-    """`GET /v3/kafka` → cluster names."""
-    return _names(body, "clusters", url)
+    """`GET /v3/kafka` → cluster names; an unusable entry is skipped, never fails the others
+    (it cannot equal a configured cluster's name anyway)."""
+    return _names(body, "clusters", url)[0]
 
 
-def parse_consumer_list(body: Any, url: str = "") -> list[str]:
-    """`GET /v3/kafka/{c}/consumer` → group names."""
-    return _names(body, "consumers", url)
+def parse_consumer_list(body: Any, url: str = "") -> ConsumerList:
+    """`GET /v3/kafka/{c}/consumer` → usable group names, and the dropped entries described."""
+    usable, rejected = _names(body, "consumers", url)
+    consumers = ConsumerList(usable)
+    consumers.rejected = tuple(rejected)
+    return consumers
 
 
 def parse_cluster_servers(body: Any, url: str = "") -> list[str]:
@@ -81,7 +107,7 @@ def parse_cluster_servers(body: Any, url: str = "") -> list[str]:
     servers = module.get("servers")
     if not isinstance(servers, list):
         raise _fail("'module.servers' is missing or not a list", url)
-    return [_name(s, url, "'module.servers' entry") for s in servers]
+    return usable_group_names(servers)[0]  # an empty or garbled entry is no server: skipped
 
 
 def is_not_found(body: Any) -> bool:
@@ -107,16 +133,31 @@ def _offset_entry(value: Any, url: str, what: str) -> tuple[int, int | None] | N
     return offset, timestamp
 
 
-def _partition(value: Any, cluster: str, group: str, url: str) -> PartitionLag:
+def _status(value: Any) -> str:
+    """A Burrow status word; missing means OK (Burrow always sends one), garbage UNKNOWN."""
+    if value is None or value == "":
+        return "OK"
+    if isinstance(value, str) and len(value) <= MAX_STATUS_LENGTH and is_utf8(value):
+        return value
+    return "UNKNOWN"
+
+
+def _partition(value: Any, cluster: str, group: str, url: str) -> PartitionLag | str:
+    """One `/lag` partition entry, or why it was dropped (an impossible topic or partition)."""
     entry = _object(value, url, "partition entry")
-    topic = _name(entry.get("topic"), url, "partition.topic")
+    topic = entry.get("topic")
+    if not isinstance(topic, str):
+        raise _fail(f"partition.topic is {type(topic).__name__}, expected a string", url)
     partition = _int(entry.get("partition"), url, "partition.partition")
-    if partition < 0:
-        raise _fail(f"negative partition {partition}", url)
+    problem = topic_name_problem(topic)
+    if problem:
+        return f"partition entry of topic {escaped(topic)}: the topic {problem}"
+    if not 0 <= partition <= INT32_MAX:
+        return f"topic {topic} partition {partition}: not a Kafka partition number"
     end = _offset_entry(entry.get("end"), url, "partition.end")
     lag_raw = entry.get("current_lag", 0)
-    current_lag = 0 if lag_raw is None else max(_int(lag_raw, url, "partition.current_lag"), 0)
-    status = entry.get("status", "OK")
+    # A negative lag is kept as it is: the domain reports it as impossible (never "caught up").
+    current_lag = 0 if lag_raw is None else _int(lag_raw, url, "partition.current_lag")
     complete_raw = entry.get("complete", 1.0)
     complete = 1.0 if complete_raw is None else _float(complete_raw, url)
     return PartitionLag(
@@ -124,7 +165,7 @@ def _partition(value: Any, cluster: str, group: str, url: str) -> PartitionLag:
         committed_offset=end[0] if end else None,
         commit_time_ms=end[1] if end else None,
         current_lag=current_lag if end else 0,
-        burrow_status=status if isinstance(status, str) and status else "OK",
+        burrow_status=_status(entry.get("status")),
         complete=complete,
     )
 
@@ -140,20 +181,42 @@ def _float(value: Any, url: str) -> float:
 
 
 def parse_group_lag(body: Any, cluster: str, group: str, url: str = "") -> GroupLags:
-    """`GET /v3/kafka/{c}/consumer/{g}/lag` → GroupLags (all partitions)."""
+    """`GET /v3/kafka/{c}/consumer/{g}/lag` → GroupLags (all usable partitions).
+
+    A partition listed twice keeps its first entry: Burrow lists each partition once, so a
+    second one is garbage, and exporting both would double the series and the topic's lag.
+    """
     status = _object(_object(body, url).get("status"), url, "'status'")
     partitions = status.get("partitions")
     if partitions is None:
         partitions = []
     if not isinstance(partitions, list):
         raise _fail("'status.partitions' is not a list", url)
-    parsed = tuple(_partition(p, cluster, group, url) for p in partitions)
-    group_status = status.get("status")
+    parsed: list[PartitionLag] = []
+    rejected: list[str] = []
+    unusable = 0
+    seen: set[tuple[str, int]] = set()
+    for raw in partitions:
+        entry = _partition(raw, cluster, group, url)
+        if isinstance(entry, str):
+            rejected.append(entry)
+            unusable += 1
+            continue
+        where = (entry.key.topic, entry.key.partition)
+        if where in seen:
+            rejected.append(f"topic {where[0]} partition {where[1]}: listed again (the first "
+                            "entry is used)")
+            continue
+        seen.add(where)
+        parsed.append(entry)
     total = status.get("totallag", 0)
     return GroupLags(
         cluster=cluster,
         consumer=group,
-        burrow_status=group_status if isinstance(group_status, str) and group_status else "OK",
+        burrow_status=_status(status.get("status")),
+        # Parsed for the shape check only: the exported group lag is the sum of the partitions'.
         total_lag=max(_int(total, url, "status.totallag"), 0) if total is not None else 0,
-        partitions=parsed,
+        partitions=tuple(parsed),
+        rejected=tuple(rejected),
+        unusable_partitions=unusable,
     )

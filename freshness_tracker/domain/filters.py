@@ -45,5 +45,7 @@ class Shard:
     def owns(self, cluster: str, consumer: str) -> bool:
         if self.count <= 1:
             return True
-        digest = zlib.crc32(f"{cluster}\0{consumer}".encode())
+        # surrogatepass: a name that is not UTF-8 still hashes (it is rejected later, counted);
+        # for every valid name the bytes, and so the split, are plain UTF-8's.
+        digest = zlib.crc32(f"{cluster}\0{consumer}".encode("utf-8", "surrogatepass"))
         return digest % self.count == self.index

@@ -9,6 +9,10 @@ product's definition, so every edge case is decided in this one file:
   because Burrow keeps the *earlier* commit time when commits arrive within `min-distance`.
 - data loss: the committed offset fell below the log start. Freshness is then measured from the
   earliest retained record, which is a lower bound: the lost records were older still.
+- impossible inputs give no value, never a made-up one: a negative lag (the commit is past the
+  log end), a log end beyond int64, a timestamp before 2000 or more than a day ahead of now.
+  The partition is INVALID (unmeasured, counted) when its freshness would come from them; an
+  impossible commit time only drops the commit lag.
 """
 
 from __future__ import annotations
@@ -25,11 +29,35 @@ from freshness_tracker.domain.model import (
 )
 
 __all__ = [
+    "EARLIEST_PLAUSIBLE_MS",
+    "MAX_AHEAD_MS",
     "commit_lag_ms",
     "freshness_ms",
+    "implausible_time",
     "measure_partition",
     "retention_headroom_ms",
 ]
+
+#: 2000-01-01T00:00:00Z. Kafka (2011) and Burrow hold nothing older: an earlier timestamp is a
+#: producer's zero or garbage clock, and a freshness from it would be decades, not data.
+EARLIEST_PLAUSIBLE_MS = 946_684_800_000
+#: Clocks disagree, so a timestamp a little ahead of ours is normal (freshness clamps to 0); one
+#: more than a day ahead is garbage, and a commit lag from it would be absurd.
+MAX_AHEAD_MS = 86_400_000
+_INT64_MAX = 2**63 - 1
+
+
+def implausible_time(timestamp_ms: int, now_ms: int, what: str) -> str | None:
+    """Why `timestamp_ms` cannot be a real time as seen at `now_ms`, or None when it can.
+
+    A clock that itself reads before 2000 is a simulated one (tests, replays): against it only
+    times before the epoch are ruled out, so its small numbers keep their meaning.
+    """
+    if timestamp_ms < (EARLIEST_PLAUSIBLE_MS if now_ms >= EARLIEST_PLAUSIBLE_MS else 0):
+        return f"{what} {timestamp_ms} is before 2000"
+    if timestamp_ms > now_ms + MAX_AHEAD_MS:
+        return f"{what} {timestamp_ms} is more than a day ahead of now ({now_ms})"
+    return None
 
 
 def freshness_ms(now_ms: int, oldest_uncommitted_ts_ms: int) -> int:
@@ -56,16 +84,38 @@ def _read_for(
     return reads.get(ReadRequest(key.cluster, key.topic, key.partition, offset))
 
 
-def _commit_lag(lag: PartitionLag, reads: Mapping[ReadRequest, RecordRead]) -> int | None:
+def _commit_lag(
+    lag: PartitionLag, commit_time: int | None, reads: Mapping[ReadRequest, RecordRead],
+    now_ms: int,
+) -> tuple[int | None, str | None]:
+    """(commit lag, why an input was impossible) from the record at C − 1."""
     committed = lag.committed_offset
-    if committed is None or committed <= 0 or lag.commit_time_ms is None:
-        return None
+    if committed is None or committed <= 0 or commit_time is None:
+        return None, None
     previous = _read_for(lag, committed - 1, reads)
     if previous is None or previous.outcome is not ReadOutcome.FOUND:
-        return None
+        return None, None
     if previous.timestamp_ms is None:
+        return None, None
+    problem = implausible_time(previous.timestamp_ms, now_ms,
+                               f"record timestamp at offset {committed - 1}")
+    if problem:
+        return None, problem
+    return commit_lag_ms(commit_time, previous.timestamp_ms), None
+
+
+def _impossible_lag(lag: PartitionLag) -> str | None:
+    """Why Burrow's offsets for the partition cannot be true, or None."""
+    committed = lag.committed_offset
+    if committed is None:
         return None
-    return commit_lag_ms(lag.commit_time_ms, previous.timestamp_ms)
+    if lag.current_lag < 0:
+        return (f"Burrow reported current_lag {lag.current_lag}: the commit ({committed}) is "
+                "past the log end")
+    if committed + lag.current_lag > _INT64_MAX:
+        return (f"committed offset {committed} + current_lag {lag.current_lag} is beyond a "
+                "64-bit log end offset")
+    return None
 
 
 def measure_partition(
@@ -78,9 +128,20 @@ def measure_partition(
 
     `reads` holds answers for (cluster, topic, partition, offset); cached timestamps are passed
     in as FOUND reads. A read that is missing or failed yields no freshness value at all,
-    never an old one.
+    never an old one; neither does an impossible input (see the module docstring).
     """
     committed = lag.committed_offset
+    commit_time = lag.commit_time_ms
+    commit_time_problem = None
+    if commit_time is not None:
+        commit_time_problem = implausible_time(commit_time, now_ms, "commit time")
+        if commit_time_problem:
+            commit_time = None  # an impossible commit time: no commit lag, nothing absurd stored
+    bad_offsets = _impossible_lag(lag)
+    if bad_offsets:
+        commit_lag, commit_lag_problem = None, None
+    else:
+        commit_lag, commit_lag_problem = _commit_lag(lag, commit_time, reads, now_ms)
 
     def result(
         status: PartitionStatus,
@@ -90,26 +151,31 @@ def measure_partition(
         lost: int = 0,
         headroom: int | None = None,
         error: str | None = None,
+        invalid: str | None = None,
     ) -> PartitionResult:
         return PartitionResult(
             key=lag.key,
             status=status,
             burrow_status=lag.burrow_status,
             committed_offset=committed,
-            log_end_offset=lag.log_end_offset,
-            offset_lag=lag.current_lag,
-            commit_time_ms=lag.commit_time_ms,
+            log_end_offset=None if bad_offsets else lag.log_end_offset,
+            offset_lag=0 if bad_offsets else lag.current_lag,
+            commit_time_ms=commit_time,
             record_timestamp_ms=record_ts,
             freshness_ms=freshness,
-            commit_lag_ms=_commit_lag(lag, reads),
+            commit_lag_ms=commit_lag,
             lost_records=lost,
             retention_headroom_ms=headroom,
             error=error,
+            invalid=invalid or bad_offsets or commit_time_problem or commit_lag_problem,
         )
 
     if committed is None:
         return result(PartitionStatus.NO_COMMIT)
-    if lag.current_lag <= 0:
+    if bad_offsets:
+        # Never "caught up": whether records are waiting is exactly what is not known.
+        return result(PartitionStatus.INVALID, error=bad_offsets)
+    if lag.current_lag == 0:
         return result(PartitionStatus.CAUGHT_UP, freshness=0,
                       headroom=retention_headroom_ms(retention_ms, 0))
 
@@ -117,6 +183,10 @@ def measure_partition(
     if read is None:
         return result(PartitionStatus.LOOKUP_FAILED, error="no read was made for this offset")
     if read.outcome in (ReadOutcome.FOUND, ReadOutcome.GAP) and read.timestamp_ms is not None:
+        problem = implausible_time(read.timestamp_ms, now_ms,
+                                   f"record timestamp at offset {read.offset}")
+        if problem:
+            return result(PartitionStatus.INVALID, error=problem, invalid=problem)
         fresh = freshness_ms(now_ms, read.timestamp_ms)
         status = PartitionStatus.OK if read.outcome is ReadOutcome.FOUND else PartitionStatus.GAP
         return result(status, record_ts=read.timestamp_ms, freshness=fresh,
@@ -130,8 +200,12 @@ def measure_partition(
         log_start = read.log_start_offset
         lost = max(log_start - committed, 0) if log_start is not None else 0
         earliest_ts = read.timestamp_ms
+        problem = None if earliest_ts is None else implausible_time(
+            earliest_ts, now_ms, "timestamp of the earliest retained record")
+        if problem:
+            earliest_ts = None  # data loss is still a fact; its bound is not known
         bound = freshness_ms(now_ms, earliest_ts) if earliest_ts is not None else None
         return result(PartitionStatus.DATA_LOSS, record_ts=earliest_ts, freshness=bound,
                       lost=lost, headroom=0 if retention_ms is not None else None,
-                      error=read.error)
+                      error=read.error, invalid=problem)
     return result(PartitionStatus.LOOKUP_FAILED, error=read.error or f"read {read.outcome}")

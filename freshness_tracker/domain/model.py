@@ -83,6 +83,12 @@ class GroupLags:
     burrow_status: str
     total_lag: int
     partitions: tuple[PartitionLag, ...]
+    #: Entries of the answer that were not used (a topic that is not a Kafka topic name, a
+    #: second entry for the same partition), each described with its name escaped.
+    rejected: tuple[str, ...] = ()
+    #: How many of those were partitions of their own (not repeats): their values are unknown,
+    #: so the group counts them unmeasured and withholds its max and lag.
+    unusable_partitions: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,13 +96,16 @@ class ClusterLags:
     """Everything Burrow told us about one cluster in one cycle.
 
     `missing_groups` are groups listed by `/consumer` whose `/lag` answered 404 NOTFOUND (gone
-    between the two calls); `failed_groups` are groups whose `/lag` could not be read at all.
+    between the two calls); `failed_groups` are groups whose `/lag` could not be read at all;
+    `rejected` are consumer-list entries that are no usable group name (empty, not UTF-8, not a
+    string, listed twice), described with the name escaped: never asked for, only counted.
     """
 
     cluster: str
     groups: tuple[GroupLags, ...]
     missing_groups: tuple[str, ...] = ()
     failed_groups: tuple[tuple[str, str], ...] = ()  # (group, error)
+    rejected: tuple[str, ...] = ()
 
 
 # --- Kafka reads -------------------------------------------------------------------------
@@ -157,6 +166,9 @@ class PartitionStatus(StrEnum):
     DATA_LOSS = "data_loss"  # committed offset below log start: freshness is a lower bound
     NO_COMMIT = "no_commit"  # Burrow holds no committed offset (`end: null`)
     LOOKUP_FAILED = "lookup_failed"  # the read failed: no value is exported
+    #: Burrow's or Kafka's numbers are impossible (negative lag, a record timestamp before 2000
+    #: or more than a day ahead): no freshness rather than a made-up one.
+    INVALID = "invalid"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +177,9 @@ class PartitionResult:
 
     `freshness_ms` is None when unknown (never a stale value). With DATA_LOSS it is measured
     from the earliest retained record and so is a lower bound (`freshness_is_lower_bound`).
+    `invalid` says which input was impossible and left unused (with status INVALID, or a commit
+    time that was dropped while freshness was still measured); `log_end_offset` is None when
+    Burrow's lag was negative, so no offset lag is exported for it.
     """
 
     key: PartitionKey
@@ -180,6 +195,7 @@ class PartitionResult:
     lost_records: int = 0
     retention_headroom_ms: int | None = None
     error: str | None = None
+    invalid: str | None = None
 
     @property
     def freshness_is_lower_bound(self) -> bool:
@@ -192,26 +208,32 @@ class PartitionResult:
 
 @dataclass(frozen=True, slots=True)
 class TopicResult:
-    """Roll-up of one group's partitions on one topic (max freshness: the worst partition)."""
+    """Roll-up of one group's partitions on one topic (max freshness: the worst partition).
+
+    `offset_lag` is None while a partition's lag is impossible (unknown), like the max.
+    """
 
     cluster: str
     consumer: str
     topic: str
     max_freshness_ms: int | None
-    offset_lag: int
+    offset_lag: int | None
     partitions: int
     unmeasured_partitions: int
 
 
 @dataclass(frozen=True, slots=True)
 class GroupResult:
-    """Roll-up of one group: its worst partition and Burrow's own verdict."""
+    """Roll-up of one group: its worst partition and Burrow's own verdict.
+
+    `offset_lag` is None while a partition's lag is unknown (impossible, or its entry unusable).
+    """
 
     cluster: str
     consumer: str
     burrow_status: str
     max_freshness_ms: int | None
-    offset_lag: int
+    offset_lag: int | None
     partitions: int
     unmeasured_partitions: int
     data_loss_partitions: int
@@ -236,6 +258,9 @@ class ClusterHealth:
     kafka_read_failures: int = 0
     cache_hits: int = 0
     burrow_errors: int = 0
+    #: Inputs not used because they are impossible: consumer-list entries and topic names that
+    #: cannot be exported, duplicate partitions, negative lags, absurd timestamps.
+    invalid_inputs: int = 0
     data_loss_events: int = 0
     offset_mismatches: int = 0
     read_duration_ms: int = 0

@@ -5,6 +5,10 @@ scrape from `holder.current`, so a group or partition that has gone, or a failed
 has no sample: nothing stale survives a cycle. Values come from each cluster's last completed
 cycle (no sample timestamps, per the exporter guidelines).
 
+A label value that is not valid UTF-8 would make the whole exposition fail to encode (HTTP 500
+for every cluster), so such a sample is skipped and logged instead: the parser already drops
+those names (counted), this is the last line of defence.
+
     kafka_consumer_freshness_ms{cluster="c",consumer="g",topic="t",partition="0"} 1234.0
     kafka_consumer_group_max_freshness_ms{cluster="c",consumer="g"} 1234.0
     freshness_tracker_cluster_up{cluster="c"} 1.0
@@ -12,6 +16,7 @@ cycle (no sample timestamps, per the exporter guidelines).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -23,6 +28,7 @@ from freshness_tracker.domain.model import (
     ClusterSnapshot,
     PartitionStatus,
 )
+from freshness_tracker.domain.names import escaped, is_utf8
 from freshness_tracker.publish import SnapshotHolder
 
 __all__ = ["FreshnessCollector"]
@@ -32,6 +38,10 @@ TOPIC_LABELS = ["cluster", "consumer", "topic"]
 GROUP_LABELS = ["cluster", "consumer"]
 
 _LAST = " From the last completed cycle of the cluster."
+#: Partitions whose data-loss verdict is not known (no read answered, or impossible inputs).
+_LOSS_UNKNOWN = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.INVALID})
+
+log = logging.getLogger(__name__)
 
 
 def _status_code(status: str) -> float:
@@ -44,14 +54,26 @@ class FreshnessCollector(Collector):
     def __init__(self, holder: SnapshotHolder, granularity: Granularity = Granularity.PARTITION):
         self._holder = holder
         self._granularity = granularity
+        self._skipped = 0
 
     def describe(self) -> Iterable[Metric]:
         # Avoid a collect() at registration time (the registry calls describe() instead).
         return []
 
+    def _exportable(self, *labels: str) -> bool:
+        """False (and the sample skipped) for a label no exposition can carry."""
+        if all(is_utf8(label) for label in labels):
+            return True
+        self._skipped += 1
+        if self._skipped == 1:
+            log.warning("a series with a label that is not valid UTF-8 was not exported: %s",
+                        ", ".join(escaped(label) for label in labels))
+        return False
+
     def collect(self) -> Iterator[Metric]:
         snapshot = self._holder.current  # read once: one consistent set of cycles
         clusters = snapshot.clusters
+        self._skipped = 0  # one warning per scrape at most
         if self._granularity is Granularity.PARTITION:
             yield from self._partition_families(clusters)
         if self._granularity in (Granularity.PARTITION, Granularity.TOPIC):
@@ -97,11 +119,14 @@ class FreshnessCollector(Collector):
         for cluster in clusters:
             for r in cluster.partitions:
                 k = r.key
+                if not self._exportable(k.cluster, k.consumer, k.topic):
+                    continue
                 labels = [k.cluster, k.consumer, k.topic, str(k.partition)]
                 status.add_metric(labels, _status_code(r.burrow_status))
                 if r.status is PartitionStatus.NO_COMMIT:
                     continue
-                offset_lag.add_metric(labels, float(r.offset_lag))
+                if r.log_end_offset is not None:  # None: Burrow's lag was impossible (negative)
+                    offset_lag.add_metric(labels, float(r.offset_lag))
                 if r.committed_offset is not None:
                     committed.add_metric(labels, float(r.committed_offset))
                 if r.freshness_ms is not None:
@@ -110,7 +135,7 @@ class FreshnessCollector(Collector):
                     commit_lag.add_metric(labels, float(r.commit_lag_ms))
                 if r.retention_headroom_ms is not None:
                     headroom.add_metric(labels, float(r.retention_headroom_ms))
-                if r.status is not PartitionStatus.LOOKUP_FAILED:
+                if r.status not in _LOSS_UNKNOWN:
                     data_loss.add_metric(labels, 1.0 if r.data_loss else 0.0)
                     lost.add_metric(labels, float(r.lost_records))
         yield from (freshness, commit_lag, offset_lag, committed, data_loss, lost, headroom,
@@ -123,12 +148,16 @@ class FreshnessCollector(Collector):
             labels=TOPIC_LABELS)
         lag = GaugeMetricFamily(
             "kafka_consumer_topic_offset_lag",
-            "Sum of the group's offset lag over the topic's partitions." + _LAST,
+            "Sum of the group's offset lag over the topic's partitions; absent while one "
+            "partition's lag is impossible (negative in Burrow)." + _LAST,
             labels=TOPIC_LABELS)
         for cluster in clusters:
             for t in cluster.topics:
                 labels = [t.cluster, t.consumer, t.topic]
-                lag.add_metric(labels, float(t.offset_lag))
+                if not self._exportable(*labels):
+                    continue
+                if t.offset_lag is not None:
+                    lag.add_metric(labels, float(t.offset_lag))
                 if t.max_freshness_ms is not None:
                     fresh.add_metric(labels, float(t.max_freshness_ms))
         yield from (fresh, lag)
@@ -141,7 +170,8 @@ class FreshnessCollector(Collector):
             labels=GROUP_LABELS)
         lag = GaugeMetricFamily(
             "kafka_consumer_group_offset_lag",
-            "Sum of the group's offset lag over all partitions (Burrow totallag)." + _LAST,
+            "Sum of the group's offset lag over its partitions (not Burrow's totallag, which "
+            "may disagree with them); absent while one partition's lag is unknown." + _LAST,
             labels=GROUP_LABELS)
         status = GaugeMetricFamily(
             "kafka_consumer_group_burrow_status",
@@ -149,8 +179,10 @@ class FreshnessCollector(Collector):
             labels=GROUP_LABELS)
         unmeasured = GaugeMetricFamily(
             "kafka_consumer_group_unmeasured_partitions",
-            "Partitions of the group without a freshness value this cycle (read failed or no "
-            "commit): the group max covers only the others." + _LAST, labels=GROUP_LABELS)
+            "Partitions of the group without a freshness value this cycle (read failed, no "
+            "commit, or impossible inputs from Burrow or Kafka): the group max covers only the "
+            "others, and is absent while a read failed or an input was impossible." + _LAST,
+            labels=GROUP_LABELS)
         loss = GaugeMetricFamily(
             "kafka_consumer_group_data_loss_partitions",
             "Partitions of the group whose unread records were deleted by retention." + _LAST,
@@ -158,7 +190,10 @@ class FreshnessCollector(Collector):
         for cluster in clusters:
             for g in cluster.groups:
                 labels = [g.cluster, g.consumer]
-                lag.add_metric(labels, float(g.offset_lag))
+                if not self._exportable(*labels):
+                    continue
+                if g.offset_lag is not None:
+                    lag.add_metric(labels, float(g.offset_lag))
                 status.add_metric(labels, _status_code(g.burrow_status))
                 unmeasured.add_metric(labels, float(g.unmeasured_partitions))
                 loss.add_metric(labels, float(g.data_loss_partitions))
@@ -189,6 +224,8 @@ class FreshnessCollector(Collector):
             "Partitions in the cluster's last cycle, by outcome.", labels=["cluster", "status"])
         for cluster in clusters:
             h = cluster.health
+            if not self._exportable(h.cluster):
+                continue
             up.add_metric([h.cluster], 1.0 if h.up else 0.0)
             attempt.add_metric([h.cluster], h.last_attempt_ms / 1000)
             if h.last_success_ms is not None:

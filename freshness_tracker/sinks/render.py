@@ -71,7 +71,8 @@ def render_table(snapshot: Snapshot) -> str:
             status = r.status.value + (f" ({r.lost_records} lost)" if r.data_loss else "")
             rows.append((r.key.cluster, r.key.consumer, r.key.topic, str(r.key.partition),
                          "-" if r.committed_offset is None else str(r.committed_offset),
-                         str(r.offset_lag), fresh, format_ms(r.commit_lag_ms), status))
+                         "-" if r.log_end_offset is None and r.committed_offset is not None
+                         else str(r.offset_lag), fresh, format_ms(r.commit_lag_ms), status))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
                      .rstrip() for row in rows)

@@ -59,6 +59,11 @@ class SelfMetrics:
         self.burrow_errors = counter(
             "burrow_errors", "Burrow requests that failed after retries (cluster list, consumer "
             "list or a group's lag).")
+        self.invalid_inputs = counter(
+            "invalid_inputs", "Inputs not used because they are impossible: consumer-list "
+            "entries and topics that are no exportable name, a partition listed twice, a "
+            "negative lag, timestamps before 2000 or more than a day ahead. Each cycle logs the "
+            "first ones.")
         self.kafka_reads = counter("kafka_reads", "Record reads sent to Kafka.")
         self.kafka_read_failures = counter(
             "kafka_read_failures", "Record reads that failed (no value was exported for them).")
@@ -78,9 +83,9 @@ class SelfMetrics:
                      ["version"], registry=registry)
         info.labels(__version__).set(1)
         for name in clusters:
-            for c in (self.cycles, self.cycle_failures, self.burrow_errors, self.kafka_reads,
-                      self.kafka_read_failures, self.cache_hits, self.data_loss_events,
-                      self.offset_mismatches):
+            for c in (self.cycles, self.cycle_failures, self.burrow_errors, self.invalid_inputs,
+                      self.kafka_reads, self.kafka_read_failures, self.cache_hits,
+                      self.data_loss_events, self.offset_mismatches):
                 c.labels(name)
             self.read_duration.labels(name)
 
@@ -91,6 +96,7 @@ class SelfMetrics:
         if not h.up:
             self.cycle_failures.labels(c).inc()
         self.burrow_errors.labels(c).inc(h.burrow_errors)
+        self.invalid_inputs.labels(c).inc(h.invalid_inputs)
         self.kafka_reads.labels(c).inc(h.kafka_reads)
         self.kafka_read_failures.labels(c).inc(h.kafka_read_failures)
         self.cache_hits.labels(c).inc(h.cache_hits)

@@ -77,21 +77,115 @@ def test_19x_shape_observed_at_null_lag_null_end_and_big_lag() -> None:
     {"status": {"partitions": [{"topic": 5, "partition": 0}]}},
     {"status": {"partitions": [{"topic": "t", "partition": "0"}]}},
     {"status": {"partitions": [{"topic": "t", "partition": 0, "end": {"offset": "1"}}]}},
-    {"status": {"partitions": [{"topic": "t", "partition": -1}]}},
-    {"status": {"partitions": [{"topic": "t" * 5000, "partition": 0}]}},
     {"status": {"partitions": [{"topic": "t", "partition": True}]}},
+    {"status": {"partitions": [{"topic": None, "partition": 0}]}},
 ])
 def test_malformed_lag_bodies_raise_response_error(bad: Any) -> None:
     with pytest.raises(BurrowResponseError):
         parse.parse_group_lag(bad, "c", "g")
 
 
-def test_negative_offset_is_no_commit_and_negative_lag_is_zero() -> None:
+def test_negative_offset_is_no_commit() -> None:
     g = parse.parse_group_lag({"status": {"partitions": [
         {"topic": "t", "partition": 0, "end": {"offset": -1, "timestamp": 5},
          "current_lag": -3}]}}, "c", "g")
     assert g.partitions[0].committed_offset is None
-    assert g.partitions[0].current_lag == 0
+    assert g.partitions[0].current_lag == 0  # no commit: no lag either
+
+
+def test_a_negative_lag_is_passed_on_not_turned_into_caught_up() -> None:
+    """Clamping it to 0 claimed "caught up" for a partition whose state is unknown; the domain
+    reports it as INVALID instead (test_freshness)."""
+    g = parse.parse_group_lag({"status": {"partitions": [
+        {"topic": "t", "partition": 0, "end": {"offset": 5, "timestamp": 5},
+         "current_lag": -3}]}}, "c", "g")
+    assert g.partitions[0].current_lag == -3
+
+
+def lag_body(*partitions: dict[str, Any], **status: Any) -> dict[str, Any]:
+    return {"status": {"status": "OK", "partitions": list(partitions), **status}}
+
+
+def entry(topic: str = "t", partition: int = 0, lag: int = 1, offset: int = 5) -> dict[str, Any]:
+    return {"topic": topic, "partition": partition, "current_lag": lag,
+            "end": {"offset": offset, "timestamp": 1_700_000_000_000}}
+
+
+@pytest.mark.parametrize("topic", ["t\udc80x", "", "a b", "t/../x", ".", "..", "t" * 250,
+                                   "t" * 5000, "тема", "t\n"])
+def test_a_topic_that_is_no_kafka_topic_name_costs_its_partition_only(topic: str) -> None:
+    g = parse.parse_group_lag(lag_body(entry("good", 0), entry(topic, 1), entry("good", 2)),
+                              "c", "g")
+    assert [(p.key.topic, p.key.partition) for p in g.partitions] == [("good", 0), ("good", 2)]
+    assert len(g.rejected) == 1 and g.unusable_partitions == 1
+    assert "not a Kafka topic name" in g.rejected[0] or "is empty" in g.rejected[0]
+    g.rejected[0].encode("utf-8")  # escaped: always loggable
+    assert "\n" not in g.rejected[0]  # no forged log line
+
+
+def test_a_lone_surrogate_topic_from_json_is_dropped_and_described_escaped() -> None:
+    raw = b'{"status": {"partitions": [{"topic": "t\\udc80x", "partition": 0, "current_lag": 1}]}}'
+    g = parse.parse_group_lag(json.loads(raw), "c", "g")
+    assert g.partitions == () and g.unusable_partitions == 1
+    assert "'t\\udc80x'" in g.rejected[0]
+    g.rejected[0].encode("utf-8")
+
+
+@pytest.mark.parametrize("number", [-1, 2**31, 2**40])
+def test_an_impossible_partition_number_costs_that_entry_only(number: int) -> None:
+    g = parse.parse_group_lag(lag_body(entry("t", number), entry("t", 1)), "c", "g")
+    assert [p.key.partition for p in g.partitions] == [1]
+    assert g.unusable_partitions == 1
+
+
+def test_a_partition_listed_twice_keeps_its_first_entry_and_counts_the_others() -> None:
+    """Three entries for t/0 gave three identical series and a topic lag of 12 instead of 7."""
+    g = parse.parse_group_lag(lag_body(entry("t", 0, lag=5), entry("t", 0, lag=9),
+                                       entry("t", 0, lag=5), entry("t", 1, lag=2)), "c", "g")
+    assert [(p.key.partition, p.current_lag) for p in g.partitions] == [(0, 5), (1, 2)]
+    assert len(g.rejected) == 2 and all("listed again" in r for r in g.rejected)
+    assert g.unusable_partitions == 0  # the partition itself is measured (from its first entry)
+
+
+def test_consumer_list_keeps_the_usable_names_and_describes_the_rest() -> None:
+    raw = (b'{"consumers": ["a", "", "g\\udc80x", 5, null, "a", "b", {"x": 1}, "'
+           + b"x" * 5000 + b'"]}')
+    names = parse.parse_consumer_list(json.loads(raw))
+    assert names == ["a", "b"]
+    assert len(names.rejected) == 7
+    for why in names.rejected:
+        why.encode("utf-8")
+        assert len(why) < 200  # a 5000-character name is cut in the description
+    assert any("is empty" in r for r in names.rejected)
+    assert any("'g\\udc80x' is not valid UTF-8" in r for r in names.rejected)
+    assert any("listed again" in r for r in names.rejected)
+
+
+def test_cluster_and_server_lists_skip_unusable_entries() -> None:
+    assert parse.parse_cluster_list({"clusters": ["", "local", 5, "\udc80"]}) == ["local"]
+    assert parse.parse_cluster_servers({"module": {"servers": ["", "k:1", None]}}) == ["k:1"]
+
+
+def test_unusable_status_words_are_unknown_not_ok() -> None:
+    g = parse.parse_group_lag({"status": {"status": "\udc80", "partitions": [
+        {**entry(), "status": "W" * 100}]}}, "c", "g")
+    assert g.burrow_status == "UNKNOWN" and g.partitions[0].burrow_status == "UNKNOWN"
+
+
+def test_the_parser_never_recurses_whatever_the_nesting() -> None:
+    """json.loads is bounded by the client; the parser itself must not add a depth limit."""
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    bodies = (deep, {"status": {"partitions": deep}}, {"status": {"partitions": [deep]}},
+              {"consumers": deep}, {"consumers": [deep]},
+              {"status": {"partitions": [{"topic": "t", "partition": 0, "end": deep}]}})
+    calls = (lambda b: parse.parse_group_lag(b, "c", "g"), parse.parse_consumer_list,
+             parse.parse_cluster_list, parse.parse_cluster_servers, parse.is_not_found)
+    for body in bodies:
+        for call in calls:
+            with contextlib.suppress(BurrowResponseError):
+                call(body)
 
 
 json_values = st.recursive(

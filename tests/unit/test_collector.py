@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from prometheus_client import CollectorRegistry, generate_latest
 
 from freshness_tracker.config.settings import Granularity
@@ -128,3 +130,44 @@ def test_kafka_client_collector_reads_pool_stats_at_scrape_time() -> None:
     assert registry.get_sample_value("freshness_tracker_kafka_fetch_requests_total",
                                      {"cluster": "c"}) == 9
     assert registry.get_sample_value("freshness_tracker_kafka_consumers", {"cluster": "c"}) == 1
+
+
+def test_a_label_that_is_not_utf8_costs_its_series_only_never_the_scrape() -> None:
+    """A lone surrogate in one topic made generate_latest raise: /metrics answered 500 for
+    every cluster. The parser drops such names; the Collector must survive one anyway."""
+    bad_topic = replace(result(3, PartitionStatus.OK, 50), key=PartitionKey("c", "g", "t\udc80x",
+                                                                           3))
+    good = snapshot()
+    bad = replace(good, partitions=(*good.partitions, bad_topic),
+                  topics=(*good.topics, TopicResult("c", "g", "t\udc80x", 50, 1, 1, 0)),
+                  groups=(*good.groups, GroupResult("c", "g\udc80", "OK", 50, 1, 1, 0, 0)))
+    other = ClusterSnapshot("d", 1, 1_000, 2_000, ClusterHealth("d", True, 1_000, 2_000, 1_000))
+    holder = SnapshotHolder()
+    holder.publish(bad)
+    holder.publish(other)
+    text = render(holder)  # must not raise UnicodeEncodeError
+    lines = set(text.splitlines())
+    assert 'kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"} 1234.0' \
+        in lines
+    assert 'freshness_tracker_cluster_up{cluster="d"} 1.0' in lines
+    assert "\\udc80" not in text and 'partition="3"' not in text
+
+
+def test_an_invalid_partition_exports_what_is_possible_and_nothing_else() -> None:
+    """A negative Burrow lag: no freshness, no offset lag, no data-loss verdict; the committed
+    offset and Burrow's status stay; the partition is counted by its status."""
+    invalid = result(0, PartitionStatus.INVALID, None, log_end_offset=None, offset_lag=0,
+                     commit_lag_ms=None, invalid="Burrow reported current_lag -3")
+    holder = SnapshotHolder()
+    holder.publish(ClusterSnapshot(
+        "c", 1, 1_000, 2_000, ClusterHealth("c", True, 1_000, 2_000, 1_000), (invalid,),
+        (TopicResult("c", "g", "t", None, None, 1, 1),),
+        (GroupResult("c", "g", "OK", None, None, 1, 1, 0),)))
+    text = render(holder)
+    samples = {line.split("{")[0] for line in text.splitlines() if not line.startswith("#")
+               and 'consumer="g"' in line}
+    assert samples == {"kafka_consumer_committed_offset", "kafka_consumer_partition_burrow_status",
+                       "kafka_consumer_group_burrow_status",
+                       "kafka_consumer_group_unmeasured_partitions",
+                       "kafka_consumer_group_data_loss_partitions"}
+    assert 'freshness_tracker_cluster_partitions{cluster="c",status="invalid"} 1.0' in text

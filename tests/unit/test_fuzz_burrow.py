@@ -1,10 +1,13 @@
 """Fuzzing Burrow's side: every body yields values or a counted error, and a cycle never crashes.
 
 1. The parser, with hypothesis: arbitrary JSON values, and Burrow-shaped bodies with hostile
-   fields (huge numbers, negative offsets, wrong types, very long names) -> results or
-   BurrowResponseError, nothing else.
-2. Whole cycles over real HTTP: a fake Burrow server serves fuzzed `/lag` bodies to the real
-   BurrowClient; the cycle completes, the error is counted, and /metrics renders.
+   fields (huge and negative numbers, wrong types, very long, empty or non-UTF-8 names, the
+   same partition listed again, absurd timestamps) -> results or BurrowResponseError, nothing
+   else; every kept name is exportable and every dropped entry is described.
+2. Whole cycles over real HTTP: a fake Burrow server serves fuzzed `/consumer` lists and `/lag`
+   bodies (deep nesting included) to the real BurrowClient; the cycle completes, the good group
+   stays measured, a bad input is used, counted as a Burrow error or counted as invalid, and
+   /metrics renders only possible numbers, each series once.
 3. atheris (coverage-guided, libFuzzer) on the parser when it is installed, in a subprocess.
 """
 
@@ -30,6 +33,8 @@ from freshness_tracker.burrow import parse
 from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
 from freshness_tracker.config.settings import ClusterSettings
 from freshness_tracker.cycle import ClusterMeasurer
+from freshness_tracker.domain.freshness import EARLIEST_PLAUSIBLE_MS, MAX_AHEAD_MS
+from freshness_tracker.domain.names import group_name_problem, topic_name_problem
 from freshness_tracker.errors import BurrowResponseError
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.publish import SnapshotHolder
@@ -39,22 +44,32 @@ from tests.fakes import FakeReader
 from tests.faults.fake_burrow_server import FaultyBurrow
 
 INT64_MAX = 2**63 - 1
+T0 = 1_700_000_000_000  # the fuzzed cycles' clock: a real epoch
+NOW = T0 + 10_000
 
 # --- hostile values ----------------------------------------------------------------------------
 
 huge_ints = st.one_of(
     st.integers(),
     st.sampled_from([2**31, 2**32, 2**53 + 1, INT64_MAX, INT64_MAX + 1, 2**64, -(2**63) - 1,
-                     10**30, 10**400, -(10**400), -1, 0]),
+                     10**30, 10**400, -(10**400), -1, 0, -3]),
+)
+#: Timestamps: real ones around the clock, and the impossible kinds (far future, before 2000).
+timestamps = st.one_of(
+    st.integers(T0 - 10**9, NOW + 2 * MAX_AHEAD_MS),
+    st.sampled_from([99_999_999_999_999_999, 1, 0, -1, EARLIEST_PLAUSIBLE_MS - 1,
+                     NOW + MAX_AHEAD_MS + 1, INT64_MAX]),
+    huge_ints,
 )
 weird_floats = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([1e308, -1e308, 1e19, 0.5, -0.0]),
 )
 names = st.one_of(
-    st.text(max_size=30),
-    st.sampled_from(["", " ", "a" * 5000, "x" * 300, "\u0000", "t/../../etc", "g?x=1#f",
-                     "тема", "🙂" * 10, '"', "\n"]),
+    st.text(max_size=30),  # lone surrogates included
+    st.sampled_from(["", " ", "a" * 5000, "x" * 300, "t" * 249, "t" * 250, "\u0000",
+                     "t/../../etc", "g?x=1#f", "тема", "🙂" * 10, '"', "\n", "t\udc80x",
+                     "\udc80", "\ud800", ".", "..", "t", "ok"]),
 )
 scalars = st.one_of(st.none(), st.booleans(), huge_ints, weird_floats, names)
 json_values = st.recursive(
@@ -69,14 +84,15 @@ maybe = lambda strategy: st.one_of(strategy, scalars)  # noqa: E731 (a local hel
 @st.composite
 def offset_entries(draw: st.DrawFn) -> Any:
     return draw(st.one_of(st.none(), scalars, st.fixed_dictionaries(
-        {"offset": maybe(huge_ints), "timestamp": maybe(huge_ints), "lag": maybe(huge_ints)})))
+        {"offset": maybe(huge_ints), "timestamp": maybe(timestamps), "lag": maybe(huge_ints)})))
 
 
 @st.composite
 def partition_entries(draw: st.DrawFn) -> Any:
     entry: dict[str, Any] = {
-        "topic": draw(maybe(names)),
-        "partition": draw(maybe(huge_ints)),
+        # A small pool of real names and numbers, so that the same partition is listed again.
+        "topic": draw(st.one_of(st.sampled_from(["t", "u"]), maybe(names))),
+        "partition": draw(st.one_of(st.integers(0, 2), maybe(huge_ints))),
         "owner": draw(maybe(names)),
         "status": draw(maybe(st.sampled_from(["OK", "WARN", "STOP", "STALL", "REWIND", "??"]))),
         "start": draw(offset_entries()),
@@ -95,7 +111,7 @@ def lag_bodies(draw: st.DrawFn) -> Any:
         "cluster": draw(maybe(names)),
         "group": draw(maybe(names)),
         "status": draw(maybe(st.sampled_from(["OK", "WARN", "ERR", "NOTFOUND"]))),
-        "partitions": draw(st.one_of(st.lists(partition_entries(), max_size=5), scalars)),
+        "partitions": draw(st.one_of(st.lists(partition_entries(), max_size=6), scalars)),
         "totallag": draw(maybe(huge_ints)),
         "maxlag": draw(st.one_of(st.none(), partition_entries())),
     }
@@ -127,20 +143,45 @@ def test_any_json_value_parses_or_is_a_burrow_response_error(body: Any) -> None:
 @example({"status": {"partitions": [{"topic": "t", "partition": 0,
                                      "end": {"offset": 10**30, "timestamp": 10**30},
                                      "current_lag": 10**400}], "totallag": 10**400}})
+@example({"status": {"partitions": [{"topic": "t\udc80x", "partition": 0, "current_lag": 1},
+                                    {"topic": "", "partition": 0}]}})
+@example({"status": {"partitions": [{"topic": "t", "partition": 0, "current_lag": 5}] * 3}})
+@example({"status": {"partitions": [{"topic": "t", "partition": 0, "current_lag": -3,
+                                     "end": {"offset": 5, "timestamp": 99_999_999_999_999_999}}]}})
 def test_lag_bodies_yield_sane_values_or_a_burrow_response_error(body: Any) -> None:
     try:
         group = parse.parse_group_lag(body, "c", "g", "/lag")
     except BurrowResponseError:
         return
     assert 0 <= group.total_lag <= INT64_MAX
+    keys = [(p.key.topic, p.key.partition) for p in group.partitions]
+    assert len(keys) == len(set(keys)), "a partition was kept twice"
     for p in group.partitions:
-        assert 0 <= p.key.partition <= INT64_MAX
-        assert 0 < len(p.key.topic) <= parse.MAX_NAME_LENGTH
-        assert 0 <= p.current_lag <= INT64_MAX
+        assert 0 <= p.key.partition <= 2**31 - 1
+        assert topic_name_problem(p.key.topic) is None
+        # A negative lag is passed on (the domain marks it INVALID), never clamped to 0.
+        assert -(2**63) <= p.current_lag <= INT64_MAX
         assert p.committed_offset is None or 0 <= p.committed_offset <= INT64_MAX
         assert p.commit_time_ms is None or 0 < p.commit_time_ms <= INT64_MAX
         assert math.isfinite(p.complete)
-        assert isinstance(p.burrow_status, str)
+        assert isinstance(p.burrow_status, str) and p.burrow_status.encode()
+    assert group.unusable_partitions <= len(group.rejected)
+    for why in group.rejected:
+        why.encode("utf-8")  # a description is always loggable, names escaped
+        assert "\n" not in why
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(names | scalars, max_size=8))
+def test_consumer_lists_keep_usable_names_once_and_describe_the_rest(listed: list[Any]) -> None:
+    """An empty or non-UTF-8 name took the whole cluster down; now it costs only itself."""
+    consumers = parse.parse_consumer_list({"consumers": listed})
+    assert all(group_name_problem(name) is None for name in consumers)
+    assert len(consumers) == len(set(consumers))
+    assert len(consumers) + len(consumers.rejected) == len(listed)
+    for why in consumers.rejected:
+        why.encode("utf-8")
+        assert "\n" not in why
 
 
 def test_the_parser_rejects_numbers_outside_int64() -> None:
@@ -155,15 +196,18 @@ def test_the_parser_rejects_numbers_outside_int64() -> None:
 # --- 2. whole cycles over HTTP ------------------------------------------------------------------
 
 
+CONSUMERS = {"error": False, "consumers": ["ok", "fuzz"]}
+
+
 @pytest.fixture(scope="module")
 def burrow_server() -> Iterator[FaultyBurrow]:
     server = FaultyBurrow(None).start()  # no upstream: serves only what the test sets
     server.serve_static("/v3/kafka", {"error": False, "clusters": ["c"]})
-    server.serve_static("/v3/kafka/c/consumer", {"error": False, "consumers": ["ok", "fuzz"]})
+    server.serve_static("/v3/kafka/c/consumer", CONSUMERS)
     server.serve_static("/v3/kafka/c/consumer/ok/lag", {"error": False, "status": {
         "status": "OK", "totallag": 1, "partitions": [{
             "topic": "t", "partition": 0, "status": "OK", "current_lag": 1,
-            "end": {"offset": 5, "timestamp": 1_000}}]}})
+            "end": {"offset": 5, "timestamp": T0 + 1_000}}]}})
     try:
         yield server
     finally:
@@ -174,9 +218,10 @@ def burrow_server() -> Iterator[FaultyBurrow]:
 def cycle(burrow_server: FaultyBurrow) -> Iterator[tuple[ClusterMeasurer, CollectorRegistry,
                                                           SnapshotHolder, SelfMetrics]]:
     client = BurrowClient(BurrowSettings(url=burrow_server.url, timeout_s=5, retries=0))
-    reader = FakeReader({("t", 0, 4): 500, ("t", 0, 5): 900})
+    reader = FakeReader({(t, p, o): T0 + 100 * o for t in ("t", "u") for p in range(3)
+                         for o in range(10)})
     measurer = ClusterMeasurer(ClusterSettings("c", ClusterKafkaSettings(
-        "c", {"bootstrap.servers": "k:1"})), client, lambda _k: reader, clock=lambda: 10_000)
+        "c", {"bootstrap.servers": "k:1"})), client, lambda _k: reader, clock=lambda: NOW)
     registry = CollectorRegistry()
     holder = SnapshotHolder()
     registry.register(FreshnessCollector(holder))
@@ -187,31 +232,65 @@ def cycle(burrow_server: FaultyBurrow) -> Iterator[tuple[ClusterMeasurer, Collec
         client.close()
 
 
+#: Bodies whose JSON nests deeper than any decoder's stack: a failed group, never a crash.
+DEEP = [b"[" * 1500 + b"]" * 1500, b"[" * 100_000,
+        b'{"status": {"partitions": ' + b"[" * 5000 + b"]" * 5000 + b"}}",
+        b'{"status": {"partitions": [{"topic": "t", "partition": 0, "end": '
+        + b'{"a": ' * 3000 + b"1" + b"}" * 3000 + b"}]}}"]
+
+
+def _check_scrape(text: str) -> None:
+    """The scrape renders, every series once, every per-consumer number a possible one."""
+    seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name, frozenset(sample.labels.items()))
+            assert key not in seen, f"series exported twice: {key}"
+            seen.add(key)
+            if sample.name in ("kafka_consumer_freshness_ms",
+                               "kafka_consumer_group_max_freshness_ms",
+                               "kafka_consumer_topic_max_freshness_ms"):
+                assert 0 <= sample.value <= NOW - EARLIEST_PLAUSIBLE_MS, sample
+            if sample.name == "kafka_consumer_commit_lag_ms":
+                assert 0 <= sample.value <= NOW + MAX_AHEAD_MS - EARLIEST_PLAUSIBLE_MS, sample
+            if "offset_lag" in sample.name or sample.name == "kafka_consumer_committed_offset":
+                assert 0 <= sample.value <= INT64_MAX, sample
+
+
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.one_of(lag_bodies().map(lambda b: json.dumps(b).encode()),
                  st.binary(max_size=200),
                  st.sampled_from([b"", b"<html>oops</html>", b'{"status": {"partitions": [',
                                   b"null", b"[]", b'{"status": {"partitions": "x"}}',
-                                  b"1" * 5000])))
+                                  b"1" * 5000, *DEEP,
+                                  b'{"status": {"partitions": [{"topic": "t\\udc80x", '
+                                  b'"partition": 0, "current_lag": 1}]}}'])),
+       st.one_of(st.none(), st.lists(names | scalars, max_size=4)))
 def test_a_cycle_never_crashes_on_fuzzed_burrow_bodies(
         burrow_server: FaultyBurrow, cycle: tuple[ClusterMeasurer, CollectorRegistry,
                                                   SnapshotHolder, SelfMetrics],
-        body: bytes) -> None:
+        body: bytes, extra_consumers: list[Any] | None) -> None:
     measurer, registry, holder, self_metrics = cycle
     burrow_server.serve_static("/v3/kafka/c/consumer/fuzz/lag", body)
+    if extra_consumers is None:
+        burrow_server.serve_static("/v3/kafka/c/consumer", CONSUMERS)
+    else:  # the good group is listed among fuzzed names: a bad one must not cost it
+        burrow_server.serve_static("/v3/kafka/c/consumer", {
+            "error": False, "consumers": ["ok", *extra_consumers, "fuzz"]})
     snapshot = measurer.measure()  # must not raise
     holder.publish(snapshot)
     self_metrics.observe(snapshot)
     health = snapshot.health
     consumers = {g.consumer for g in snapshot.groups}
     assert "ok" in consumers, "a bad group's body took a good group down"
-    assert health.up
-    assert "fuzz" in consumers or health.burrow_errors >= 1, "a bad body was neither used nor " \
-        "counted"
+    assert health.up, health.error
+    assert "fuzz" in consumers or health.burrow_errors >= 1 or health.invalid_inputs >= 1, \
+        "a bad body was neither used nor counted"
     text = generate_latest(registry).decode()  # the scrape renders
     families = {f.name for f in text_string_to_metric_families(text)}
     assert "kafka_consumer_freshness_ms" in families
+    _check_scrape(text)
 
 
 # --- 3. atheris ---------------------------------------------------------------------------------
@@ -245,6 +324,10 @@ SEEDS = [
     b'"timestamp": 2}, "current_lag": 3, "complete": 1.0}], "totallag": 3}}',
     b'{"clusters": ["a", "b"]}', b'{"consumers": ["g"]}', b'{"module": {"servers": ["k:1"]}}',
     b'{"status": {"partitions": [{"topic": "t", "partition": 0, "end": null}]}}',
+    b'{"consumers": ["g", "", "g\\udc80x", 5, "g"]}',
+    b'{"status": {"partitions": [{"topic": "t\\udc80x", "partition": 0}, {"topic": "t", '
+    b'"partition": 0, "current_lag": -3, "end": {"offset": 1, "timestamp": 99999999999999999}}, '
+    b'{"topic": "t", "partition": 0}]}}',
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,8 +13,8 @@ from tests.fakes import group, lag
 
 
 def result(partition: int, status: PartitionStatus, freshness: int | None, topic: str = "t",
-           offset_lag: int = 1) -> PartitionResult:
-    return PartitionResult(PartitionKey("c", "g", topic, partition), status, "OK", 1, 2,
+           offset_lag: int = 1, log_end: int | None = 2) -> PartitionResult:
+    return PartitionResult(PartitionKey("c", "g", topic, partition), status, "OK", 1, log_end,
                            offset_lag, None, None, freshness, None)
 
 
@@ -41,6 +43,35 @@ def test_no_commit_partition_does_not_block_the_max() -> None:
     assert g.max_freshness_ms == 70 and g.unmeasured_partitions == 1
 
 
+def test_an_impossible_partition_makes_max_and_lag_unknown_never_fresh() -> None:
+    """A negative Burrow lag (INVALID, no log end): records may wait, of unknown number and
+    age, so neither the worst freshness nor the summed lag of its topic or group is known."""
+    parts = [result(0, PartitionStatus.INVALID, None, offset_lag=0, log_end=None),
+             result(1, PartitionStatus.OK, 70, offset_lag=3)]
+    (g,) = roll_up_groups([group("c", "g", lag())], parts)
+    assert (g.max_freshness_ms, g.offset_lag, g.unmeasured_partitions) == (None, None, 1)
+    (t,) = roll_up_topics(parts)
+    assert (t.max_freshness_ms, t.offset_lag, t.unmeasured_partitions) == (None, None, 1)
+
+
+def test_an_implausible_record_time_blocks_the_max_but_keeps_the_lag() -> None:
+    parts = [result(0, PartitionStatus.INVALID, None, offset_lag=4),
+             result(1, PartitionStatus.OK, 70, offset_lag=3)]
+    (g,) = roll_up_groups([group("c", "g", lag())], parts)
+    assert (g.max_freshness_ms, g.offset_lag, g.unmeasured_partitions) == (None, 7, 1)
+
+
+def test_an_unusable_partition_entry_counts_unmeasured_for_its_group() -> None:
+    """A partition Burrow sent with an unexportable topic may be the worst one."""
+    parts = [result(0, PartitionStatus.OK, 70)]
+    burrow = replace(group("c", "g", lag()), rejected=("bad topic",), unusable_partitions=1)
+    (g,) = roll_up_groups([burrow], parts)
+    assert (g.max_freshness_ms, g.offset_lag, g.unmeasured_partitions) == (None, None, 1)
+    repeat = replace(group("c", "g", lag()), rejected=("listed again",))
+    (g,) = roll_up_groups([repeat], parts)  # a repeated entry hides nothing
+    assert (g.max_freshness_ms, g.offset_lag, g.unmeasured_partitions) == (70, 1, 0)
+
+
 def test_group_without_partitions_is_listed_with_no_value() -> None:
     (g,) = roll_up_groups([group("c", "g")], [])
     assert g.max_freshness_ms is None and g.partitions == 0
@@ -52,11 +83,13 @@ statuses = st.sampled_from(list(PartitionStatus))
 @given(st.lists(st.tuples(statuses, st.integers(0, 10**9), st.sampled_from(["a", "b"])),
                 min_size=1, max_size=30))
 def test_rollup_properties(rows: list[tuple[PartitionStatus, int, str]]) -> None:
-    parts = [result(i, s, None if s in (PartitionStatus.LOOKUP_FAILED, PartitionStatus.NO_COMMIT)
-                    else f, topic=t) for i, (s, f, t) in enumerate(rows)]
+    unknown = (PartitionStatus.LOOKUP_FAILED, PartitionStatus.NO_COMMIT, PartitionStatus.INVALID)
+    parts = [result(i, s, None if s in unknown else f, topic=t)
+             for i, (s, f, t) in enumerate(rows)]
     (g,) = roll_up_groups([group("c", "g", lag())], parts)
     measured = [p.freshness_ms for p in parts if p.freshness_ms is not None]
-    if any(p.status is PartitionStatus.LOOKUP_FAILED for p in parts):
+    assert g.unmeasured_partitions == sum(p.status in unknown for p in parts)
+    if any(p.status in (PartitionStatus.LOOKUP_FAILED, PartitionStatus.INVALID) for p in parts):
         assert g.max_freshness_ms is None
     else:
         assert g.max_freshness_ms == (max(measured) if measured else None)

@@ -1,0 +1,268 @@
+"""One bad group, name or body costs that group (or entry) only, is counted, and never becomes an
+impossible number: whole cycles through the real BurrowClient against a fake Burrow over HTTP,
+rendered by the real Collector and self-metrics (issue 9).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from freshness_tracker.burrow import parse
+from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+from freshness_tracker.config.settings import ClusterSettings
+from freshness_tracker.cycle import ClusterMeasurer
+from freshness_tracker.domain.filters import Shard
+from freshness_tracker.domain.model import ClusterSnapshot
+from freshness_tracker.kafka.settings import ClusterKafkaSettings
+from freshness_tracker.publish import SnapshotHolder
+from freshness_tracker.sinks.prometheus import FreshnessCollector
+from freshness_tracker.sinks.selfmetrics import SelfMetrics
+from tests.fakes import FakeBurrow, FakeReader, group, lag
+from tests.faults.fake_burrow_server import FaultyBurrow
+
+T0 = 1_700_000_000_000
+NOW = T0 + 60_000
+#: Record timestamps: offset 4 (C − 1) and 5 (C) of every partition of topic t.
+TIMESTAMPS = {("t", p, o): T0 + 1_000 * o for p in range(3) for o in (4, 5)}
+
+
+def part(topic: str = "t", partition: int = 0, lag: int = 2, offset: int = 5,
+         ts: int = T0 + 10_000) -> dict[str, Any]:
+    return {"topic": topic, "partition": partition, "status": "OK", "current_lag": lag,
+            "end": {"offset": offset, "timestamp": ts}}
+
+
+def lag_body(*partitions: dict[str, Any]) -> dict[str, Any]:
+    total = sum(p.get("current_lag", 0) for p in partitions)
+    return {"error": False, "status": {"status": "OK", "totallag": total,
+                                       "partitions": list(partitions)}}
+
+
+@dataclass
+class Rig:
+    server: FaultyBurrow
+    client: BurrowClient
+    registry: CollectorRegistry
+    holder: SnapshotHolder
+    metrics: SelfMetrics
+
+    def serve(self, cluster: str, lags: dict[str, Any], consumers: Any = None) -> None:
+        """`/consumer` lists ``consumers`` (default: the keys of ``lags``); bytes are sent raw."""
+        listed = list(lags) if consumers is None else consumers
+        raw = listed if isinstance(listed, bytes) else {"error": False, "consumers": listed}
+        self.server.serve_static(f"/v3/kafka/{cluster}/consumer", raw)
+        for name, body in lags.items():
+            self.server.serve_static(f"/v3/kafka/{cluster}/consumer/{quote(name, safe='')}/lag",
+                                     body)
+
+    def cycle(self, cluster: str = "c", shard: Shard | None = None) -> ClusterSnapshot:
+        measurer = ClusterMeasurer(
+            ClusterSettings(cluster, ClusterKafkaSettings(cluster, {"bootstrap.servers": "k:1"})),
+            self.client, lambda _k: FakeReader(dict(TIMESTAMPS)), shard=shard, clock=lambda: NOW)
+        snapshot = measurer.measure()  # never raises
+        self.holder.publish(snapshot)
+        self.metrics.observe(snapshot)
+        return snapshot
+
+    def scrape(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+        text = generate_latest(self.registry).decode()  # raised for every cluster before
+        return {(s.name, frozenset(s.labels.items())): s.value
+                for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+@pytest.fixture
+def rig() -> Iterator[Rig]:
+    server = FaultyBurrow(None).start()  # unknown paths answer Burrow's 404 NOTFOUND
+    server.serve_static("/v3/kafka", {"error": False, "clusters": ["c", "d"]})
+    client = BurrowClient(BurrowSettings(url=server.url, timeout_s=5, retries=0))
+    registry = CollectorRegistry()
+    holder = SnapshotHolder()
+    registry.register(FreshnessCollector(holder))
+    metrics = SelfMetrics(registry, ["c", "d"])
+    try:
+        yield Rig(server, client, registry, holder, metrics)
+    finally:
+        client.close()
+        server.stop()
+
+
+def get(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str,
+        **labels: Any) -> float | None:
+    return samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))
+
+
+def series(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str,
+           **labels: Any) -> list[float]:
+    want = {(k, str(v)) for k, v in labels.items()}
+    return [v for (n, lab), v in samples.items() if n == name and want <= lab]
+
+
+FRESH = "kafka_consumer_freshness_ms"
+INVALID = "freshness_tracker_invalid_inputs_total"
+BURROW_ERRORS = "freshness_tracker_burrow_errors_total"
+
+
+def test_a_lone_surrogate_topic_costs_its_partition_never_the_scrape(rig: Rig) -> None:
+    """`"t\\udc80x"` in one topic made /metrics answer 500 for every cluster."""
+    bad = (b'{"error": false, "status": {"status": "OK", "totallag": 4, "partitions": ['
+           + json.dumps(part(partition=1)).encode()
+           + b', {"topic": "t\\udc80x", "partition": 0, "current_lag": 2, '
+             b'"end": {"offset": 5, "timestamp": 1700000010000}}]}}')
+    rig.serve("c", {"ok": lag_body(part()), "odd": bad})
+    rig.serve("d", {"ok": lag_body(part())})
+    c, d = rig.cycle("c"), rig.cycle("d")
+    samples = rig.scrape()
+    assert c.health.up and d.health.up
+    assert c.health.invalid_inputs == 1 and c.health.burrow_errors == 0
+    assert get(samples, FRESH, cluster="c", consumer="ok", topic="t", partition=0) == 55_000
+    assert get(samples, FRESH, cluster="c", consumer="odd", topic="t", partition=1) == 55_000
+    assert get(samples, FRESH, cluster="d", consumer="ok", topic="t", partition=0) == 55_000
+    assert get(samples, INVALID, cluster="c") == 1
+    # The dropped partition may be the worst one: the group max is withheld, and says why.
+    assert get(samples, "kafka_consumer_group_max_freshness_ms", cluster="c", consumer="odd") \
+        is None
+    assert get(samples, "kafka_consumer_group_unmeasured_partitions", cluster="c",
+               consumer="odd") == 1
+
+
+@pytest.mark.parametrize("listed", [
+    b'{"error": false, "consumers": ["ok", "g\\udc80x"]}',
+    b'{"error": false, "consumers": ["ok", ""]}',
+    b'{"error": false, "consumers": ["ok", "", null, 7, "ok", "g\\udc80x"]}',
+])
+def test_an_unusable_consumer_list_entry_is_dropped_counted_and_never_asked(
+        rig: Rig, listed: bytes) -> None:
+    """A lone surrogate in a group name, or "" in the list, took the whole cluster down."""
+    rig.serve("c", {"ok": lag_body(part())}, consumers=listed)
+    snapshot = rig.cycle()
+    assert snapshot.health.up, snapshot.health.error
+    assert [g.consumer for g in snapshot.groups] == ["ok"]
+    assert snapshot.health.burrow_errors == 0  # nothing failed in Burrow: nothing was asked
+    dropped = len(json.loads(listed)["consumers"]) - 1
+    assert snapshot.health.invalid_inputs == dropped
+    assert [s.path for s in rig.server.requests(r"/lag$")] == ["/v3/kafka/c/consumer/ok/lag"]
+    samples = rig.scrape()
+    assert get(samples, FRESH, cluster="c", consumer="ok", topic="t", partition=0) == 55_000
+    assert get(samples, INVALID, cluster="c") == dropped
+
+
+def test_sharding_never_chokes_on_a_name_that_is_not_utf8() -> None:
+    """Shard.owns encoded the name: with shards, a lone surrogate crashed the cycle."""
+    burrow = FakeBurrow({"c": [group("c", "ok", lag(consumer="ok")),
+                               group("c", "g\udc80", lag(consumer="g\udc80"))]})
+    measurer = ClusterMeasurer(
+        ClusterSettings("c", ClusterKafkaSettings("c", {"bootstrap.servers": "k:1"})), burrow,
+        lambda _k: FakeReader({}), shard=Shard(0, 2), clock=lambda: NOW)
+    measurer.measure()  # must not raise
+
+
+def test_json_nested_1500_deep_costs_that_group_only(rig: Rig) -> None:
+    deep = b'{"status": {"partitions": ' + b"[" * 1500 + b"]" * 1500 + b"}}"
+    rig.serve("c", {"ok": lag_body(part()), "deep": deep, "deeper": b"[" * 100_000})
+    snapshot = rig.cycle()
+    assert snapshot.health.up and [g.consumer for g in snapshot.groups] == ["ok"]
+    assert snapshot.health.burrow_errors == 2
+    assert get(rig.scrape(), BURROW_ERRORS, cluster="c") == 2
+
+
+@pytest.mark.parametrize("error", [RecursionError("maximum recursion depth exceeded"),
+                                   UnicodeEncodeError("utf-8", "\udc80", 0, 1, "surrogates"),
+                                   KeyError("x"), AssertionError()])
+def test_any_exception_of_one_group_is_that_group_failing_never_a_crashed_cycle(
+        rig: Rig, monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    """A RecursionError out of one group's /lag escaped: "cycle crashed", every group dropped,
+    nothing counted. Whatever a group's fetch or parse raises, only that group fails."""
+    real = parse.parse_group_lag
+
+    def flaky(body: Any, cluster: str, group: str, url: str = "") -> Any:
+        if group == "bad":
+            raise error
+        return real(body, cluster, group, url)
+
+    monkeypatch.setattr(parse, "parse_group_lag", flaky)
+    rig.serve("c", {"ok": lag_body(part()), "bad": lag_body(part())})
+    snapshot = rig.cycle()
+    assert snapshot.health.up and [g.consumer for g in snapshot.groups] == ["ok"]
+    assert snapshot.health.burrow_errors == 1
+    assert get(rig.scrape(), BURROW_ERRORS, cluster="c") == 1
+
+
+def test_a_partition_listed_three_times_is_one_series_and_counted(rig: Rig) -> None:
+    """Three identical t/0 entries gave three series and a topic roll-up of 12 instead of 7."""
+    rig.serve("c", {"ok": lag_body(part(lag=5), part(lag=5), part(lag=5),
+                                   part(partition=1, lag=2))})
+    snapshot = rig.cycle()
+    assert len(snapshot.partitions) == 2 and snapshot.health.invalid_inputs == 2
+    samples = rig.scrape()
+    assert len(series(samples, FRESH, cluster="c", consumer="ok", partition=0)) == 1
+    assert get(samples, "kafka_consumer_topic_offset_lag", cluster="c", consumer="ok",
+               topic="t") == 7
+    assert get(samples, "kafka_consumer_group_offset_lag", cluster="c", consumer="ok") == 7
+
+
+def test_a_negative_lag_is_unmeasured_never_caught_up(rig: Rig) -> None:
+    """current_lag -3 exported freshness 0 (no read) while records were unread."""
+    rig.serve("c", {"ok": lag_body(part(lag=-3), part(partition=1))})
+    snapshot = rig.cycle()
+    samples = rig.scrape()
+    labels = {"cluster": "c", "consumer": "ok", "topic": "t", "partition": 0}
+    assert get(samples, FRESH, **labels) is None
+    assert snapshot.health.up and snapshot.health.invalid_inputs == 1
+    assert get(samples, "kafka_consumer_offset_lag", **labels) is None
+    assert get(samples, "kafka_consumer_commit_lag_ms", **labels) is None
+    assert get(samples, "kafka_consumer_committed_offset", **labels) == 5
+    assert get(samples, "kafka_consumer_group_unmeasured_partitions", cluster="c",
+               consumer="ok") == 1
+    assert get(samples, "freshness_tracker_cluster_partitions", cluster="c",
+               status="invalid") == 1
+    assert get(samples, "freshness_tracker_cluster_partitions", cluster="c",
+               status="caught_up") == 0
+    assert get(samples, "kafka_consumer_group_max_freshness_ms", cluster="c",
+               consumer="ok") is None
+    assert get(samples, FRESH, cluster="c", consumer="ok", topic="t", partition=1) == 55_000
+
+
+@pytest.mark.parametrize("ts", [99_999_999_999_999_999, NOW + 86_400_001, 1,
+                                946_684_799_999])
+def test_an_absurd_commit_time_exports_no_commit_lag(rig: Rig, ts: int) -> None:
+    """A commit timestamp of 99999999999999999 exported commit_lag_ms 9.99e16."""
+    rig.serve("c", {"ok": lag_body(part(ts=ts))})
+    snapshot = rig.cycle()
+    samples = rig.scrape()
+    labels = {"cluster": "c", "consumer": "ok", "topic": "t", "partition": 0}
+    assert get(samples, "kafka_consumer_commit_lag_ms", **labels) is None
+    assert snapshot.health.up and snapshot.health.invalid_inputs == 1
+    assert get(samples, FRESH, **labels) == 55_000  # freshness does not come from it
+    assert all(v < 10**12 for (n, _), v in samples.items() if n.startswith("kafka_consumer"))
+
+
+def test_every_group_gone_is_a_failed_cluster_not_a_healthy_empty_one(rig: Rig) -> None:
+    """Every /lag answering 404 left cluster_up 1 with 0 groups and no warning."""
+    rig.serve("c", {}, consumers=["a", "b", "c"])  # no /lag served: Burrow's 404 NOTFOUND
+    snapshot = rig.cycle()
+    assert not snapshot.health.up
+    assert "listed 3 groups and none could be measured" in (snapshot.health.error or "")
+    assert "3 answered 404" in (snapshot.health.error or "")
+    samples = rig.scrape()
+    assert get(samples, "freshness_tracker_cluster_up", cluster="c") == 0
+    assert get(samples, "freshness_tracker_cycle_failures_total", cluster="c") == 1
+
+
+def test_an_empty_consumer_list_is_still_a_healthy_cluster(rig: Rig) -> None:
+    rig.serve("c", {}, consumers=[])
+    assert rig.cycle().health.up
+
+
+def test_one_group_gone_and_one_failed_but_one_measured_stays_up(rig: Rig) -> None:
+    rig.serve("c", {"ok": lag_body(part()), "broken": b"<html>"}, consumers=["ok", "gone",
+                                                                            "broken"])
+    snapshot = rig.cycle()
+    assert snapshot.health.up and snapshot.health.burrow_errors == 1
