@@ -8,8 +8,11 @@ Why these settings:
   request versions Kafka 4 removed (KIP-896).
 * consumer module ``kafka`` reads the real ``__consumer_offsets`` from the start; no
   ``[zookeeper]`` and no ``[notifier]`` section, so Burrow starts no ZooKeeper client at all.
-  The topic must exist before Burrow starts (its consumer module asks for its partition count
-  once and exits on an error): :class:`~devstack.stack.RealStack` creates it first.
+  The topic must exist before Burrow starts: its consumer module asks for the partition count
+  once and, on an error, Burrow logs "failed to start consumer" and exits with code 1 about a
+  second later, after looking healthy (``/burrow/admin`` GOOD, the cluster listed) until then.
+  Kafka creates the topic lazily, so :class:`~devstack.stack.RealStack` makes it exist first,
+  and readiness here waits for the consumer module's "starting consumers" log line.
 * refresh every second (topics and broker offsets) and a 1 s result cache, so a test waits
   about a second for Burrow, not the 10-60 s defaults; ``min-distance = 1`` as before.
 * ``general.env-var-prefix`` is a name nobody sets and every ``BURROW_*`` variable is removed
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from devstack.cache import burrow_binary
-from devstack.processes import Daemon, free_port, log_tail, wait_until
+from devstack.processes import Daemon, ProcessStartError, free_port, log_tail, wait_until
 
 __all__ = ["BurrowServer", "burrow_config", "http_get"]
 
@@ -116,6 +119,7 @@ class BurrowServer:
         self.config_dir = workdir / "burrow-config"
         self.log_path = workdir / "burrow.log"
         self.daemon: Daemon | None = None
+        self._log_offset = 0  # where this start's output begins in log_path
         # Stop the process even if the owner forgets stop(); holds the daemon, not self.
         self._holder: list[Daemon] = []
         self._finalizer = weakref.finalize(self, _stop, self._holder)
@@ -150,14 +154,26 @@ class BurrowServer:
             cwd=self.workdir, env=env, grace_s=3.0,
         )  # fmt: skip
         self._holder[:] = [self.daemon]
+        self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.daemon.spawn()
-        self.daemon.wait_ready(self.ready, timeout_s)
+        try:
+            self.daemon.wait_ready(self.ready, timeout_s)
+        except ProcessStartError:
+            self.daemon.stop()
+            raise
 
     def stop(self) -> None:
         if self.daemon is not None:
             self.daemon.stop()
 
     def ready(self) -> bool:
+        """HTTP up, the cluster listed, and the consumer module reading ``__consumer_offsets``;
+        ProcessStartError when the consumer module failed (Burrow itself would carry on)."""
+        log_text = self._log_since_start()
+        if "failed to start consumer" in log_text:
+            raise ProcessStartError(f"Burrow's consumer module failed\n{self.log_tail()}")
+        if '"starting consumers"' not in log_text:
+            return False
         if self.get("/burrow/admin") != (200, "GOOD"):
             return False
         status, body = self.get("/v3/kafka")
@@ -176,6 +192,14 @@ class BurrowServer:
             return status == 200 and len((body or {}).get("offsets") or []) >= partitions
 
         wait_until(known, timeout_s, f"Burrow to list {topic} with {partitions} partitions", 0.1)
+
+    def _log_since_start(self) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def log_tail(self, lines: int = 40) -> str:
         return log_tail("burrow", self.log_path, lines)

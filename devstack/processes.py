@@ -275,8 +275,10 @@ class Daemon:
                 try:
                     proc.wait(grace)
                 except subprocess.TimeoutExpired:
-                    log.warning("%s pid=%d ignored SIGTERM for %g s; killing it",
-                                self.name, proc.pid, grace)  # fmt: skip
+                    # Worth a warning only when the daemon had its full grace to stop cleanly.
+                    level = logging.WARNING if grace >= self.grace_s else logging.INFO
+                    log.log(level, "%s pid=%d did not stop within %g s of SIGTERM; killing it",
+                            self.name, proc.pid, grace)  # fmt: skip
             # Also when the leader exited by itself: a child it left in the group goes too.
             _signal_group(proc.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
