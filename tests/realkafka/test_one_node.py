@@ -19,36 +19,10 @@ import pytest
 from devstack import RealStack, StackFeatureUnavailable
 from devstack.processes import port_open
 from devstack.stack import DEFAULT_RETENTION_MS, CommitWindow, now_ms
-from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
-from tests.integration.exporter_helpers import Scrape, exporter
+from freshness_tracker.domain.model import PartitionStatus
+from tests.realkafka.helpers import COMMIT_LAG, FRESHNESS, assert_freshness_from, one_cycle, result
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
-
-FRESHNESS = "kafka_consumer_freshness_ms"
-COMMIT_LAG = "kafka_consumer_commit_lag_ms"
-
-
-def one_cycle(stack: RealStack, *groups: str) -> tuple[ClusterSnapshot, Scrape]:
-    """One exporter cycle measuring only ``groups``, and its /metrics text parsed."""
-    with exporter(stack, "|".join(groups)) as exp:  # type: ignore[arg-type]
-        snapshot = exp.run_once()
-        scrape = Scrape.of(exp.registry)
-    (cluster,) = snapshot.clusters
-    assert cluster.health.up and cluster.health.error is None, cluster.health
-    return cluster, scrape
-
-
-def result(snap: ClusterSnapshot, group: str, topic: str, partition: int) -> PartitionResult:
-    (found,) = [r for r in snap.partitions
-                if (r.key.consumer, r.key.topic, r.key.partition) == (group, topic, partition)]
-    return found
-
-
-def assert_freshness_from(snap: ClusterSnapshot, r: PartitionResult, record_ts: int) -> None:
-    """Freshness is now − ``record_ts`` with now taken inside the cycle."""
-    assert r.record_timestamp_ms == record_ts
-    assert r.freshness_ms is not None
-    assert snap.started_ms - record_ts <= r.freshness_ms <= snap.finished_ms - record_ts
 
 
 def test_exact_freshness_and_commit_lag_from_a_real_commit(

@@ -13,7 +13,7 @@ from devstack.proxy import API_FETCH
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
 from tests.integration.exporter_helpers import exporter
-from tests.realkafka.test_one_node import assert_freshness_from, one_cycle, result
+from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
 from tests.stack_support import poll
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -72,7 +72,7 @@ def test_partitions_of_a_stopped_broker_are_read_from_their_new_leaders(
         results = [result(snap, group, topic, p) for p in range(3)]
         return all(r.status is PartitionStatus.OK and r.freshness_ms is not None for r in results)
 
-    with exporter(stack3, group) as exp:  # type: ignore[arg-type]
+    with exporter(stack3, group) as exp:
         (before,) = exp.run_once().clusters
         assert all_ok(before)
         victim = stack3.leaders(topic)[0]
