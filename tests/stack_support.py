@@ -1,4 +1,5 @@
-"""The one way test suites start the real local stack: skip locally, FAIL under CI=true."""
+"""The one way test suites start the real local stack (Apache Kafka 4.1 + Burrow 1.9.5,
+``devstack.RealStack``): skip locally, FAIL under CI=true."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from freshness_tracker.devstack import LocalStack
+from devstack import RealStack
 
 
 def in_ci() -> bool:
@@ -33,12 +34,16 @@ def poll(check: Callable[[], Any], timeout_s: float, what: str | Callable[[], st
         time.sleep(interval_s)
 
 
-def running_stack(*, allow_external: bool = True) -> Iterator[LocalStack]:
-    """Yield a started LocalStack (or the FT_STACK_* one when allowed), stopped afterwards.
+def running_stack(*, allow_external: bool = True, nodes: int = 1,
+                  proxied: bool = True) -> Iterator[RealStack]:
+    """Yield a started RealStack (or the FT_STACK_* one when allowed), stopped afterwards.
 
-    A component that cannot start skips the tests locally, with the reason, and fails them in CI.
+    Proxied by default: each broker's client listener sits behind a frame proxy, so tests can add
+    RTT, cut a broker off and count requests. A component that cannot start skips the tests
+    locally, with the reason, and fails them in CI.
     """
-    local = (LocalStack.from_env() if allow_external else None) or LocalStack()
+    local = (RealStack.from_env() if allow_external else None) or RealStack(nodes=nodes,
+                                                                             proxied=proxied)
     try:
         local.start()
     except Exception as exc:
@@ -61,7 +66,7 @@ def unique_namer(request: pytest.FixtureRequest, width: int = 40) -> Callable[[s
     return make
 
 
-def require_managed(stack: LocalStack, why: str) -> None:
+def require_managed(stack: RealStack, why: str) -> None:
     """Tests that stop parts of the stack or write chosen commit times need the stack this
     suite started, not an external one (FT_STACK_*): skip locally, fail under CI=true."""
     if stack.managed:
