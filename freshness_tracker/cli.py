@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from freshness_tracker import __version__
 from freshness_tracker.config import load_settings
@@ -24,6 +25,9 @@ from freshness_tracker.config.kafka_properties import validate_kafka_properties
 from freshness_tracker.config.settings import Settings, require_files
 from freshness_tracker.errors import ConfigError, FreshnessTrackerError
 from freshness_tracker.logs import configure_logging
+
+if TYPE_CHECKING:
+    from freshness_tracker.service import Service
 
 __all__ = ["main"]
 
@@ -81,44 +85,70 @@ def _settings(path: str) -> Settings:
     return settings
 
 
-def _stop_on_signals(stopped_at: list[float] | None = None) -> threading.Event:
-    stop = threading.Event()
+class _Signals:
+    """SIGTERM/SIGINT stop; SIGHUP asks for a config reload (as Prometheus and Burrow do, not
+    its default action, which kills the process). Each wakes the main thread."""
 
-    def handler(signum: int, _frame: FrameType | None) -> None:
+    def __init__(self) -> None:
+        self.wake = threading.Event()
+        self.stop = threading.Event()
+        self.reload = threading.Event()
+        self.stopped_at: list[float] = []
+        signal.signal(signal.SIGHUP, self._reload)
+        signal.signal(signal.SIGTERM, self._stop)
+        signal.signal(signal.SIGINT, self._stop)
+
+    def _stop(self, signum: int, _frame: FrameType | None) -> None:
         log.info("signal=%s stopping", signal.Signals(signum).name)
-        if stopped_at is not None and not stopped_at:
-            stopped_at.append(time.monotonic())
-        stop.set()
+        if not self.stopped_at:
+            self.stopped_at.append(time.monotonic())
+        self.stop.set()
+        self.wake.set()
 
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return stop
+    def _reload(self, _signum: int, _frame: FrameType | None) -> None:
+        self.reload.set()
+        self.wake.set()
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from freshness_tracker.app import Exporter
-    from freshness_tracker.http import MetricsServer, make_app
+    signals = _Signals()  # first of all: a SIGHUP during startup must not kill the process
+    from freshness_tracker.service import Service
 
     settings = _settings(args.config)
-    stopped_at: list[float] = []
-    stop = _stop_on_signals(stopped_at)
-    exporter = Exporter(settings, sinks=_history_sinks(settings))
     try:
-        server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
-                                        settings.web), settings.web).start()
+        service = Service(settings, _history_sinks)
     except OSError as exc:
-        exporter.close()
         raise _listener_error(settings, exc) from exc
     log.info("listening address=%s port=%d clusters=%s", settings.web.listen_address,
-             server.port, ",".join(c.name for c in settings.clusters))
+             service.server.port, ",".join(c.name for c in settings.clusters))
     try:
-        exporter.run_forever(stop)
+        while not signals.stop.is_set():
+            signals.wake.wait()
+            signals.wake.clear()
+            if signals.reload.is_set() and not signals.stop.is_set():
+                signals.reload.clear()
+                _reload(service, args.config)
     finally:
-        server.stop()
-        exporter.close()
+        service.stop()
     log.info("stopped")
-    _exit_if_work_in_flight(EXIT_OK, stopped_at)
+    _exit_if_work_in_flight(EXIT_OK, signals.stopped_at)
     return EXIT_OK
+
+
+def _reload(service: Service, path: str) -> None:
+    """Apply the config file again; on any error say why, in one line, and keep running."""
+    try:
+        settings = _settings(path)
+        try:
+            done = service.reload(settings)
+        except OSError as exc:
+            raise _listener_error(settings, exc) from exc
+    except Exception as exc:  # whatever it is, the running exporter must survive it
+        log.error("config reload failed: %s; still running with the previous config",
+                  " ".join(str(exc).split()) or type(exc).__name__)
+        return
+    log.info("config reloaded (%s) clusters=%s frequency_sec=%g", done,
+             ",".join(c.name for c in settings.clusters), settings.frequency_s)
 
 
 #: SIGTERM must end the process within 5 s. A Burrow request or a Kafka batch in flight can

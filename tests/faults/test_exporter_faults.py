@@ -6,6 +6,9 @@ groups watching memory, threads and consumers.
 from __future__ import annotations
 
 import json
+import re
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -27,7 +30,9 @@ from tests.faults.harness import (
     Observation,
     cluster_entry,
     exporter_config,
+    free_port,
 )
+from tests.stack_support import poll
 
 CLUSTER = "local"
 
@@ -193,4 +198,133 @@ def test_an_hour_of_cycles_over_1000_groups_leaks_nothing(
         f"threads {r['threads_before']} before, at most {r['threads_max']} during, "
         f"{r['threads_after']} after close; consumers created {r['consumers_created']}, "
         f"replaced 0, open after close 0; {r['scrapes']} scrapes all `cluster_up` 1",
+        "n/a", "", request.node.nodeid))
+
+
+# --- SIGHUP: reload the config (issue 9) ----------------------------------------------------
+
+
+def _reload_config(rig: Rig, port: int, groups_allow: str, frequency: float,
+                   extra: str = "") -> str:
+    return exporter_config(
+        burrow_url=rig.burrow.url,
+        clusters=[cluster_entry(CLUSTER, rig.stack.bootstrap_servers)],
+        groups_allow=groups_allow, frequency=frequency, extra=extra,
+    ).replace("@PORT@", str(port))
+
+
+def _log_line(exporter: ExporterProcess, needle: str, timeout_s: float) -> str:
+    def find() -> str | None:
+        return next((ln for ln in exporter.log().splitlines() if needle in ln), None)
+
+    line: str = poll(find, timeout_s, lambda: f"`{needle}` in the log\n{exporter.log_tail()}")
+    return line
+
+
+def _msg(line: str, width: int) -> str:
+    """The message of a logfmt line, shortened."""
+    return line.split("msg=", 1)[-1].strip('"')[:width]
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_when_broken(
+        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    s = rig.seeded
+    exporter = start_exporter(rig, "sighup")
+    assert exporter.proc is not None
+    try:
+        exporter.wait_for(lambda sc: sc.consumer_series(CLUSTER, s.other) > 0, 30,
+                          "both groups measured")
+        # (1) a valid change: one group only and frequency 2 s, on the same listener
+        old_port = exporter.port
+        exporter.config_path.write_text(
+            _reload_config(rig, old_port, re.escape(s.lagging), frequency=2))
+        hup = time.monotonic()
+        exporter.signal(signal.SIGHUP)
+        reloaded = exporter.wait_for(
+            lambda sc: sc.consumer_series(CLUSTER, s.other) == 0
+            and sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None, 30,
+            "the reloaded group filter")
+        applied_s = time.monotonic() - hup
+        assert exporter.proc.poll() is None, exporter.log_tail()
+        assert reloaded.up(CLUSTER) == 1
+        ok_line = _log_line(exporter, "config reloaded", 5)
+        assert "frequency_sec=2" in ok_line and "listener kept" in ok_line, ok_line
+
+        # (1b) another port: the listener is restarted there, the old port closed
+        new_port = free_port()
+        exporter.config_path.write_text(
+            _reload_config(rig, new_port, re.escape(s.lagging), frequency=2))
+        exporter.signal(signal.SIGHUP)
+        exporter.port = new_port
+        poll(exporter._listening, 30, lambda: f"the new port\n{exporter.log_tail()}")
+        assert exporter.wait_cycles(CLUSTER, 1, 30).consumer_series(CLUSTER, s.other) == 0
+        assert "listener restarted" in _log_line(exporter, "(listener restarted)", 5)
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", old_port), timeout=2).close()
+
+        # (2) a broken one: one error line naming the key, the running config stays
+        exporter.config_path.write_text(
+            _reload_config(rig, new_port, re.escape(s.lagging), frequency=2,
+                           extra="workerThreadCount = -1"))
+        exporter.signal(signal.SIGHUP)
+        failed_line = _log_line(exporter, "config reload failed", 15)
+        assert "workerThreadCount" in failed_line, failed_line
+        after = exporter.wait_cycles(CLUSTER, 2, 30)
+        assert exporter.proc.poll() is None, exporter.log_tail()
+        assert after.up(CLUSTER) == 1 and after.consumer_series(CLUSTER, s.other) == 0
+        assert after.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
+        assert exporter.log().count("config reload failed") == 1
+    finally:
+        code, seconds = exporter.stop()
+    # (3) SIGTERM afterwards
+    assert_clean_exit(exporter, code, seconds)
+    matrix.record(Observation(
+        "Exporter", "SIGHUP (config reload)",
+        "SIGHUP after (1) changing the group filter and `frequency_sec`, then `port`; (2) making "
+        "the file invalid (`workerThreadCount = -1`); then SIGTERM",
+        f"(1) applied {applied_s:.1f} s after the signal without the process exiting: the "
+        f"filtered-out group's series gone, one log line “{_msg(ok_line, 90)}”; a new port: the "
+        "listener moves there, the old port is closed; (2) one error line naming the key "
+        f"(“{_msg(failed_line, 90)}…”), cycles and scrapes go on with the "
+        f"previous config; (3) exit code 0 after {seconds:.1f} s",
+        "n/a", "", request.node.nodeid))
+
+
+def _catches(pid: int, sig: int) -> bool:
+    """Whether `pid` has a handler for `sig` (SigCgt in /proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (sig - 1) & 1)
+    return False
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_sighup_during_startup_does_not_kill_the_process(
+        tmp_path: Path, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    config = exporter_config(burrow_url="http://127.0.0.1:1",
+                             clusters=[cluster_entry(CLUSTER, "127.0.0.1:1")])
+    exporter = ExporterProcess(tmp_path, config, name="sighup-startup").start(wait=False)
+    assert exporter.proc is not None
+    try:
+        poll(lambda: exporter.proc is not None and (
+            exporter.proc.poll() is not None or _catches(exporter.proc.pid, signal.SIGHUP)),
+            30, "the exporter to handle SIGHUP", interval_s=0.002)
+        with pytest.raises(OSError):  # still starting: not listening yet
+            socket.create_connection(("127.0.0.1", exporter.port), timeout=1).close()
+        exporter.signal(signal.SIGHUP)
+        poll(exporter._listening, 30, lambda: f"the exporter to listen\n{exporter.log_tail()}")
+        line = _log_line(exporter, "config reloaded", 10)
+        assert exporter.proc.poll() is None
+        assert exporter.get("/healthz")[0] == 200
+    finally:
+        code, seconds = exporter.stop()
+    assert code == 0 and seconds < 5.0, (code, seconds, exporter.log_tail())
+    matrix.record(Observation(
+        "Exporter", "SIGHUP during startup",
+        "SIGHUP as soon as the process handles it, before the listener is up",
+        f"startup goes on and the process serves; the reload is applied after it "
+        f"(“{_msg(line, 60)}”); SIGTERM then exits 0",
         "n/a", "", request.node.nodeid))
