@@ -11,6 +11,7 @@ against the request path, first match wins:
     server.add(lag_path("local", "g1"), Fault.not_found())   # Burrow's 404 NOTFOUND shape
     server.add(CLUSTERS, Fault.hide_clusters("local"))       # a cluster vanishes from /v3/kafka
     server.add(LAG, Fault.hold())                 # park requests until server.release()
+    server.add(LAG, Fault.rewrite(fn))            # the real JSON answer, changed by fn
     server.clear()                                # healthy again
 
 Virtual clusters (``alias``) answer as another Burrow cluster (a second cluster for bulkhead
@@ -76,6 +77,7 @@ class Fault:
     hidden: frozenset[str] = frozenset()
     times: int | None = None  # apply to this many requests, then stop matching
     encoding: str = ""  # Content-Encoding of a "respond" payload
+    transform: Callable[[Any], Any] | None = None  # a "rewrite" of the decoded JSON answer
 
     @classmethod
     def delay(cls, seconds: float) -> Fault:
@@ -105,6 +107,13 @@ class Fault:
     def not_found(cls) -> Fault:
         """Burrow's answer for a group it does not know: HTTP 404, JSON, status NOTFOUND."""
         return cls.json(NOT_FOUND_BODY, status=404)
+
+    @classmethod
+    def rewrite(cls, transform: Callable[[Any], Any]) -> Fault:
+        """The real answer's JSON passed through ``transform`` (which may change it in place and
+        return None). Re-encoded with ASCII escapes, so a lone surrogate in a string goes out as
+        the JSON escape ``\\udc80``, exactly what a broken proxy or Burrow build could send."""
+        return cls("rewrite", transform=transform)
 
     @classmethod
     def hide_clusters(cls, *names: str) -> Fault:
@@ -360,6 +369,10 @@ class FaultyBurrow:
         status, ctype, payload = result
         if fault is not None and fault.kind == "truncate":
             payload = payload[: max(1, len(payload) // 2)]
+        if fault is not None and fault.kind == "rewrite" and status == 200 and fault.transform:
+            body = json.loads(payload)
+            changed = fault.transform(body)
+            payload = json.dumps(body if changed is None else changed).encode()
         if fault is not None and fault.kind == "hide" and status == 200:
             body = json.loads(payload)
             body["clusters"] = [c for c in body.get("clusters", []) if c not in fault.hidden]

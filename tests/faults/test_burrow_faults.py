@@ -8,10 +8,12 @@ started after the fault ended publishes correct values again.
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +23,10 @@ from tests.faults.fake_burrow_server import ANY, CLUSTERS, LAG, Fault, FaultyBur
 from tests.faults.harness import (
     BURROW_ERRORS,
     DURATION,
+    FAILURES,
+    FRESHNESS,
+    GROUP_FRESHNESS,
+    PARTITIONS,
     ExporterProcess,
     Matrix,
     Observation,
@@ -122,8 +128,10 @@ def observe_blackout(rig: Rig, baseline: Scrape, began: float, cycles: int = 2) 
     return Blackout(detect_s, baseline.consumer_series(CLUSTER), errors, frozen, cycles, error)
 
 
-def observe_recovery(rig: Rig, frozen: float | None) -> tuple[int, float]:
-    """From the fault's end: the first cycle started afterwards serves correct values."""
+def observe_recovery(rig: Rig, frozen: float | None,
+                     also: Callable[[Scrape], bool] | None = None) -> tuple[int, float]:
+    """From the fault's end: the first cycle started afterwards serves correct values (and
+    whatever ``also`` checks)."""
     e = rig.exporter
     began = time.monotonic()
     c0 = e.scrape().cycles(CLUSTER)
@@ -132,7 +140,8 @@ def observe_recovery(rig: Rig, frozen: float | None) -> tuple[int, float]:
     def recovered(sc: Scrape) -> bool:
         return (sc.up(CLUSTER) == 1 and (sc.last_success(CLUSTER) or 0) > (frozen or 0)
                 and sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
-                and sc.freshness(CLUSTER, s.other, s.topic, 0) is not None)
+                and sc.freshness(CLUSTER, s.other, s.topic, 0) is not None
+                and (also is None or also(sc)))
 
     scrape = e.wait_for(recovered, RECOVERY_BUDGET_S + 5, "recovery after the fault ended")
     seconds = time.monotonic() - began
@@ -402,3 +411,249 @@ def test_one_hostile_group_body_costs_that_group_only(
         f"`burrow_errors_total` +{errors:g}; exporter RSS peak {peak_rss / 2**20:.0f} MiB "
         "(bodies are decoded by the exporter, bounded by `burrow.maxResponseBytes`)",
         "the group's series return", describe_recovery(cycles, secs), request.node.nodeid))
+
+
+# --- impossible input: one bad name, entry or value costs only itself (issue 9) ---------------
+
+INVALID_INPUTS = "freshness_tracker_invalid_inputs_total"
+GROUP_UNMEASURED = "kafka_consumer_group_unmeasured_partitions"
+
+
+def consumer_list_path(cluster: str) -> str:
+    return rf"^/v3/kafka/{re.escape(cluster)}/consumer$"
+
+
+def _first_partition(body: Any) -> dict[str, Any]:
+    partition: dict[str, Any] = body["status"]["partitions"][0]
+    return partition
+
+
+def _counted(rig: Rig, baseline: Scrape, cycles: int = 2) -> tuple[Scrape, float, float]:
+    """After ``cycles`` more cycles under the fault: (scrape, invalid inputs counted, Burrow
+    errors counted) since the baseline. Every scrape on the way answered 200."""
+    later = rig.exporter.wait_cycles(CLUSTER, cycles, cycles * (WORST_CYCLE_S + FREQUENCY) + 10)
+    invalid = (later.get(INVALID_INPUTS, cluster=CLUSTER) or 0) - \
+        (baseline.get(INVALID_INPUTS, cluster=CLUSTER) or 0)
+    errors = (later.get(BURROW_ERRORS, cluster=CLUSTER) or 0) - \
+        (baseline.get(BURROW_ERRORS, cluster=CLUSTER) or 0)
+    return later, invalid, errors
+
+
+def _lines(scrape: Scrape, family: str, **labels: Any) -> int:
+    """Raw exposition lines of ``family`` with these labels (a dict of samples would hide a
+    series exported twice)."""
+    wanted = [f'{k}="{v}"' for k, v in labels.items()]
+    return sum(1 for line in scrape.text.splitlines()
+               if line.startswith(family + "{") and all(w in line for w in wanted))
+
+
+def test_a_lone_surrogate_topic_costs_its_partition_never_metrics(
+        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    s = rig.seeded
+    baseline = healthy(rig)
+    unmeasured = baseline.get(GROUP_UNMEASURED, cluster=CLUSTER, consumer=s.other) or 0
+
+    def add_odd_topic(body: Any) -> None:
+        body["status"]["partitions"].append({**_first_partition(body), "topic": "t\udc80x"})
+
+    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.rewrite(add_odd_topic))
+    try:
+        rig.exporter.wait_for(
+            lambda sc: sc.get(GROUP_UNMEASURED, cluster=CLUSTER,
+                              consumer=s.other) == unmeasured + 1,
+            WORST_CYCLE_S + FREQUENCY + 10, "the odd partition to be counted unmeasured")
+        later, invalid, errors = _counted(rig, baseline)  # every scrape answered 200
+        assert later.up(CLUSTER) == 1
+        assert_fresh_values(rig, later)  # both groups' real partitions are still measured
+        assert later.get(GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is None
+        assert invalid >= 2 and errors == 0
+        assert "'t\\udc80x'" in rig.exporter.log(), "the name is not logged escaped"
+    finally:
+        rig.burrow.clear()
+    cycles, secs = observe_recovery(rig, None, lambda sc: sc.get(
+        GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is not None)
+    matrix.record(Observation(
+        "Burrow", "a topic name with a lone surrogate",
+        "one group's real `/lag` answer plus a partition of topic `\"t\\udc80x\"` (a JSON "
+        "escape that is no UTF-8)",
+        f"`/metrics` answers 200 on every scrape (it used to answer 500 for every cluster); that "
+        f"partition is dropped: the group's real partition keeps its exact freshness, its "
+        f"unmeasured partitions {unmeasured:g} → {unmeasured + 1:g} and its max withheld; "
+        f"`cluster_up` 1; `invalid_inputs_total` +{invalid:g}, "
+        f"`burrow_errors_total` +{errors:g}; logged escaped as `'t\\udc80x'`",
+        "the group's max freshness returns", describe_recovery(cycles, secs),
+        request.node.nodeid))
+
+
+def test_unusable_consumer_list_entries_cost_only_themselves(
+        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    baseline = healthy(rig)
+    odd: list[Any] = ["", "g\udc80x", 7, None]
+
+    def add_odd_names(body: Any) -> None:
+        body["consumers"] = odd + list(body["consumers"])
+
+    rig.burrow.add(consumer_list_path(CLUSTER), Fault.rewrite(add_odd_names))
+    try:
+        later, invalid, errors = _counted(rig, baseline, cycles=3)
+        assert later.up(CLUSTER) == 1, "an empty name in the consumer list took the cluster down"
+        assert_fresh_values(rig, later)
+        assert invalid >= 2 * len(odd) and errors == 0
+        assert "consumer-list entry '' is empty" in rig.exporter.log()
+        asked = {seen.path for seen in rig.burrow.requests(LAG)}
+        assert not any("udc80" in p.lower() or p.endswith("consumer//lag") for p in asked)
+    finally:
+        rig.burrow.clear()
+    cycles, secs = observe_recovery(rig, None)
+    matrix.record(Observation(
+        "Burrow", "empty, non-UTF-8 and non-string consumer-list entries",
+        '`/consumer` lists `""`, `"g\\udc80x"`, `7` and `null` before the real groups',
+        f"those entries dropped and never asked for; both real groups measured with exact "
+        f"freshness and `cluster_up` 1 (an empty name used to take the cluster down); "
+        f"`invalid_inputs_total` +{invalid:g} over 3 cycles, `burrow_errors_total` +{errors:g}",
+        "nothing was lost: exact values throughout", describe_recovery(cycles, secs),
+        request.node.nodeid))
+
+
+def test_a_partition_listed_three_times_is_one_series(
+        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    s = rig.seeded
+    baseline = healthy(rig)
+    real_lag = baseline.get("kafka_consumer_topic_offset_lag", cluster=CLUSTER, consumer=s.other,
+                            topic=s.topic)
+
+    def repeat(body: Any) -> None:
+        body["status"]["partitions"] = body["status"]["partitions"] * 3
+
+    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.rewrite(repeat))
+    try:
+        later, invalid, errors = _counted(rig, baseline)
+        assert later.up(CLUSTER) == 1
+        assert _lines(later, FRESHNESS, consumer=s.other, partition=0) == 1
+        lag = later.get("kafka_consumer_topic_offset_lag", cluster=CLUSTER, consumer=s.other,
+                        topic=s.topic)
+        assert lag == real_lag == 2, "the topic roll-up counted a repeated partition again"
+        assert later.get("kafka_consumer_group_offset_lag", cluster=CLUSTER,
+                         consumer=s.other) == 2
+        assert_fresh_values(rig, later)
+        assert invalid >= 4 and errors == 0
+    finally:
+        rig.burrow.clear()
+    cycles, secs = observe_recovery(rig, None)
+    matrix.record(Observation(
+        "Burrow", "a partition listed three times",
+        "one group's real `/lag` answer with its partition entries repeated three times",
+        f"one series per partition (the first entry is used), topic and group offset lag "
+        f"{lag:g} (not {3 * (real_lag or 0):g}); exact freshness; `cluster_up` 1; "
+        f"`invalid_inputs_total` +{invalid:g}",
+        "nothing was wrong: exact values throughout", describe_recovery(cycles, secs),
+        request.node.nodeid))
+
+
+def test_a_negative_lag_is_unmeasured_never_caught_up(
+        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    s = rig.seeded
+    baseline = healthy(rig)
+    unmeasured = baseline.get(GROUP_UNMEASURED, cluster=CLUSTER, consumer=s.other) or 0
+
+    def negative(body: Any) -> None:
+        _first_partition(body)["current_lag"] = -3
+
+    labels = {"cluster": CLUSTER, "consumer": s.other, "topic": s.topic, "partition": 0}
+    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.rewrite(negative))
+    try:
+        bad = rig.exporter.wait_for(lambda sc: sc.get(FRESHNESS, **labels) is None,
+                                    WORST_CYCLE_S + FREQUENCY + 10, "the freshness to go")
+        later, invalid, errors = _counted(rig, baseline)
+        for sc in (bad, later):
+            assert sc.get(FRESHNESS, **labels) is None, "a negative lag was called caught up"
+            assert sc.get("kafka_consumer_offset_lag", **labels) is None
+            assert sc.get("kafka_consumer_committed_offset", **labels) == 8
+            assert sc.get(PARTITIONS, cluster=CLUSTER, status="invalid") == 1
+            assert sc.get(GROUP_UNMEASURED, cluster=CLUSTER,
+                          consumer=s.other) == unmeasured + 1
+            assert sc.get(GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is None
+            assert sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
+        assert later.up(CLUSTER) == 1 and invalid >= 2 and errors == 0
+    finally:
+        rig.burrow.clear()
+    cycles, secs = observe_recovery(rig, None, lambda sc: sc.get(
+        GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is not None)
+    matrix.record(Observation(
+        "Burrow", "a negative current_lag",
+        "one group's real `/lag` answer with `current_lag` -3 (it used to export freshness 0, "
+        "no read, while records were unread)",
+        f"that partition `invalid`: no freshness, offset lag or commit lag, committed offset "
+        f"8 kept, `cluster_partitions{{status=\"invalid\"}}` 1, the group's unmeasured "
+        f"partitions {unmeasured:g} → {unmeasured + 1:g} and its max withheld; the other "
+        f"group exact; `cluster_up` 1; "
+        f"`invalid_inputs_total` +{invalid:g}",
+        "exact freshness again", describe_recovery(cycles, secs), request.node.nodeid))
+
+
+def test_an_absurd_commit_timestamp_gives_no_commit_lag(
+        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    s = rig.seeded
+    labels = {"cluster": CLUSTER, "consumer": s.other, "topic": s.topic, "partition": 0}
+    baseline = rig.exporter.wait_for(
+        lambda sc: sc.get("kafka_consumer_commit_lag_ms", **labels) is not None
+        and sc.up(CLUSTER) == 1, 30, "a commit lag for the group")
+
+    def far_future(body: Any) -> None:
+        _first_partition(body)["end"]["timestamp"] = 99_999_999_999_999_999
+
+    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.rewrite(far_future))
+    try:
+        rig.exporter.wait_for(lambda sc: sc.get("kafka_consumer_commit_lag_ms", **labels) is None,
+                              WORST_CYCLE_S + FREQUENCY + 10, "the commit lag to go")
+        later, invalid, errors = _counted(rig, baseline)
+        assert later.get("kafka_consumer_commit_lag_ms", **labels) is None
+        biggest = max(v for (name, _), v in later.samples.items()
+                      if name.startswith("kafka_consumer_"))
+        assert biggest < 10**12, f"an impossible number was exported: {biggest:g}"
+        assert_fresh_values(rig, later)  # freshness does not use the commit time
+        assert later.up(CLUSTER) == 1 and invalid >= 2 and errors == 0
+    finally:
+        rig.burrow.clear()
+    cycles, secs = observe_recovery(
+        rig, None, lambda sc: sc.get("kafka_consumer_commit_lag_ms", **labels) is not None)
+    matrix.record(Observation(
+        "Burrow", "a commit timestamp 3 million years ahead",
+        "one group's real `/lag` answer with `end.timestamp` 99999999999999999 (it used to "
+        "export `commit_lag_ms` 9.99e16)",
+        f"no commit lag for that partition (a commit time before 2000 or more than a day ahead "
+        f"is impossible); exact freshness for both groups; largest per-consumer value "
+        f"{biggest:g}; `cluster_up` 1; `invalid_inputs_total` +{invalid:g}",
+        "the commit lag returns", describe_recovery(cycles, secs), request.node.nodeid))
+
+
+def test_every_group_gone_is_a_failed_cluster(
+        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    baseline = healthy(rig)
+    began = time.monotonic()
+    rig.burrow.add(LAG, Fault.not_found())
+    try:
+        down = rig.exporter.wait_for(lambda sc: sc.up(CLUSTER) == 0,
+                                     WORST_CYCLE_S + FREQUENCY + 10, "the cluster to be down")
+        detect_s = time.monotonic() - began
+        frozen = down.last_success(CLUSTER)
+        later = rig.exporter.wait_cycles(CLUSTER, 2, 2 * (WORST_CYCLE_S + FREQUENCY) + 10)
+        assert later.up(CLUSTER) == 0 and later.consumer_series(CLUSTER) == 0
+        assert later.last_success(CLUSTER) == frozen, "last_success advanced with no group"
+        failures = (later.get(FAILURES, cluster=CLUSTER) or 0) - \
+            (baseline.get(FAILURES, cluster=CLUSTER) or 0)
+        assert failures >= 2
+        status, body = rig.exporter.get("/healthz")
+        error = json.loads(body)["clusters"][CLUSTER]["error"] or ""
+        assert status == 200 and "none could be measured" in error, error
+    finally:
+        rig.burrow.clear()
+    cycles, secs = observe_recovery(rig, frozen)
+    matrix.record(Observation(
+        "Burrow", "every group's /lag answers 404",
+        "`/consumer` lists the groups, every `/lag` answers Burrow's 404 NOTFOUND (it used to "
+        "leave `cluster_up` 1 with 0 groups and no warning)",
+        f"`cluster_up` 0 after {detect_s:.1f} s, no per-consumer series, `last_success` frozen, "
+        f"`cycle_failures_total` +{failures:g}; /healthz 200 with error “{_short(error)}”",
+        "correct freshness for both groups again", describe_recovery(cycles, secs),
+        request.node.nodeid))
