@@ -125,19 +125,23 @@ class _InFlight:
 _tracked = threading.local()
 
 
-class _TrackingHTTPPool(HTTPConnectionPool):
+class _TrackingMixin:
     """Tells the request running in this thread which connection it was lent."""
 
     def _get_conn(self, timeout: float | None = None) -> Any:
-        conn = super()._get_conn(timeout)
+        conn = super()._get_conn(timeout)  # type: ignore[misc]
         inflight = getattr(_tracked, "inflight", None)
         if inflight is not None:
             inflight.connection = conn
         return conn
 
 
-class _TrackingHTTPSPool(HTTPSConnectionPool):
-    _get_conn = _TrackingHTTPPool._get_conn
+class _TrackingHTTPPool(_TrackingMixin, HTTPConnectionPool):
+    pass
+
+
+class _TrackingHTTPSPool(_TrackingMixin, HTTPSConnectionPool):
+    pass
 
 
 class _TrackingAdapter(HTTPAdapter):

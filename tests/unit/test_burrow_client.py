@@ -112,3 +112,56 @@ def test_error_true_body_is_an_error() -> None:
 
 def test_body_shapes_match_captures() -> None:
     assert json.loads(body("v3_kafka.json"))["clusters"] == ["local"]
+
+
+# --- the transport against a real (misbehaving) HTTP(S) server ---------------------------
+
+
+NAMES = [f"cluster-{i}" for i in range(50)]
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+def test_a_dripped_body_is_cut_at_burrow_timeout_as_a_whole(tls: bool, tmp_path: Path) -> None:
+    """requests' timeout restarts with every byte; burrow.timeout bounds the whole answer."""
+    import time
+
+    from tests.faults.fake_burrow_server import ANY, Fault, FaultyBurrow
+    from tests.faults.harness import make_certs
+
+    certs = make_certs(tmp_path) if tls else None
+    server = FaultyBurrow(None, certfile=str(certs.cert) if certs else None,
+                          keyfile=str(certs.key) if certs else None).start()
+    server.serve_static("/v3/kafka", {"error": False, "clusters": NAMES,
+                                      "request": {}})
+    settings = BurrowSettings(url=server.url, timeout_s=1.0, retries=0,
+                              ca_file=str(certs.ca) if certs else "")
+    burrow = BurrowClient(settings)
+    try:
+        assert burrow.clusters() == NAMES  # the same server, answering normally
+        server.add(ANY, Fault.drip(0.05))
+        started = time.monotonic()
+        with pytest.raises(BurrowUnavailable, match="within 1s"):
+            burrow.clusters()
+        assert time.monotonic() - started < 2.5
+    finally:
+        burrow.close()
+        server.stop()
+
+
+def test_a_gzip_body_is_decoded_and_a_bomb_is_refused() -> None:
+    from tests.faults.fake_burrow_server import ANY, Fault, FaultyBurrow
+
+    server = FaultyBurrow(None).start()
+    burrow = BurrowClient(BurrowSettings(url=server.url, retries=0,
+                                         max_response_bytes=1 << 20))
+    try:
+        server.add(ANY, Fault.gzip_bomb(8 << 20))
+        with pytest.raises(BurrowResponseError, match="maxResponseBytes"):
+            burrow.clusters()
+        server.clear()
+        server.add(ANY, Fault.gzip_bomb(512 << 10))  # 512 KiB of JSON whitespace: fits
+        with pytest.raises(BurrowResponseError, match="expected a JSON object"):  # decoded
+            burrow.clusters()
+    finally:
+        burrow.close()
+        server.stop()
