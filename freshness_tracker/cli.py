@@ -102,6 +102,11 @@ class _Signals:
         log.info("signal=%s stopping", signal.Signals(signum).name)
         if not self.stopped_at:
             self.stopped_at.append(time.monotonic())
+            # The last word: whatever a shutdown step blocks in (a client library's close()),
+            # the process is gone within 5 s of the signal.
+            timer = threading.Timer(HARD_EXIT_S, _hard_exit)
+            timer.daemon = True
+            timer.start()
         self.stop.set()
         self.wake.set()
 
@@ -156,6 +161,16 @@ def _reload(service: Service, path: str) -> None:
 #: threads started by the daemon cycle threads are daemon, yet still joined), so whatever is
 #: still running this long after the signal is abandoned instead of awaited.
 EXIT_DEADLINE_S = 3.5
+#: ...and if a shutdown step itself blocks (closing a client that hangs), the process exits
+#: anyway this long after the first stop signal.
+HARD_EXIT_S = 4.5
+
+
+def _hard_exit() -> None:
+    log.error("shutdown still blocked %.1f s after the stop signal; exiting now", HARD_EXIT_S)
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(EXIT_OK)
 
 
 def _exit_if_work_in_flight(code: int, stopped_at: list[float]) -> None:

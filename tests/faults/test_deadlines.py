@@ -325,3 +325,36 @@ def test_a_sink_that_never_returns_cannot_stop_the_cycles(
         f"and {exporter.sinks[0].dropped} cycles are dropped for it with a warning each; "
         "/metrics stays current",
         "the sink writes again once it returns", "next cycle", request.node.nodeid))
+
+
+def test_sigterm_ends_the_process_even_when_shutdown_blocks(
+        tmp_path: object, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+    """`run`'s signal handling with a shutdown step that never returns (a client's close()
+    hanging): the process still exits within 5 s of SIGTERM."""
+    import subprocess
+    import sys
+
+    script = (
+        "import os, signal, threading, time\n"
+        "from freshness_tracker import cli\n"
+        "signals = cli._Signals()\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), os.kill(os.getpid(), "
+        "signal.SIGTERM)), daemon=True).start()\n"
+        "signals.stop.wait(10)\n"
+        "print('stopping', flush=True)\n"
+        "threading.Event().wait()  # a close() that never returns\n"
+    )
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=30)
+    took = time.monotonic() - started
+    assert "stopping" in proc.stdout, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert took < 0.3 + 5.0 + 2.0, f"exited {took:.1f} s after start"  # + interpreter start
+    assert "exiting now" in proc.stderr
+    matrix.record(Observation(
+        "Exporter", "shutdown blocked by a client",
+        "SIGTERM while a shutdown step never returns (a client library's close() hanging)",
+        f"the process exits with code 0 {took - 0.3:.1f} s after the signal (hard exit at "
+        "4.5 s), logging that it gave up waiting",
+        "n/a", "n/a", request.node.nodeid))
