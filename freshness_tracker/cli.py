@@ -1,4 +1,4 @@
-"""Command line: run | once | check | demo | history | spark. The only module that prints.
+"""Command line: run | once | check | history | spark. The only module that prints.
 
 Exit codes: 0 success, 1 a cluster failed (`once`, `check`), 2 configuration error.
 """
@@ -49,11 +49,6 @@ def _parser() -> argparse.ArgumentParser:
     once.add_argument("--format", choices=["prometheus", "json", "table"], default="prometheus")
     check = sub.add_parser("check", help="validate the config and reach Burrow and every cluster")
     check.add_argument("--config", required=True, help="HOCON config file")
-    demo = sub.add_parser("demo", help="start a local Burrow + Kafka stack with a workload and "
-                                       "run the exporter on it")
-    demo.add_argument("--port", type=int, default=8081)
-    demo.add_argument("--duration", type=float, default=0.0,
-                      help="stop after this many seconds (0: until Ctrl-C)")
     history = sub.add_parser("history", help="maintain the history table (history extra)")
     history_sub = history.add_subparsers(dest="history_command", required=True)
     compact = history_sub.add_parser(
@@ -258,17 +253,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from freshness_tracker.demo_cmd import run_demo
-
-    configure_logging("INFO")
-    return run_demo(port=args.port, duration_s=args.duration)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    commands = {"run": cmd_run, "once": cmd_once, "check": cmd_check, "demo": cmd_demo,
+    commands = {"run": cmd_run, "once": cmd_once, "check": cmd_check,
                 "history": cmd_history}
     try:
         if args.command == "spark":

@@ -300,7 +300,7 @@ def _distributions(modules: set[str], guess: bool = False) -> dict[str, set[str]
 
 
 def test_declared_dependencies_cover_every_import(wheel: Path) -> None:
-    """What `run`, `once`, `check` and `demo` import needs only the wheel's base dependencies
+    """What `run`, `once` and `check` import needs only the wheel's base dependencies
     (a fresh install gets nothing else); what anything imports is declared by some extra."""
     requirements = _requirements(wheel)
     base = _closure(requirements)
@@ -311,7 +311,6 @@ def test_declared_dependencies_cover_every_import(wheel: Path) -> None:
         "import sys, json\n"
         "import freshness_tracker.cli, freshness_tracker.app, freshness_tracker.http\n"
         "import freshness_tracker.check, freshness_tracker.sinks.render\n"
-        "import freshness_tracker.demo_cmd, freshness_tracker.devstack\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=120, check=True, cwd="/")
