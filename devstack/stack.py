@@ -264,21 +264,29 @@ class RealStack:
         burrow.wait_for_topic(OFFSETS_TOPIC, 1, self.start_timeout_s)
 
     def stop_broker(self, node_id: int | None = None) -> None:
-        """Stop one Kafka node (``node_id``), or every node (None): a real JVM shutdown."""
+        """Stop one Kafka node (``node_id``), or every node (None): a real JVM shutdown.
+
+        The stack's own clients are closed first (recreated on next use), so no librdkafka
+        object of the calling process lives through the outage.
+        """
         kafka = self._need(self.kafka, "the broker")
+        self._close_clients()
         if node_id is None:
             kafka.stop()
         else:
             kafka.stop_broker(node_id)
 
     def start_broker(self, node_id: int | None = None) -> None:
-        """Restart one node (or every stopped one) with its data, on the same address.
+        """Restart one node (or every stopped one) with its data, on the same address (its
+        proxy listens again too).
 
         The stack's own admin and committing consumers are replaced, as on the old stack: a
         client that saw its connections drop can keep timing out on group requests for a while.
         """
         kafka = self._need(self.kafka, "the broker")
         kafka.start_brokers(kafka.node_ids if node_id is None else [node_id])
+        if self.proxied:  # stopping every node also closed their proxies: clients come back too
+            self.restore_broker(node_id)
         with self._lock:
             self._admin = None
             committers, self._committers = self._committers, {}

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from devstack import RealStack
 from freshness_tracker import __version__
 from freshness_tracker.cycle import now_ms
-from freshness_tracker.devstack import LocalStack
 from tests.faults.harness import Certs, Matrix, make_certs
 from tests.stack_support import running_stack
 
@@ -40,8 +40,8 @@ def matrix() -> Matrix:
 
 
 @pytest.fixture(scope="session")
-def fault_stack() -> Iterator[LocalStack]:
-    """A started LocalStack owned by this suite alone (never FT_STACK_*: we kill its parts)."""
+def fault_stack() -> Iterator[RealStack]:
+    """A started RealStack owned by this suite alone (never FT_STACK_*: we kill its parts)."""
     yield from running_stack(allow_external=False)
 
 
@@ -81,7 +81,7 @@ class Seeded:
         return now_ms() - self.timestamps[offset]
 
 
-def seed(stack: LocalStack, prefix: str) -> Seeded:
+def seed(stack: RealStack, prefix: str) -> Seeded:
     suffix = uuid.uuid4().hex[:8]
     topic, lagging, other = f"{prefix}-t-{suffix}", f"{prefix}-lag-{suffix}", \
         f"{prefix}-oth-{suffix}"
@@ -111,7 +111,7 @@ def pytest_runtest_makereport(
     if report.failed:
         _matrix.mark_failed(item.nodeid)
         local = getattr(item, "funcargs", {}).get("fault_stack")
-        if isinstance(local, LocalStack):
+        if isinstance(local, RealStack):
             report.sections.append(("devstack logs", local.logs_tail()))
     return report
 

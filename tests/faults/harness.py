@@ -25,7 +25,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from freshness_tracker.devstack.processes import free_port
+from devstack.processes import free_port
 from tests.stack_support import poll
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,30 +1,46 @@
 """Committed offset below the log start (retention deleted records the group never read).
 
-tansu cannot delete records, so the broker is simulated one level down: the real lookup engine
-(KafkaRecordReader + ConsumerPool with the forced safety settings) drives a fake consumer that
-behaves like librdkafka with ``auto.offset.reset=error`` (an out-of-range event, then the
-watermarks), inside the real Exporter (cycle, snapshot, Collector, self-metrics).
+On real Kafka first: ``delete_records`` moves the log start past a real group's commit, and the
+exporter process, reading the real Burrow 1.9.5, must report the loss exactly (the matrix row).
+Then the same one level down, in process: the real lookup engine (KafkaRecordReader +
+ConsumerPool with the forced safety settings) over a fake consumer that behaves like librdkafka
+with ``auto.offset.reset=error``, to pin the consumer settings and the event counter.
 """
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
 
+from devstack import RealStack
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
+from freshness_tracker.cycle import now_ms
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from tests.fakes import FakeBurrow, group, lag
-from tests.faults.harness import Matrix, Observation, Scrape
+from tests.faults.conftest import groups_regex
+from tests.faults.harness import (
+    ExporterProcess,
+    Matrix,
+    Observation,
+    Scrape,
+    cluster_entry,
+    describe_recovery,
+    exporter_config,
+)
 from tests.unit.test_kafka_lookup import BASE_TS, FakeBroker, FakeConsumer, make_log
 
 CLUSTER = "c1"
+CLUSTER_REAL = "local"
 NOW = BASE_TS + 3_600_000
 LOG_START, LOG_END = 100, 110
 
@@ -58,8 +74,8 @@ def build(broker: FakeBroker, burrow: FakeBurrow,
     return exporter, consumers
 
 
-def test_committed_offset_below_the_log_start_is_data_loss(
-        executor: ThreadPoolExecutor, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_data_loss_one_level_down_forces_offset_reset_error(
+        executor: ThreadPoolExecutor) -> None:
     broker = FakeBroker()
     broker.add_topic("t", [make_log(LOG_END, start=LOG_START)])  # offsets 100..109 remain
     burrow = FakeBurrow({CLUSTER: [group(CLUSTER, "g", lag(
@@ -100,13 +116,72 @@ def test_committed_offset_below_the_log_start_is_data_loss(
         assert after.get("freshness_tracker_data_loss_events_total", cluster=CLUSTER) == 1
     finally:
         exporter.close()
+
+
+RETENTION_MS = 3_600_000
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(180)
+def test_records_deleted_past_a_real_commit_are_data_loss(
+        fault_stack: RealStack, tmp_path: Path, matrix: Matrix,
+        request: pytest.FixtureRequest) -> None:
+    """Real data loss: records 0-5 deleted under a group that committed 2; the user set
+    ``auto.offset.reset=latest``, which must not turn the loss into a silent "caught up"."""
+    stack, suffix = fault_stack, uuid.uuid4().hex[:8]
+    topic, grp = f"dl-t-{suffix}", f"dl-g-{suffix}"
+    stack.create_topic(topic, partitions=1, retention_ms=RETENTION_MS)
+    stamps = [now_ms() - 100_000 + 10_000 * i for i in range(10)]
+    assert stack.produce(topic, 0, stamps) == list(range(10))
+    stack.commit(grp, topic, 0, 2)
+    stack.wait_for_burrow_lag(grp, topic, 0, 2, 8, timeout_s=60)
+    assert stack.delete_records(topic, 0, before_offset=6) == 6
+    config = exporter_config(
+        burrow_url=stack.burrow_url, groups_allow=groups_regex("dl"),
+        clusters=[cluster_entry(CLUSTER_REAL, stack.bootstrap_servers,
+                                **{"auto.offset.reset": "latest"})])
+    labels = {"cluster": CLUSTER_REAL, "consumer": grp, "topic": topic, "partition": 0}
+    with ExporterProcess(tmp_path, config, name="data-loss") as exporter:
+        lost = exporter.wait_for(lambda sc: sc.get("kafka_consumer_data_loss", **labels) == 1,
+                                 40, "data loss reported")
+        assert lost.up(CLUSTER_REAL) == 1
+        assert lost.get("kafka_consumer_lost_records", **labels) == 4
+        bound = lost.get("kafka_consumer_freshness_ms", **labels)
+        # a lower bound: the age of the earliest retained record (offset 6), never a reset
+        assert bound is not None and abs(bound - (now_ms() - stamps[6])) < 4_000
+        assert lost.get("kafka_consumer_retention_headroom_ms", **labels) == 0
+        assert lost.get("kafka_consumer_group_data_loss_partitions", cluster=CLUSTER_REAL,
+                        consumer=grp) == 1
+        assert lost.get("freshness_tracker_cluster_partitions", cluster=CLUSTER_REAL,
+                        status="data_loss") == 1
+        events = lost.get("freshness_tracker_data_loss_events_total", cluster=CLUSTER_REAL)
+        assert events is not None and events >= 1
+
+        # the group catches up past the log start: exact values again
+        window = stack.commit(grp, topic, 0, 8)
+        committed_at = time.monotonic()
+        stack.wait_for_burrow_lag(grp, topic, 0, 8, 2, timeout_s=60)
+        c0 = exporter.scrape().cycles(CLUSTER_REAL)
+        ok = exporter.wait_for(lambda sc: sc.get("kafka_consumer_data_loss", **labels) == 0
+                               and sc.get("kafka_consumer_committed_offset", **labels) == 8,
+                               40, "the data loss to clear")
+        recovery_s, cycles = time.monotonic() - committed_at, ok.cycles(CLUSTER_REAL) - c0
+    assert ok.get("kafka_consumer_lost_records", **labels) == 0
+    fresh = ok.get("kafka_consumer_freshness_ms", **labels)
+    assert fresh is not None and abs(fresh - (now_ms() - stamps[8])) < 4_000
+    headroom = ok.get("kafka_consumer_retention_headroom_ms", **labels)
+    assert headroom is not None and abs(headroom - (RETENTION_MS - fresh)) < 1
+    commit_lag = ok.get("kafka_consumer_commit_lag_ms", **labels)  # the broker's commit time
+    assert commit_lag is not None
+    assert window.before_ms - stamps[7] <= commit_lag <= window.after_ms - stamps[7]
     matrix.record(Observation(
-        "Kafka", "committed offset below the log start (data loss; simulated)",
-        "log starts at 100, group committed 95, user set `auto.offset.reset=latest`; real "
-        "lookup engine + cycle + Collector over a fake librdkafka consumer (tansu cannot delete "
-        "records)",
-        f"`data_loss` 1, `lost_records` {LOG_START - 95}, freshness from the earliest retained "
-        "record (a lower bound, never a silent reset: `auto.offset.reset` is forced to "
-        "`error`), `group_data_loss_partitions` 1, `data_loss_events_total` 1, `cluster_up` 1",
-        "after the group commits past the log start: `data_loss` 0 and exact freshness",
-        "next cycle", request.node.nodeid))
+        "Kafka", "committed offset below the log start (data loss)",
+        "real records deleted (`AdminClient.delete_records`: log start 0 → 6) under a group "
+        "that committed 2; the user set `auto.offset.reset=latest`; the real Burrow 1.9.5",
+        f"`data_loss` 1, `lost_records` 4, freshness {bound / 1000:.0f} s from the earliest "
+        "retained record (a lower bound, never a silent reset: `auto.offset.reset` is forced to "
+        f"`error`), `retention_headroom_ms` 0, `group_data_loss_partitions` 1, "
+        f"`data_loss_events_total` {events:g}, `cluster_up` 1",
+        "after the group commits 8: `data_loss` 0, exact freshness, retention headroom from the "
+        f"topic's `retention.ms` ({headroom / 1000:.0f} s), commit lag within the commit's window",
+        describe_recovery(cycles, recovery_s), request.node.nodeid))
