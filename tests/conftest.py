@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from devstack import RealStack
+from tests.stack_support import running_stack
 
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.register_profile("ci", max_examples=500, deadline=None,
@@ -19,3 +23,11 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("FRESHNESS_TRACKER_", "BURROW_")):
             monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[RealStack]:
+    """The session's real stack (Kafka 4.1 + Burrow 1.9.5, 1 node, proxied), shared by
+    tests/integration and tests/spark: one JVM per run instead of one per directory on 2 cores.
+    Suites that stop parts of it or need 3 nodes (faults, realkafka) override it with their own."""
+    yield from running_stack()

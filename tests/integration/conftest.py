@@ -1,4 +1,5 @@
-"""Integration fixtures: one real local stack per session (or your own via FT_STACK_* env).
+"""Integration fixtures. The session's real stack (``stack``: Apache Kafka 4.1 + Burrow 1.9.5,
+or your own via FT_STACK_*) comes from tests/conftest.py, shared with tests/spark.
 
 A component that cannot start skips the integration tests locally, with the reason; under
 ``CI=true`` it fails the run instead. A failing test gets every component's log tail attached.
@@ -6,18 +7,12 @@ A component that cannot start skips the integration tests locally, with the reas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 
 import pytest
 
-from freshness_tracker.devstack import LocalStack
-from tests.stack_support import running_stack, unique_namer
-
-
-@pytest.fixture(scope="session")
-def stack() -> Iterator[LocalStack]:
-    """A started :class:`LocalStack`, shared by the session and stopped at its end."""
-    yield from running_stack()
+from devstack import RealStack
+from tests.stack_support import unique_namer
 
 
 @pytest.fixture
@@ -32,6 +27,6 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     local = getattr(item, "funcargs", {}).get("stack")
-    if report.failed and isinstance(local, LocalStack):
+    if report.failed and isinstance(local, RealStack):
         report.sections.append(("devstack logs", local.logs_tail()))
     return report

@@ -1,4 +1,5 @@
-"""Spark fixtures: ONE tuned local SparkSession per pytest run (spark-notes), and the real stack.
+"""Spark fixtures: ONE tuned local SparkSession per pytest run (spark-notes). The real stack
+(``stack``) is the session's one, from tests/conftest.py.
 
 Without Java or pyspark the Spark tests skip locally with the reason; under ``CI=true`` they
 fail instead, like the integration tests.
@@ -13,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from freshness_tracker.devstack import LocalStack
-from tests.stack_support import running_stack, unique_namer
+from tests.stack_support import unique_namer
 
 #: Measured to matter for short local runs (shared/reference/spark-notes.md).
 TEST_CONF = {
@@ -48,13 +48,6 @@ def spark() -> Iterator[Any]:
 
         worker.close_engines()
         session.stop()
-
-
-@pytest.fixture(scope="session")
-def stack() -> Iterator[LocalStack]:
-    """The same contract as tests/integration's fixture: a shared real stack, never skipped
-    under CI=true (that conftest is not visible from this directory)."""
-    yield from running_stack()
 
 
 @pytest.fixture
