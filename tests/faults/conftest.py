@@ -1,5 +1,6 @@
-"""Fixtures of the fault suite: its OWN local stack (killing Burrow or cutting the broker here
-never disturbs other test modules), a seeded scenario, and the observation log.
+"""Fixtures of the fault suite: its OWN real stack (Apache Kafka 4.1 KRaft + Burrow 1.9.5, the
+broker's client listener behind a frame proxy; killing Burrow or cutting the broker here never
+disturbs other test modules), a seeded scenario, and the observation log.
 
 A component that cannot start skips the suite locally with the reason; under ``CI=true`` it fails.
 Observations are written to ``$FT_FAULT_MATRIX`` (default: a file in the temp directory) at the
@@ -65,6 +66,8 @@ class Seeded:
     topic p0: 10 records at now-100 s, now-90 s, ... now-10 s; p1: 3 records.
     ``lagging`` committed p0@4 (freshness ≈ 60 s) and p1@3 (caught up);
     ``other`` committed p0@8 (freshness ≈ 20 s).
+    Commits are real group commits (stamped by the broker), read by Burrow from
+    ``__consumer_offsets``; freshness depends only on the record times chosen here.
     """
 
     topic: str

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from freshness_tracker.devstack import LocalStack
+from devstack import RealStack
 from tests.faults.conftest import Seeded, groups_regex, seed
 from tests.faults.fake_burrow_server import ANY, CLUSTERS, LAG, Fault, FaultyBurrow, lag_path
 from tests.faults.harness import (
@@ -51,14 +51,14 @@ RECOVERY_BUDGET_S = WORST_CYCLE_S + FREQUENCY + 1.0 + 3.0
 
 @dataclass
 class Rig:
-    stack: LocalStack
+    stack: RealStack
     seeded: Seeded
     burrow: FaultyBurrow
     exporter: ExporterProcess
 
 
 @pytest.fixture(scope="module")
-def rig(fault_stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     seeded = seed(fault_stack, "bf")
     burrow = FaultyBurrow(fault_stack.burrow_url).start()
     config = exporter_config(
@@ -311,7 +311,7 @@ def test_burrow_killed_mid_cycle(rig: Rig, matrix: Matrix,
         request.node.nodeid))
 
 
-def test_burrow_down_at_start(fault_stack: LocalStack, matrix: Matrix, tmp_path: Path,
+def test_burrow_down_at_start(fault_stack: RealStack, matrix: Matrix, tmp_path: Path,
                               request: pytest.FixtureRequest) -> None:
     """The exporter starts while Burrow is stopped (pointed straight at the real Burrow)."""
     seeded = seed(fault_stack, "bd")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from freshness_tracker.devstack import LocalStack
+from devstack import RealStack
 from tests.faults.harness import (
     Certs,
     ExporterProcess,
@@ -38,7 +38,7 @@ CLIENT_TIMEOUT_S = 5.0
 SCRAPERS, LOAD_S = 50, 10.0
 
 
-def listener_exporter(stack: LocalStack, certs: Certs, workdir: Path, name: str,
+def listener_exporter(stack: RealStack, certs: Certs, workdir: Path, name: str,
                       tls: bool) -> ExporterProcess:
     """The exporter on the real stack; with `tls`, HTTPS and basic auth on the listener."""
     extra = ""
@@ -69,7 +69,7 @@ def server_closed_within(sock: socket.socket, timeout_s: float) -> float | None:
 
 
 def test_an_idle_connection_blocks_no_tls_client_and_is_cut_at_the_handshake_deadline(
-        fault_stack: LocalStack, certs: Certs, tmp_path: Path, matrix: Matrix,
+        fault_stack: RealStack, certs: Certs, tmp_path: Path, matrix: Matrix,
         request: pytest.FixtureRequest) -> None:
     exporter = listener_exporter(fault_stack, certs, tmp_path, "idle-tls", tls=True)
     idle = socket.create_connection(("127.0.0.1", exporter.port))
@@ -146,7 +146,7 @@ def scrape_load(exporter: ExporterProcess, context: ssl.SSLContext | None,
 
 @pytest.mark.parametrize("tls", [True, False], ids=["tls-basic-auth", "plain-http"])
 def test_50_concurrent_scrapers_never_time_out(
-        fault_stack: LocalStack, certs: Certs, tmp_path: Path, matrix: Matrix,
+        fault_stack: RealStack, certs: Certs, tmp_path: Path, matrix: Matrix,
         request: pytest.FixtureRequest, tls: bool) -> None:
     exporter = listener_exporter(fault_stack, certs, tmp_path, "load", tls=tls)
     try:

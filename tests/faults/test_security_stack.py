@@ -3,27 +3,26 @@ credentials only from the environment or an included file and never logged (DEBU
 full run with failures), the listener on a chosen address with TLS and basic auth (/healthz
 open for probes), and Kafka reads over a TLS listener with CA verification.
 
-tansu 0.6's own TLS cannot be used (its CLI rejects ``--cert`` together with ``--key``, and with
-either alone the listener stays plaintext: verified), so a TLS terminator in front of a tansu of
-our own provides the broker's TLS listener; tansu advertises the terminator.
+Kafka's TLS listener: the suite's real Kafka 4.1 advertises its client listener at a frame
+proxy; for the TLS test a TLS terminator takes over the proxy's port (same advertised address,
+now TLS, plaintext to the broker behind), while Burrow keeps reading the internal listener.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from freshness_tracker.devstack import LocalStack
-from freshness_tracker.devstack.processes import TansuProcess
+from devstack import RealStack
 from tests.faults.conftest import groups_regex, now_ms, seed
 from tests.faults.fake_burrow_server import ANY, Fault, FaultyBurrow
 from tests.faults.harness import (
@@ -36,8 +35,8 @@ from tests.faults.harness import (
     TlsTerminator,
     cluster_entry,
     exporter_config,
-    free_port,
 )
+from tests.stack_support import require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -58,7 +57,7 @@ def loopback_alias_usable() -> bool:
 
 
 def test_https_burrow_basic_auth_secure_listener_and_no_secret_in_logs(
-        fault_stack: LocalStack, certs: Certs, tmp_path: Path, matrix: Matrix,
+        fault_stack: RealStack, certs: Certs, tmp_path: Path, matrix: Matrix,
         request: pytest.FixtureRequest) -> None:
     seeded = seed(fault_stack, "sec")
     burrow = FaultyBurrow(fault_stack.burrow_url, certfile=str(certs.cert),
@@ -147,7 +146,7 @@ def test_https_burrow_basic_auth_secure_listener_and_no_secret_in_logs(
 
 
 def test_wrong_ca_wrong_password_and_url_credentials_fail_clearly_and_quietly(
-        fault_stack: LocalStack, certs: Certs, tmp_path: Path, matrix: Matrix,
+        fault_stack: RealStack, certs: Certs, tmp_path: Path, matrix: Matrix,
         request: pytest.FixtureRequest) -> None:
     burrow = FaultyBurrow(fault_stack.burrow_url, certfile=str(certs.cert),
                           keyfile=str(certs.key), basic_auth=(BURROW_USER, BURROW_SECRET)).start()
@@ -207,46 +206,42 @@ def test_wrong_ca_wrong_password_and_url_credentials_fail_clearly_and_quietly(
 
 
 @pytest.fixture
-def tls_broker(tmp_path: Path, certs: Certs) -> Iterator[tuple[str, TlsTerminator]]:
-    """A tansu of our own, reachable only through a TLS terminator that it advertises."""
-    port = free_port()
-    tansu = TansuProcess(tmp_path, advertised=f"127.0.0.1:{port}")
-    tansu.start(30)
-    terminator = TlsTerminator(("127.0.0.1", tansu.port), certs, port=port).start()
+def tls_broker(fault_stack: RealStack, certs: Certs) -> Iterator[tuple[str, TlsTerminator]]:
+    """The real broker's advertised client address turned into a TLS listener: its frame proxy
+    is cut and a TLS terminator (plaintext to the broker's client listener) binds that port."""
+    require_managed(fault_stack, "the TLS test swaps the broker's client proxy")
+    assert fault_stack.kafka is not None
+    (node_id,) = fault_stack.kafka.node_ids
+    proxy = fault_stack.kafka.proxy(node_id)
+    fault_stack.cut_broker(node_id)
     try:
-        yield terminator.address, terminator
+        terminator = TlsTerminator(proxy.upstream, certs, port=proxy.port).start()
+        try:
+            yield terminator.address, terminator
+        finally:
+            terminator.stop()
     finally:
-        terminator.stop()
-        tansu.stop()
+        fault_stack.restore_broker(node_id)
 
 
 def test_kafka_reads_over_a_tls_listener_with_ca_verification(
-        tls_broker: tuple[str, TlsTerminator], certs: Certs, tmp_path: Path, matrix: Matrix,
-        request: pytest.FixtureRequest) -> None:
+        fault_stack: RealStack, tls_broker: tuple[str, TlsTerminator], certs: Certs,
+        tmp_path: Path, matrix: Matrix, request: pytest.FixtureRequest) -> None:
     address, terminator = tls_broker
     ssl_props = {"security.protocol": "SSL", "ssl.ca.location": str(certs.ca),
                  "ssl.endpoint.identification.algorithm": "https"}
-    client = {"bootstrap.servers": address, **ssl_props}
-    topic = "tls-topic"
-    admin = AdminClient(client)  # keep a reference while waiting on its futures
-    futures = admin.create_topics([NewTopic(topic, 1, 1)], request_timeout=30)
-    futures[topic].result(30)
+    stack, suffix = fault_stack, uuid.uuid4().hex[:8]
+    topic, group = f"tls-t-{suffix}", f"tls-g-{suffix}"
+    stack.create_topic(topic, partitions=1)
     stamps = [now_ms() - 40_000 + 10_000 * i for i in range(4)]
-    producer = Producer({**client, "batch.num.messages": 1, "linger.ms": 0})
-    for ts in stamps:
-        producer.produce(topic, b"v", partition=0, timestamp=ts)
-    assert producer.flush(30) == 0
+    assert stack.produce(topic, 0, stamps) == [0, 1, 2, 3]
+    window = stack.commit(group, topic, 0, 1)  # a real commit, read by the real Burrow
+    stack.wait_for_burrow_lag(group, topic, 0, 1, 3, timeout_s=60)
 
-    burrow = FaultyBurrow(None).start()  # a Burrow that knows these clusters' groups
-    commit_ms = now_ms() - 1_000
-    lag_body = {"error": False, "status": {"status": "OK", "totallag": 3, "partitions": [{
-        "topic": topic, "partition": 0, "status": "OK", "current_lag": 3,
-        "end": {"offset": 1, "timestamp": commit_ms}}]}}
+    burrow = FaultyBurrow(stack.burrow_url).start()  # three exporter clusters, one real Burrow
     for name in ("tlsgood", "tlsbadca", "tlsplain"):
-        burrow.add_static_cluster(name)
-        burrow.serve_static(f"/v3/kafka/{name}/consumer", {"consumers": ["tls-g"]})
-        burrow.serve_static(f"/v3/kafka/{name}/consumer/tls-g/lag", lag_body)
-    config = exporter_config(burrow_url=burrow.url, clusters=[
+        burrow.alias(name, stack.cluster)
+    config = exporter_config(burrow_url=burrow.url, groups_allow=re.escape(group), clusters=[
         cluster_entry("tlsgood", address, **ssl_props),
         cluster_entry("tlsbadca", address, **{**ssl_props, "ssl.ca.location": str(certs.other_ca)}),
         cluster_entry("tlsplain", address),
@@ -254,18 +249,20 @@ def test_kafka_reads_over_a_tls_listener_with_ca_verification(
     exporter = ExporterProcess(tmp_path, config, name="kafka-tls")
     try:
         exporter.start()
-        labels = {"cluster": "tlsgood", "consumer": "tls-g", "topic": topic, "partition": 0}
+        labels = {"cluster": "tlsgood", "consumer": group, "topic": topic, "partition": 0}
         scrape: Scrape = exporter.wait_for(
             lambda sc: sc.get("kafka_consumer_freshness_ms", **labels) is not None
             and sc.cycles("tlsbadca") >= 1 and sc.cycles("tlsplain") >= 1, 40,
             "freshness read over TLS")
         value = scrape.get("kafka_consumer_freshness_ms", **labels)
         assert value is not None and abs(value - (now_ms() - stamps[1])) < 4_000
-        assert scrape.get("kafka_consumer_commit_lag_ms", **labels) == commit_ms - stamps[0]
+        commit_lag = scrape.get("kafka_consumer_commit_lag_ms", **labels)
+        assert commit_lag is not None
+        assert window.before_ms - stamps[0] <= commit_lag <= window.after_ms - stamps[0]
         assert scrape.up("tlsgood") == 1
         for bad in ("tlsbadca", "tlsplain"):
             assert scrape.up(bad) == 0
-            assert scrape.get("kafka_consumer_freshness_ms", cluster=bad, consumer="tls-g",
+            assert scrape.get("kafka_consumer_freshness_ms", cluster=bad, consumer=group,
                               topic=topic, partition=0) is None
         health = json.loads(exporter.get("/healthz")[1])["clusters"]
     finally:
@@ -274,9 +271,10 @@ def test_kafka_reads_over_a_tls_listener_with_ca_verification(
     assert terminator.handshakes >= 1
     matrix.record(Observation(
         "Security", "Kafka over TLS (SSL properties passed through to librdkafka)",
-        "a TLS listener (tansu behind a TLS terminator; tansu's own `--cert/--key` cannot be "
-        "combined in 0.6); three clusters on it: `security.protocol=SSL` + the right CA, the "
-        "same with an unrelated CA, and plaintext",
+        "the real broker's advertised client address served over TLS (a TLS terminator in "
+        "front of Kafka 4.1's client listener; a real commit read by Burrow 1.9.5); three "
+        "clusters on it: `security.protocol=SSL` + the right CA, the same with an unrelated CA, "
+        "and plaintext",
         f"right CA: exact freshness and commit lag read over TLS ({terminator.handshakes} TLS "
         f"handshakes); unrelated CA: `cluster_up` 0, no freshness "
         f"(“{health['tlsbadca']['error'][:60]}…”); "
