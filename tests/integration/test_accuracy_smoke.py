@@ -13,13 +13,13 @@ import pytest
 from benchmarks.accuracy.analysis import analyse
 from benchmarks.accuracy.harness import HarnessConfig, run_harness
 from benchmarks.accuracy.shapes import smoke_shapes
-from freshness_tracker.devstack import LocalStack
+from devstack import RealStack
 
 pytestmark = pytest.mark.integration
 
 
 def test_exporter_within_one_cycle_while_rate_estimate_is_off(
-    stack: LocalStack, tmp_path: Path
+    stack: RealStack, tmp_path: Path
 ) -> None:
     config = HarnessConfig(duration_s=26.0, sample_interval_s=1.0, frequency_s=1.0,
                            rate_window_s=8.0, threshold_s=10.0, moment_window_s=5.0,

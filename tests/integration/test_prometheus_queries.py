@@ -3,7 +3,8 @@ the integration stack; then EVERY PromQL expression of the Grafana dashboard and
 found programmatically, runs through Prometheus's HTTP API and must return data with the labels
 its legend, table or alert annotations use. The rules are also loaded into that Prometheus:
 every rule evaluates cleanly, and with tight thresholds only the lagging group alerts. And the
-chart's sidecar mode for real: its rendered burrow.toml runs Debian's Burrow 1.2.1."""
+chart's sidecar mode for real: its rendered burrow.toml runs Burrow 1.9.5 (the chart's image
+version) on the stack's Kafka 4.1."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ from typing import Any
 import pytest
 import yaml
 
+from devstack import RealStack
+from devstack.cache import burrow_binary
+from devstack.processes import Daemon
 from freshness_tracker.config import load_settings
-from freshness_tracker.devstack import LocalStack
 from tests.deploy.chart import config_data, container, hocon, render, rule_spec
 from tests.deploy.live import JOB, Prometheus, running_exporter
 from tests.deploy.promql import Query, dashboard_queries, rule_queries, substitute
@@ -51,14 +54,14 @@ class Live:
                 "__rate_interval": "1m", "__interval": "5s", "__range": "5m"}
 
 
-def _wait_lag(stack: LocalStack, group: str, topic: str, offset: int) -> None:
+def _wait_lag(stack: RealStack, group: str, topic: str, offset: int) -> None:
     for partition in (0, 1):
         stack.wait_for_burrow_lag(group, topic, partition, committed_offset=offset,
                                   current_lag=RECORDS - offset, timeout_s=60)
 
 
 @pytest.fixture(scope="module")
-def live(stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+def live(stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     run = uuid.uuid4().hex[:8]
     topic, lagging, caught_up = f"ft-prom-{run}", f"grp-lag-{run}", f"grp-ok-{run}"
     stack.create_topic(topic, partitions=2)
@@ -202,13 +205,15 @@ def test_loaded_rules_evaluate_and_only_the_lagging_group_alerts(live: Live) -> 
 
 
 def test_chart_sidecar_config_runs_the_real_burrow_and_the_tracker_reads_it(
-    live: Live, stack: LocalStack, tmp_path: Path
+    live: Live, stack: RealStack, tmp_path: Path
 ) -> None:
     """Sidecar mode for real: the chart's burrow.toml, filled by the init container's own
-    command, starts Debian's Burrow 1.2.1 with the container's (empty) environment on the
-    stack's Kafka and ZooKeeper, and the chart's HOCON reads that Burrow on localhost."""
+    command, starts Burrow 1.9.5 (the chart's image version) with the container's (empty)
+    environment on the stack's Kafka 4.1, reading the real ``__consumer_offsets``, and the
+    chart's HOCON reads that Burrow on localhost. Burrow 1.9.5 opens no ZooKeeper connection
+    without a notifier, so the ZooKeeper address the chart requires is a port nobody serves."""
     port = free_port()
-    zookeeper = {"servers": [stack.zookeeper_address],
+    zookeeper = {"servers": [f"127.0.0.1:{free_port()}"],
                  "rootPath": f"/burrow-chart-{uuid.uuid4().hex[:6]}"}
     values = {
         "clusters": [{"name": stack.cluster, "bootstrapServers": stack.bootstrap_servers}],
@@ -229,10 +234,11 @@ def test_chart_sidecar_config_runs_the_real_burrow_and_the_tracker_reads_it(
     subprocess.run([sys.executable, *init["command"][1:-2], str(template),
                     str(config_dir / "burrow.toml")], check=True, timeout=30,
                    env={"PATH": os.environ["PATH"]})
-    log = (tmp_path / "burrow.log").open("wb")
-    burrow = subprocess.Popen(["/usr/bin/Burrow", "-config-dir", str(config_dir)], stdout=log,
-                              stderr=subprocess.STDOUT, cwd=tmp_path,
-                              env={e["name"]: e["value"] for e in burrow_spec["env"]})
+    # its own process group, killed with the test process whatever happens (devstack's guardian)
+    burrow = Daemon("chart-burrow", [str(burrow_binary()), "-config-dir", str(config_dir)],
+                    tmp_path / "burrow.log", cwd=tmp_path,
+                    env={e["name"]: e["value"] for e in burrow_spec["env"]}, grace_s=3.0)
+    burrow.spawn()
     try:
         url = f"http://127.0.0.1:{port}"
         lag = f"{url}/v3/kafka/{stack.cluster}/consumer/{live.lagging}/lag"
@@ -258,11 +264,8 @@ def test_chart_sidecar_config_runs_the_real_burrow_and_the_tracker_reads_it(
                      for r in cluster.partitions}
             assert set(fresh) == {(live.lagging, 0), (live.lagging, 1)}
             assert all(f is not None and f > 19 * 60_000 for f in fresh.values()), fresh
+    except BaseException:
+        print(burrow.log_tail())
+        raise
     finally:
-        burrow.terminate()
-        try:
-            burrow.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            burrow.kill()
-            burrow.wait()
-        log.close()
+        burrow.stop()

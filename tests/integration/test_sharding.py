@@ -16,9 +16,9 @@ from contextlib import ExitStack
 
 import pytest
 
+from devstack import RealStack
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import Settings
-from freshness_tracker.devstack import LocalStack
 from freshness_tracker.domain.filters import Shard
 from tests.deploy.chart import hocon, render
 from tests.deploy.live import JOB, Prometheus, running_exporter
@@ -88,7 +88,7 @@ def _replica_settings(values: dict[str, object], index: int) -> Settings:
 
 
 @pytest.fixture(scope="module")
-def replicas(stack: LocalStack, tmp_path_factory: pytest.TempPathFactory
+def replicas(stack: RealStack, tmp_path_factory: pytest.TempPathFactory
              ) -> Iterator[tuple[Prometheus, str, list[str], list[Settings]]]:
     run = uuid.uuid4().hex[:8]
     topic = f"ft-shard-{run}"
@@ -132,7 +132,7 @@ def replicas(stack: LocalStack, tmp_path_factory: pytest.TempPathFactory
 
 @pytest.mark.integration
 def test_one_series_per_partition_across_replicas(
-    replicas: tuple[Prometheus, str, list[str], list[Settings]], stack: LocalStack
+    replicas: tuple[Prometheus, str, list[str], list[Settings]], stack: RealStack
 ) -> None:
     prom, selector, groups, _ = replicas
     expected = {(g, str(p)) for g in groups for p in range(PARTITIONS)}
@@ -147,7 +147,7 @@ def test_one_series_per_partition_across_replicas(
 
 @pytest.mark.integration
 def test_each_group_is_measured_by_its_shard_only(
-    replicas: tuple[Prometheus, str, list[str], list[Settings]], stack: LocalStack
+    replicas: tuple[Prometheus, str, list[str], list[Settings]], stack: RealStack
 ) -> None:
     prom, selector, groups, settings = replicas
     ports = {f"127.0.0.1:{s.web.port}": s.shard for s in settings}
