@@ -1,5 +1,6 @@
-"""The Spark snapshot job against the real stack (Burrow, ZooKeeper, tansu): same Burrow
-snapshot + same broker + same clock => exactly the live exporter's history rows."""
+"""The Spark snapshot job against the real stack (Apache Kafka 4.1 + Burrow 1.9.5, real group
+commits): same Burrow snapshot + same broker + same clock => exactly the live exporter's
+history rows."""
 
 from __future__ import annotations
 
@@ -15,12 +16,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from devstack import RealStack
+from devstack.stack import DEFAULT_RETENTION_MS
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import Settings
-from freshness_tracker.devstack import LocalStack
-from freshness_tracker.devstack.stack import DEFAULT_RETENTION_MS
 from freshness_tracker.domain.model import ClusterLags
 from freshness_tracker.sinks.history import HistorySink, read_history
 from freshness_tracker.spark.snapshot_job import run_snapshot
@@ -63,12 +64,13 @@ class Fleet:
     settings: Settings
     config: Path
     timestamps: dict[tuple[str, int], list[int]]  # (topic, partition) -> record timestamps
-    commits: dict[tuple[str, str, int], tuple[int, int]]  # (group, topic, p) -> (offset, time)
+    # (group, topic, p) -> (offset, commit time: the broker's stamp, as Burrow reports it)
+    commits: dict[tuple[str, str, int], tuple[int, int]]
     now_ms: int
 
 
 @pytest.fixture(scope="module")
-def fleet(stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+def fleet(stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Fleet:
     """Two topics, three groups: lagging, caught up and a second lagging group sharing reads."""
     suffix = os.urandom(4).hex()
     orders, audit = f"orders-{suffix}", f"audit-{suffix}"
@@ -82,20 +84,21 @@ def fleet(stack: LocalStack, tmp_path_factory: pytest.TempPathFactory) -> Fleet:
             assert stack.produce(topic, p, ts) == list(range(N))
             timestamps[(topic, p)] = ts
     lagging, caught, second = f"lagging-{suffix}", f"caught-{suffix}", f"second-{suffix}"
-    commit_time = base + 30 * 60_000
-    commits = {
-        (lagging, orders, 0): (2, commit_time), (lagging, orders, 1): (5, commit_time + 1_000),
-        (lagging, orders, 2): (9, commit_time + 2_000), (lagging, audit, 0): (0, commit_time),
-        (lagging, audit, 1): (N, commit_time),
-        (caught, orders, 0): (N, commit_time), (caught, orders, 1): (N, commit_time),
-        (caught, orders, 2): (N, commit_time),
-        (second, orders, 0): (2, commit_time + 5_000), (second, audit, 1): (7, commit_time),
-    }
-    for (group, topic, p), (offset, at) in commits.items():
-        stack.commit(group, topic, p, offset, commit_time_ms=at)
-    for (group, topic, p), (offset, _) in commits.items():
-        stack.wait_for_burrow_lag(group, topic, p, committed_offset=offset,
-                                  current_lag=N - offset, timeout_s=60)
+    offsets = {
+        (lagging, orders, 0): 2, (lagging, orders, 1): 5, (lagging, orders, 2): 9,
+        (lagging, audit, 0): 0, (lagging, audit, 1): N,
+        (caught, orders, 0): N, (caught, orders, 1): N, (caught, orders, 2): N,
+        (second, orders, 0): 2, (second, audit, 1): 7,
+    }  # fmt: skip
+    windows = {key: stack.commit(*key, offset) for key, offset in offsets.items()}
+    commits: dict[tuple[str, str, int], tuple[int, int]] = {}
+    for (group, topic, p), offset in offsets.items():
+        part = stack.wait_for_burrow_lag(group, topic, p, committed_offset=offset,
+                                         current_lag=N - offset, timeout_s=60)
+        stamp = int(part["end"]["timestamp"])
+        window = windows[(group, topic, p)]
+        assert window.before_ms <= stamp <= window.after_ms, (group, topic, p, window, part)
+        commits[(group, topic, p)] = (offset, stamp)
     config = tmp_path_factory.mktemp("fleet") / "exporter.conf"
     config.write_text(
         f'burrow.url = "{stack.burrow_url}"\n'
