@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from freshness_tracker.devstack.processes import free_port
+from devstack.processes import free_port
 from tests.stack_support import in_ci
 
 __all__ = ["free_port", "in_ci", "require_tool"]
