@@ -49,9 +49,29 @@ def burrow_config(
     pidfile: Path,
     refresh_s: int = 1,
     kafka_version: str = KAFKA_VERSION,
+    tls_ca: Path | None = None,
+    sasl: tuple[str, str, str] | None = None,
 ) -> str:
-    """Burrow 1.9.5's TOML for one cluster (key names checked against its source)."""
+    """Burrow 1.9.5's TOML for one cluster (key names checked against its source).
+
+    ``tls_ca``: read the brokers through TLS, trusting that CA (Go verifies chain and host
+    name: ``noverify`` stays false). ``sasl``: (mechanism, user, password), SCRAM over that TLS
+    (``core/internal/helpers/sarama.go``: ``tls.<name>.cafile``, ``sasl.<name>.mechanism``).
+    """
     brokers = json.dumps(list(servers))
+    security = ""
+    if tls_ca is not None:
+        security += 'tls = "devstack"\n'
+    if sasl is not None:
+        security += 'sasl = "devstack"\n'
+    profiles = ""
+    if tls_ca is not None:
+        profiles += f'\n[tls.devstack]\ncafile = {json.dumps(str(tls_ca))}\nnoverify = false\n'
+    if sasl is not None:
+        mechanism, user, password = sasl
+        profiles += (f"\n[sasl.devstack]\nmechanism = {json.dumps(mechanism)}\n"
+                     f"username = {json.dumps(user)}\npassword = {json.dumps(password)}\n"
+                     "handshake-first = true\n")  # fmt: skip
     return f"""\
 # Burrow 1.9.5 for the freshness-tracker dev stack (written by devstack/burrow.py).
 [general]
@@ -64,7 +84,7 @@ level = "info"
 [client-profile.devstack]
 client-id = "burrow-devstack"
 kafka-version = {json.dumps(kafka_version)}
-
+{security}{profiles}
 [cluster.{cluster}]
 class-name = "kafka"
 servers = {brokers}
@@ -109,7 +129,11 @@ class BurrowServer:
         port: int | None = None,
         binary: Path | None = None,
         refresh_s: int = 1,
+        tls_ca: Path | None = None,
+        sasl: tuple[str, str, str] | None = None,
     ) -> None:
+        self.tls_ca = tls_ca
+        self.sasl = sasl
         self.workdir = workdir
         self.servers = list(servers)
         self.cluster = cluster
@@ -145,7 +169,8 @@ class BurrowServer:
         pidfile = self.workdir / "burrow.pid"
         pidfile.unlink(missing_ok=True)  # a killed Burrow leaves it behind and blocks the next
         config = burrow_config(cluster=self.cluster, servers=self.servers,
-                               http_port=self.port, pidfile=pidfile, refresh_s=self.refresh_s)
+                               http_port=self.port, pidfile=pidfile, refresh_s=self.refresh_s,
+                               tls_ca=self.tls_ca, sasl=self.sasl)
         (self.config_dir / "burrow.toml").write_text(config)
         binary = self.binary or burrow_binary()
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith("BURROW_")}

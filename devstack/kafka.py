@@ -43,8 +43,16 @@ from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unuse
 from devstack.cache import kafka_classpath_dir
 from devstack.processes import Daemon, ProcessStartError, free_port, log_tail, rss_bytes
 from devstack.proxy import FrameProxy
+from devstack.tls import DevCerts
 
-__all__ = ["DEFAULT_JVM_OPTS", "KafkaCluster", "KafkaNode", "new_cluster_id"]
+__all__ = [
+    "DEFAULT_JVM_OPTS",
+    "SCRAM_MECHANISM",
+    "SECURITY_PROTOCOLS",
+    "KafkaCluster",
+    "KafkaNode",
+    "new_cluster_id",
+]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +65,14 @@ DEFAULT_JVM_OPTS: tuple[str, ...] = (
     "-Djava.awt.headless=true",
     "-Dfile.encoding=UTF-8",
 )
+
+#: ``security`` → the CLIENT listener's protocol (INTERNAL and CONTROLLER stay PLAINTEXT).
+SECURITY_PROTOCOLS: Mapping[str, str] = {
+    "plaintext": "PLAINTEXT",
+    "tls": "SSL",
+    "sasl_ssl": "SASL_SSL",
+}
+SCRAM_MECHANISM = "SCRAM-SHA-512"
 
 _LOG4J2 = """\
 # log4j2 (properties syntax) for one dev-stack broker: everything at INFO to one file.
@@ -138,9 +154,18 @@ class KafkaCluster:
         start_timeout_s: float = 120.0,
         stop_grace_s: float = 10.0,
         proxied: bool = False,
+        security: str = "plaintext",
+        certs: DevCerts | None = None,
     ) -> None:
         if nodes not in (1, 3):
             raise ValueError(f"nodes must be 1 or 3, not {nodes}")
+        if security not in SECURITY_PROTOCOLS:
+            raise ValueError(f"security must be one of {sorted(SECURITY_PROTOCOLS)}")
+        if security != "plaintext" and (proxied or certs is None):
+            raise ValueError("a TLS CLIENT listener needs certs and no frame proxy (it cannot "
+                             "read encrypted frames)")  # fmt: skip
+        self.security = security
+        self.certs = certs
         self.workdir = Path(workdir)
         self.jvm_opts = list(jvm_opts)
         self.classpath_dir = classpath_dir
@@ -222,6 +247,13 @@ class KafkaCluster:
         node = self._node(node_id)
         if node.daemon is not None:
             node.daemon.stop(self.stop_grace_s if grace_s is None else grace_s)
+
+    def kill_broker(self, node_id: int) -> None:
+        """SIGKILL one node: a crash, no controlled shutdown, so its leaderships move only once
+        the controller fences it (``broker.session.timeout.ms``)."""
+        node = self._node(node_id)
+        if node.daemon is not None:
+            node.daemon.kill()
 
     def start_broker(self, node_id: int, timeout_s: float | None = None) -> None:
         """(Re)start one node on its ports with its data; returns when clients see it."""
@@ -323,8 +355,8 @@ class KafkaCluster:
             "advertised.listeners": f"CLIENT://{node.address},INTERNAL://{node.internal_address}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "INTERNAL",
-            "listener.security.protocol.map": "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT,"
-            "CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": f"CLIENT:{SECURITY_PROTOCOLS[self.security]},"
+            "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(node.directory / "data"),
             "num.partitions": "1",
             "default.replication.factor": rf,
@@ -350,7 +382,26 @@ class KafkaCluster:
             # a stopped node is noticed and fenced within seconds, not after the 9 s default
             "broker.session.timeout.ms": "4000",
             "broker.heartbeat.interval.ms": "500",
+        } | self._security_properties()
+
+    def _security_properties(self) -> dict[str, str]:
+        """TLS (PEM key store and trust store) and SCRAM on the CLIENT listener only."""
+        if self.security == "plaintext" or self.certs is None:
+            return {}
+        props = {
+            "listener.name.client.ssl.keystore.type": "PEM",
+            "listener.name.client.ssl.keystore.location": str(self.certs.keystore),
+            "listener.name.client.ssl.truststore.type": "PEM",
+            "listener.name.client.ssl.truststore.location": str(self.certs.ca),
+            "listener.name.client.ssl.client.auth": "none",
         }
+        if self.security == "sasl_ssl":
+            module = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            props |= {
+                "listener.name.client.sasl.enabled.mechanisms": SCRAM_MECHANISM,
+                f"listener.name.client.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": module,
+            }
+        return props
 
     def _write_config(self, node: KafkaNode) -> None:
         node.directory.mkdir(parents=True, exist_ok=True)

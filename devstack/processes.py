@@ -289,6 +289,16 @@ class Daemon:
                 _live.discard(self)
         log.info("stopped %s pid=%d", self.name, proc.pid)
 
+    def kill(self) -> None:
+        """SIGKILL the process group at once (a crash: no shutdown hook runs); reaps it."""
+        with self._lock:
+            proc = self._proc
+        if proc is not None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+        self.stop(0)
+
     def log_tail(self, lines: int = 40) -> str:
         return log_tail(self.name, self.log_path, lines)
 

@@ -28,6 +28,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 import threading
@@ -43,12 +44,19 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined,unused-ignore]
+from confluent_kafka.admin import (  # type: ignore[attr-defined,unused-ignore]
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
 
 from devstack.burrow import BurrowServer, http_get
-from devstack.kafka import KafkaCluster
+from devstack.kafka import SCRAM_MECHANISM, SECURITY_PROTOCOLS, KafkaCluster
 from devstack.processes import ProcessStartError, wait_until
 from devstack.proxy import FrameProxy
+from devstack.tls import DevCerts, make_certs
 
 __all__ = [
     "DEFAULT_RETENTION_MS",
@@ -102,10 +110,21 @@ class RealStack:
         workdir: str | Path | None = None,
         keep_workdir: bool = False,
         proxied: bool | None = None,
+        security: str = "plaintext",
     ) -> None:
         self.proxied = bool(rtt_ms) if proxied is None else proxied
         if rtt_ms and not self.proxied:
             raise StackFeatureUnavailable("rtt_ms needs the frame proxies: proxied=True")
+        if security not in SECURITY_PROTOCOLS:
+            raise ValueError(f"security must be one of {sorted(SECURITY_PROTOCOLS)}")
+        if security != "plaintext" and self.proxied:
+            raise StackFeatureUnavailable("the frame proxies cannot read TLS: proxied=False")
+        #: The CLIENT listener's security ("plaintext", "tls", "sasl_ssl"); Burrow reads through
+        #: it too when it is not plaintext. INTERNAL (the stack's own helpers) stays plaintext.
+        self.security = security
+        self.certs: DevCerts | None = None
+        #: SCRAM-SHA-512 (user, password) of a ``sasl_ssl`` stack, made through the admin API.
+        self.scram_credentials: tuple[str, str] | None = None
         self._initial_rtt_ms = rtt_ms
         self.nodes = nodes
         self.managed = True
@@ -151,6 +170,24 @@ class RealStack:
         return self._burrow_url
 
     @property
+    def client_config(self) -> dict[str, str]:
+        """The librdkafka properties (besides ``bootstrap.servers``) a client of
+        :attr:`bootstrap_servers` needs: TLS trusting the stack's CA with hostname verification,
+        and SCRAM credentials on a ``sasl_ssl`` stack. Empty on a plaintext stack."""
+        if self.security == "plaintext" or self.certs is None:
+            return {}
+        conf = {
+            "security.protocol": SECURITY_PROTOCOLS[self.security],
+            "ssl.ca.location": str(self.certs.ca),
+            "ssl.endpoint.identification.algorithm": "https",
+        }
+        if self.scram_credentials is not None:
+            user, password = self.scram_credentials
+            conf |= {"sasl.mechanism": SCRAM_MECHANISM, "sasl.username": user,
+                     "sasl.password": password}  # fmt: skip
+        return conf
+
+    @property
     def workdir(self) -> Path:
         """Configs, data and logs; a fresh temporary directory unless one was given."""
         if self._workdir is None:
@@ -186,17 +223,30 @@ class RealStack:
 
     def _start_managed(self) -> None:
         t0 = time.monotonic()
+        if self.security != "plaintext":
+            self.certs = make_certs(self.workdir / "tls")
         self.kafka = KafkaCluster(self.nodes, self.workdir, start_timeout_s=self.start_timeout_s,
-                                  proxied=self.proxied)  # fmt: skip
+                                  proxied=self.proxied, security=self.security,
+                                  certs=self.certs)  # fmt: skip
         self.kafka.start()
         self._bootstrap = self.kafka.bootstrap_servers
         self._internal = self.kafka.internal_bootstrap_servers
         if self.proxied:
             self.rtt_ms = self._initial_rtt_ms
+        if self.security == "sasl_ssl":
+            self._create_scram_user(self.start_timeout_s)
         t1 = time.monotonic()
         self._ensure_offsets_topic(self.start_timeout_s)
         t2 = time.monotonic()
-        self.burrow = BurrowServer(self.workdir, self._internal.split(","), self.cluster)
+        if self.security == "plaintext":
+            self.burrow = BurrowServer(self.workdir, self._internal.split(","), self.cluster)
+        else:  # Burrow reads through the secured CLIENT listener, as the exporter does
+            sasl = None
+            if self.scram_credentials is not None:
+                sasl = (SCRAM_MECHANISM, *self.scram_credentials)
+            self.burrow = BurrowServer(self.workdir, self._bootstrap.split(","), self.cluster,
+                                       tls_ca=self.certs.ca if self.certs else None,
+                                       sasl=sasl)  # fmt: skip
         self._burrow_url = self.burrow.url
         self.start_burrow()
         self.start_timings = {"kafka": round(t1 - t0, 2), "offsets_topic": round(t2 - t1, 2),
@@ -538,6 +588,37 @@ class RealStack:
             wait_until(created, timeout_s, f"Kafka to create {OFFSETS_TOPIC}", interval_s=0.2)
         finally:
             consumer.close()
+
+    def _create_scram_user(self, timeout_s: float) -> None:
+        """A SCRAM-SHA-512 user through the admin API (``AlterUserScramCredentials`` on the
+        plaintext INTERNAL listener), then wait until the CLIENT listener authenticates it:
+        the controller commits the credential before every broker has applied it."""
+        user, password = "ft-exporter", secrets.token_urlsafe(18)
+        upsert = UserScramCredentialUpsertion(
+            user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), password.encode()
+        )
+        for future in self.admin().alter_user_scram_credentials([upsert]).values():
+            future.result(timeout=timeout_s)
+        self.scram_credentials = (user, password)
+        conf: dict[str, Any] = {"bootstrap.servers": self._bootstrap, "logger": log,
+                                **self.client_config}  # fmt: skip
+        client = AdminClient(conf)
+
+        def authenticated() -> bool:
+            try:
+                meta = client.list_topics(timeout=2)
+            except KafkaException:
+                return False
+            return len(meta.brokers) == self.nodes
+
+        wait_until(authenticated, timeout_s, f"SCRAM user {user} accepted", interval_s=0.2)
+
+    def kill_broker(self, node_id: int) -> None:
+        """SIGKILL one Kafka node (a crash: no controlled shutdown, leaderships move only once
+        the controller fences it); :meth:`start_broker` brings it back with its data."""
+        kafka = self._need(self.kafka, "the broker")
+        self._close_clients()
+        kafka.kill_broker(node_id)
 
     def _burrow_good(self) -> bool:
         return bool(self.burrow_get("/burrow/admin")[1] == "GOOD")

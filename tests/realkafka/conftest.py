@@ -18,26 +18,32 @@ from tests.stack_support import in_ci, unique_namer
 
 
 class StackPool:
-    """Hands out a started :class:`RealStack` per node count, one alive at a time."""
+    """Hands out a started :class:`RealStack` per (node count, security), one alive at a time.
+
+    Plaintext stacks are proxied (Fetch counts per broker); TLS/SASL_SSL ones cannot be (the
+    proxies read frames), so keep each configuration's tests in one module."""
 
     def __init__(self) -> None:
         self.current: RealStack | None = None
-        self.failures: dict[int, str] = {}
+        self.failures: dict[tuple[int, str], str] = {}
 
-    def get(self, nodes: int) -> RealStack:
-        if self.current is not None and self.current.nodes == nodes:
-            return self.current
-        if nodes in self.failures:
-            pytest.skip(self.failures[nodes])  # local only: under CI=true the start raised
+    def get(self, nodes: int, security: str = "plaintext") -> RealStack:
+        key = (nodes, security)
+        current = self.current
+        if current is not None and (current.nodes, current.security) == key:
+            return current
+        if key in self.failures:
+            pytest.skip(self.failures[key])  # local only: under CI=true the start raised
         self.close()
-        stack = RealStack(nodes=nodes, proxied=True)
+        stack = RealStack(nodes=nodes, proxied=security == "plaintext", security=security)
         try:
             stack.start()
         except Exception as exc:
             if in_ci():
                 raise
-            self.failures[nodes] = f"real Kafka/Burrow stack ({nodes} node(s)) unavailable: {exc}"
-            pytest.skip(self.failures[nodes])
+            self.failures[key] = (f"real Kafka/Burrow stack ({nodes} node(s), {security}) "
+                                  f"unavailable: {exc}")  # fmt: skip
+            pytest.skip(self.failures[key])
         self.current = stack
         return stack
 
@@ -80,7 +86,7 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     funcargs = getattr(item, "funcargs", {})
-    for name in ("stack", "stack3"):
+    for name in ("stack", "stack3", "secure_stack"):
         local = funcargs.get(name)
         if report.failed and isinstance(local, RealStack):
             report.sections.append((f"real stack logs ({name})", local.logs_tail()))

@@ -1,0 +1,119 @@
+"""End to end through a secured listener: Kafka 4.1's client listener is TLS (our own CA, a
+certificate for 127.0.0.1 only, hostname verification on) or SASL_SSL with SCRAM-SHA-512 (the
+user made through the admin API). Burrow 1.9.5 reads the cluster through that same listener (its
+``tls``/``sasl`` client profile), and the exporter measures through it with nothing but its
+``clusters[].kafka`` properties. Each configuration is one stack for the module (parametrized
+fixture, module scope), so it starts once."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unused-ignore]
+
+from devstack import RealStack
+from devstack.stack import DEFAULT_RETENTION_MS, now_ms
+from freshness_tracker.domain.model import PartitionStatus
+from tests.realkafka.conftest import StackPool
+from tests.realkafka.helpers import (
+    COMMIT_LAG,
+    FRESHNESS,
+    assert_freshness_from,
+    one_cycle_with,
+    result,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(scope="module", params=["tls", "sasl_ssl"])
+def secure_stack(request: pytest.FixtureRequest, stack_pool: StackPool) -> RealStack:
+    """Module scope: pytest groups the tests by configuration, so each stack starts once."""
+    return stack_pool.get(1, security=request.param)
+
+
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+def client_errors(conf: dict[str, str], timeout_s: float = 3.0) -> list[str]:
+    """What a librdkafka client with ``conf`` logs and reports while its metadata request
+    fails (it must fail)."""
+    capture = _Lines()
+    logger = logging.getLogger(f"tests.realkafka.security.{id(capture)}")
+    logger.propagate = False
+    logger.addHandler(capture)
+    admin = AdminClient({**conf, "logger": logger,
+                         "error_cb": lambda err: capture.lines.append(str(err))})  # fmt: skip
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=timeout_s)
+    admin.poll(0.1)  # serve the logs and errors queued meanwhile
+    return capture.lines
+
+
+def test_exporter_and_burrow_measure_through_the_secured_listener(
+    secure_stack: RealStack, unique_name: Callable[[str], str]
+) -> None:
+    stack = secure_stack
+    assert stack.burrow is not None and stack.certs is not None
+    # Burrow knows only the secured listener, with our CA (and SCRAM on sasl_ssl)
+    assert stack.burrow.servers == stack.bootstrap_servers.split(",")
+    assert stack.burrow.tls_ca == stack.certs.ca
+    assert (stack.burrow.sasl is not None) == (stack.security == "sasl_ssl")
+    kafka_props = stack.client_config
+    assert kafka_props["ssl.endpoint.identification.algorithm"] == "https"
+
+    topic, group = unique_name("t"), unique_name("sec")
+    stack.create_topic(topic)  # waits until Burrow, through TLS, has the topic's offsets
+    t = now_ms()
+    ts = [t - 50_000 + 5_000 * i for i in range(6)]
+    assert stack.produce(topic, 0, ts) == list(range(6))
+    window = stack.commit(group, topic, 0, 2)
+    part = stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=4)
+    commit_ts = part["end"]["timestamp"]
+    assert window.before_ms <= commit_ts <= window.after_ms
+
+    snap, scrape = one_cycle_with(stack, kafka_props, group)
+    r = result(snap, group, topic, 0)
+    assert r.status is PartitionStatus.OK, r
+    assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (2, 6, 4)
+    assert_freshness_from(snap, r, ts[2])
+    assert r.commit_lag_ms == commit_ts - ts[1]
+    assert r.retention_headroom_ms == DEFAULT_RETENTION_MS - r.freshness_ms  # describe_configs too
+    assert snap.health.kafka_read_failures == 0
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
+    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
+    assert scrape.get(COMMIT_LAG, **labels) == commit_ts - ts[1]
+
+
+def test_the_secured_listener_refuses_what_it_should(secure_stack: RealStack) -> None:
+    """Verification is really on: plaintext, another CA, a name the certificate does not carry
+    (``localhost``), and on SASL_SSL a wrong password, each fail."""
+    stack = secure_stack
+    assert stack.certs is not None
+    good = {"bootstrap.servers": stack.bootstrap_servers, **stack.client_config}
+    port = stack.bootstrap_servers.split(",")[0].rsplit(":", 1)[1]
+
+    wrong = {
+        "other CA": good | {"ssl.ca.location": str(stack.certs.other_ca)},
+        "name not in the certificate": good | {"bootstrap.servers": f"localhost:{port}"},
+        "plaintext": {k: v for k, v in good.items()
+                      if not k.startswith(("ssl.", "sasl.", "security."))},
+    }  # fmt: skip
+    if stack.security == "sasl_ssl":
+        wrong["wrong password"] = good | {"sasl.password": "wrong"}
+    with ThreadPoolExecutor(len(wrong)) as pool:  # each waits out its timeout: in parallel
+        errors = dict(zip(wrong, pool.map(client_errors, wrong.values()), strict=True))
+    assert any("certificate verify failed" in e for e in errors["other CA"]), errors
+    assert any("certificate verify failed" in e for e in errors["name not in the certificate"])
+    if stack.security == "sasl_ssl":
+        assert any("authentication failed" in e.lower() for e in errors["wrong password"]), errors
