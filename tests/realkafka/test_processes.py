@@ -30,6 +30,7 @@ d.spawn()
 time.sleep(0.3)
 children = Path(f"/proc/{d.pid}/task/{d.pid}/children").read_text().split()
 print(d.pid, *children, flush=True)
+sys.stdin.readline()  # the test has seen both alive: only then exit (or hang)
 if sys.argv[2] == "hang":
     time.sleep(300)
 """
@@ -38,11 +39,14 @@ if sys.argv[2] == "hang":
 def run_parent(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], list[int]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path), mode],
-                            stdout=subprocess.PIPE, text=True, env=env)  # fmt: skip
-    assert proc.stdout is not None
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+    assert proc.stdout is not None and proc.stdin is not None
     pids = [int(p) for p in proc.stdout.readline().split()]
     assert len(pids) == 2, pids  # the daemon and its own child
     assert all(pid_alive(p) for p in pids)
+    proc.stdin.write("\n")  # before this, an "exit" parent could stop them before we looked
+    proc.stdin.close()
     return proc, pids
 
 
