@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import statistics
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from tests.faults.harness import (
     exporter_config,
     free_port,
 )
+from tests.stack_support import marker_group_beside
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -75,34 +75,6 @@ def committed_offsets(stack: RealStack, group: str, topic: str) -> dict[int, int
     finally:
         consumer.close()
     return {tp.partition: tp.offset for tp in found}
-
-
-def java_string_hash(text: str) -> int:
-    """``String.hashCode()`` (UTF-16 code units, 32-bit signed overflow)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def offsets_partition(group: str, partitions: int) -> int:
-    """The ``__consumer_offsets`` partition Kafka writes ``group``'s commits to
-    (``Utils.abs(group.hashCode()) % partitions``)."""
-    h = java_string_hash(group)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
-
-
-def marker_group_beside(group: str, prefix: str, partitions: int) -> str:
-    """A fresh group whose commits land in the same ``__consumer_offsets`` partition as
-    ``group``'s: once Burrow shows the marker's commit, it has read everything ``group`` could
-    have committed before it."""
-    want = offsets_partition(group, partitions)
-    for i in range(10_000):
-        name = f"{prefix}-marker-{uuid.uuid4().hex[:6]}-{i}"
-        if offsets_partition(name, partitions) == want:
-            return name
-    raise AssertionError("no marker group found")  # 1 in `partitions` names fit
 
 
 def test_never_commits_offsets_nor_creates_a_group(rig: Rig, matrix: Matrix,
