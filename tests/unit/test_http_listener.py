@@ -221,7 +221,8 @@ def _listen_queue(server: MetricsServer) -> tuple[int, int]:
     return unacked, sacked
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="TCP_INFO of a listener is Linux's")
+@pytest.mark.skipif(sys.platform != "linux",  # never in CI (CI=true runs on Linux)
+                    reason="TCP_INFO of a listener is Linux's")
 def test_the_listen_backlog_queues_a_burst_of_100_connections() -> None:
     somaxconn = int(Path("/proc/sys/net/core/somaxconn").read_text())
     with serving(None, start=False) as server:  # nothing accepts: the kernel queues them
