@@ -160,7 +160,6 @@ class Exporter:
             else None
         self.sinks = [_SinkWorker(sink) for sink in sinks or []]
         self._clock = clock
-        self._started_ms = clock()
         self._threads: list[threading.Thread] = []
         #: The latest cycle run of each cluster (running, finished or hung).
         self._runs: dict[str, _CycleRun] = {}
