@@ -21,7 +21,7 @@ from typing import Any
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from freshness_tracker.devstack import exporter_config
+from devstack.demo import exporter_config
 from freshness_tracker.devstack.processes import free_port
 
 __all__ = ["ExporterProcess", "Sample", "Sampler"]

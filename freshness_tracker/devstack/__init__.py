@@ -1,17 +1,11 @@
-"""A real local stack (ZooKeeper, tansu, Burrow 1.2.1, glue) for integration tests, benchmarks and
-the ``demo`` command: local processes on 127.0.0.1, no Docker."""
+"""The former tansu stack (ZooKeeper, tansu, Burrow 1.2.1, glue), kept only for the benchmarks
+until they move to the real stack; the tests and the demo use the top-level ``devstack/``."""
 
-from freshness_tracker.devstack.demo import DemoEnv, exporter_config, start_demo
 from freshness_tracker.devstack.processes import ProcessStartError
 from freshness_tracker.devstack.stack import LocalStack, StackFeatureUnavailable
-from freshness_tracker.devstack.workload import Workload
 
 __all__ = [
-    "DemoEnv",
     "LocalStack",
     "ProcessStartError",
     "StackFeatureUnavailable",
-    "Workload",
-    "exporter_config",
-    "start_demo",
 ]
