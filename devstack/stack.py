@@ -488,10 +488,12 @@ class RealStack:
         consumer.commit(offsets=[TopicPartition(topic, partition, offset)], asynchronous=False)
         return CommitWindow(before, now_ms())
 
-    def commit_zk(self, group: str, topic: str, partition: int, offset: int) -> None:
+    def commit_zk(self, group: str, topic: str, partition: int, offset: int) -> CommitWindow:
+        """Refused: no ZooKeeper here. ``devstack.legacy.LegacyStack`` implements it."""
         raise StackFeatureUnavailable(
             "no ZooKeeper in the real stack: ZooKeeper commits (Burrow's kafka_zk module) are "
-            "covered by the Burrow 1.2.1 compatibility suite"
+            "covered by the Burrow 1.2.1 compatibility suite (devstack.legacy.LegacyStack, "
+            "tests/legacy/)"
         )
 
     def delete_records(
