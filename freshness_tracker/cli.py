@@ -16,12 +16,14 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
 from freshness_tracker import __version__
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.kafka_properties import validate_kafka_properties
+from freshness_tracker.config.load import is_yaml, user_config_as_hocon
 from freshness_tracker.config.settings import Settings, require_files
 from freshness_tracker.errors import ConfigError, FreshnessTrackerError
 from freshness_tracker.logs import configure_logging
@@ -49,6 +51,9 @@ def _parser() -> argparse.ArgumentParser:
     once.add_argument("--format", choices=["prometheus", "json", "table"], default="prometheus")
     check = sub.add_parser("check", help="validate the config and reach Burrow and every cluster")
     check.add_argument("--config", required=True, help="HOCON config file")
+    check.add_argument("--print-hocon", action="store_true", help="print the config file as "
+                       "HOCON (a YAML file in the Consumer Freshness Tracker's format converted) "
+                       "and exit")
     history = sub.add_parser("history", help="maintain the history table (history extra)")
     history_sub = history.add_subparsers(dest="history_command", required=True)
     compact = history_sub.add_parser(
@@ -77,6 +82,10 @@ def _settings(path: str) -> Settings:
     configure_logging(settings.log_level, settings.log_format)
     for warning in settings.warnings:
         log.warning("config %s", warning)
+    if is_yaml(Path(path).read_text(encoding="utf-8"), path):
+        log.info("config %s is YAML (the Consumer Freshness Tracker's format), read as such; "
+                 "`freshness-tracker check --config %s --print-hocon` prints it as HOCON",
+                 path, path)
     return settings
 
 
@@ -228,6 +237,9 @@ def cmd_once(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from freshness_tracker.check import run_checks
 
+    if args.print_hocon:
+        print(user_config_as_hocon(args.config), end="")
+        return EXIT_OK
     settings = _settings(args.config)
     problems = 0
     for ok, line in run_checks(settings):

@@ -2,10 +2,15 @@
 
 `${?ENV}` overrides work in both. Parse and resolution errors become ConfigError naming the
 file, so the CLI can exit 2 with one readable line.
+
+A YAML file in the Consumer Freshness Tracker's format (``burrow:`` / ``clusters:`` with ``-``
+items) is read as it is: its keys are ours, so users migrating keep their file. It is turned
+into the HOCON tree it stands for, and `check --print-hocon` prints that tree.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from importlib import resources
@@ -19,7 +24,7 @@ from pyparsing import ParseBaseException
 from freshness_tracker.config.settings import Settings, settings_from_tree
 from freshness_tracker.errors import ConfigError
 
-__all__ = ["load_settings", "load_tree", "reference_text"]
+__all__ = ["is_yaml", "load_settings", "load_tree", "reference_text", "user_config_as_hocon"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +32,69 @@ log = logging.getLogger(__name__)
 def reference_text() -> str:
     """The packaged reference.conf: every key with its default."""
     return resources.files("freshness_tracker.config").joinpath("reference.conf").read_text()
+
+
+#: A line only YAML writes: a block-sequence item (``- name: x``) or a key opening a nested
+#: block (``burrow:`` with nothing after it). HOCON writes ``key {`` / ``key = [``.
+_YAML_LINE = re.compile(r"^\s*(-\s+[\w.\"'-]+\s*:|[\w.\"'-]+\s*:\s*(#.*)?$)", re.MULTILINE)
+#: The CFT's Burrow API prefix, the only one there is; dropped rather than warned about.
+_CFT_BURROW_API = "v3/kafka"
+
+
+def is_yaml(text: str, path: str | Path | None = None) -> bool:
+    """True for a YAML config (the CFT's format): a ``.yaml``/``.yml`` name or YAML-only lines."""
+    if path is not None and Path(path).suffix.lower() in (".yaml", ".yml"):
+        return True
+    return _YAML_LINE.search(text) is not None
+
+
+def _yaml_as_hocon(text: str, source: str) -> str:
+    """The HOCON text a YAML config stands for (dotted librdkafka keys stay quoted)."""
+    import yaml  # only YAML configs need it
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(source, f"read as YAML (the Consumer Freshness Tracker's format) but "
+                          f"not valid YAML{where}: {getattr(exc, 'problem', exc)}",
+                          "fix the YAML there, or write the file in HOCON "
+                          "(see reference.conf)") from None
+    if data is None:
+        return ""
+    if not isinstance(data, dict):
+        raise ConfigError(source, "read as YAML, but its top level is not a mapping",
+                          "write `burrow:` and `clusters:` at the top level")
+    burrow = data.get("burrow")
+    if isinstance(burrow, dict) and str(burrow.get("api", "")).strip("/") == _CFT_BURROW_API:
+        burrow.pop("api")
+    return "".join(f"{json.dumps(str(k))} = {_hocon(v)}\n" for k, v in data.items())
+
+
+def _hocon(value: Any, indent: str = "") -> str:
+    """Render plain YAML data as HOCON, every key and string quoted (JSON is valid HOCON)."""
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        lines = [f"{inner}{json.dumps(str(k))} = {_hocon(v, inner)}" for k, v in value.items()]
+        return "{\n" + "\n".join(lines) + f"\n{indent}}}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + "\n".join(f"{inner}{_hocon(v, inner)}" for v in value) + f"\n{indent}]"
+    if isinstance(value, bool) or value is None or isinstance(value, int | float):
+        return json.dumps(value)
+    return json.dumps(str(value))
+
+
+def user_config_as_hocon(path: str | Path) -> str:
+    """The user's file alone as HOCON: a YAML file converted, a HOCON file as written."""
+    text = _read(Path(path), str(path))
+    if not is_yaml(text, path):
+        return text
+    return _yaml_as_hocon(text, str(path))
 
 
 def load_tree(path: str | Path | None = None, text: str | None = None) -> ConfigTree:
@@ -40,24 +108,10 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
     basedir = "."
     if path is not None:
         file = Path(path)
-        if file.is_dir():
-            raise ConfigError("--config", f"{str(path)!r} is a directory",
-                              "pass the path of a HOCON file")
-        if not file.exists():
-            raise ConfigError("--config", f"file {str(path)!r} does not exist",
-                              "pass the path of a HOCON file")
-        if not file.is_file():
-            raise ConfigError("--config", f"{str(path)!r} is not a regular file",
-                              "pass the path of a HOCON file")
-        try:
-            text = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConfigError(source, f"not UTF-8 text (byte {exc.start}: {exc.reason})",
-                              "save the file as UTF-8") from exc
-        except OSError as exc:
-            raise ConfigError(source, f"cannot be read: {exc.strerror or exc}",
-                              "check the path and its permissions") from exc
+        text = _read(file, source)
         basedir = str(file.parent)
+    if text and is_yaml(text, path):
+        text = _yaml_as_hocon(text, source)
     try:
         merged: Any = ConfigFactory.parse_string(
             reference_text() + "\n" + (text or ""), resolve=True, basedir=basedir)
@@ -84,6 +138,28 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
     if not isinstance(merged, ConfigTree):
         raise ConfigError(source, "the top level must be an object")
     return merged
+
+
+def _read(file: Path, source: str) -> str:
+    """The file's text, or a ConfigError saying what is wrong with the path."""
+    if file.is_dir():
+        raise ConfigError("--config", f"{source!r} is a directory",
+                          "pass the path of a HOCON file")
+    if not file.exists():
+        raise ConfigError("--config", f"file {source!r} does not exist",
+                          "pass the path of a HOCON file")
+    if not file.is_file():
+        raise ConfigError("--config", f"{source!r} is not a regular file",
+                          "pass the path of a HOCON file")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(source, f"not UTF-8 text (byte {exc.start}: {exc.reason})",
+                          "save the file as UTF-8") from exc
+    except OSError as exc:
+        raise ConfigError(source, f"cannot be read: {exc.strerror or exc}",
+                          "check the path and its permissions") from exc
+    return text
 
 
 def load_settings(path: str | Path | None = None, text: str | None = None) -> Settings:
