@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
+import importlib.util
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -131,12 +132,20 @@ def worst_consumers(consumers: pd.DataFrame, k: int) -> list[tuple[str, str]]:
 # --- outputs ------------------------------------------------------------------------------
 
 
+#: Said once when the report runs without its charts.
+CHARTS_MISSING = ("matplotlib is not installed, so the report has its tables but no charts: "
+                  "pip install 'freshness-tracker[report]'")
+
+
+def charts_available() -> bool:
+    """The charts need matplotlib (the `report` extra); the tables do not."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def write_outputs(out: str, tables: dict[str, pd.DataFrame], samples: pd.DataFrame,
                   worst: list[tuple[str, str]], objectives: Sequence[Objective], options: Any,
                   history: str, rows: int) -> dict[str, str]:
-    from freshness_tracker.spark import charts
-
-    os.makedirs(os.path.join(out, "charts"), exist_ok=True)
+    os.makedirs(out, exist_ok=True)
     files: dict[str, str] = {}
     for name, frame in tables.items():
         flat = frame.drop(columns=[c for c in _ARRAYS if c in frame.columns])
@@ -144,10 +153,15 @@ def write_outputs(out: str, tables: dict[str, pd.DataFrame], samples: pd.DataFra
         flat.to_parquet(parquet, index=False)
         flat.to_csv(csv, index=False)
         files[name] = parquet
-    pngs = {
-        "freshness": charts.freshness_over_time(tables["consumers"], samples, worst, options),
-        "timeline": charts.breach_timeline(tables["consumers"], options),
-    }
+    pngs: dict[str, bytes] = {}
+    if charts_available():
+        from freshness_tracker.spark import charts
+
+        os.makedirs(os.path.join(out, "charts"), exist_ok=True)
+        pngs = {
+            "freshness": charts.freshness_over_time(tables["consumers"], samples, worst, options),
+            "timeline": charts.breach_timeline(tables["consumers"], options),
+        }
     for name, png in pngs.items():
         path = os.path.join(out, "charts", f"{name}.png")
         with open(path, "wb") as f:
@@ -240,6 +254,8 @@ def render_html(tables: dict[str, pd.DataFrame], pngs: dict[str, bytes],
     window = options.end_ms - options.start_ms
 
     def img(name: str, alt: str) -> str:
+        if name not in pngs:
+            return f'<p class=meta>No chart ({html.escape(alt)}): {CHARTS_MISSING}.</p>'
         data = base64.b64encode(pngs[name]).decode()
         return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 

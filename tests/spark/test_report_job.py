@@ -208,3 +208,39 @@ def test_a_missing_history_is_an_error(spark: Any, tmp_path: Path,
         root.setLevel(level)
     assert code == 1
     assert "cannot read the history table" in capsys.readouterr().err
+
+
+def test_without_matplotlib_the_report_has_its_tables_and_says_so_first(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the spark extra installed: one line saying what to install, before any Spark work,
+    then every table and a page without charts (it used to die after every stage)."""
+    import sys
+
+    from freshness_tracker.spark import session
+
+    events: list[str] = []
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    real_session = session.get_session
+    monkeypatch.setattr(session, "get_session",
+                        lambda *a, **k: (events.append("spark"), real_session(*a, **k))[1])
+    spark_log = logging.getLogger("freshness_tracker.spark")
+    monkeypatch.setattr(spark_log, "warning", lambda msg, *a: events.append(msg % a if a else msg))
+    generate(str(tmp_path / "h"))
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        code = main(["spark", "report", "--history", str(tmp_path / "h"),
+                     "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-01T01:00Z",
+                     "--out", str(tmp_path / "o"), "--log-level", "WARNING"])
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert code == 0
+    assert events[0].startswith("matplotlib is not installed") and "[report]" in events[0]
+    assert events[1] == "spark"
+    page = (tmp_path / "o" / "report.html").read_text(encoding="utf-8")
+    assert "data:image/png" not in page and page.count("No chart") == 2
+    assert "orders-app" in page
+    assert not (tmp_path / "o" / "charts").exists()
+    assert not pd.read_csv(tmp_path / "o" / "consumers.csv").empty
