@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from devstack.cache import burrow_binary, kafka_classpath_dir
+from devstack.processes import ProcessStartError
 from devstack.stack import RealStack
 from devstack.workload import Workload
 
@@ -104,6 +106,12 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
     if not _port_free(port):
         sys.stderr.write(f"demo: port {port} is already in use; choose another with --port\n")
         return 2
+    try:  # what scripts/install builds, checked before anything starts or any file is made
+        kafka_classpath_dir()
+        burrow_binary()
+    except ProcessStartError as exc:
+        sys.stderr.write(f"demo: {exc}\n")
+        return 1
     stop = threading.Event()
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
@@ -113,7 +121,12 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
     signal.signal(signal.SIGINT, handler)
     began = time.monotonic()
     sys.stderr.write("starting Apache Kafka (KRaft) and Burrow 1.9.5 locally, and a workload\n")
-    with start_demo() as env, tempfile.TemporaryDirectory() as tmp:
+    try:
+        env = start_demo()
+    except (ProcessStartError, TimeoutError) as exc:  # the stack logged its tails and kept them
+        sys.stderr.write(f"demo: the local stack did not start: {str(exc).splitlines()[0]}\n")
+        return 1
+    with env, tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "demo.conf"
         config.write_text(env.config_text(port=port, frequency_sec=5)
                           + "lookup.commitLagWhenCaughtUp = true\n"
