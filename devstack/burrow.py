@@ -1,4 +1,6 @@
-"""Burrow 1.9.5 (built from third_party/burrow) as a local process reading a Kafka 4.1 cluster.
+"""Burrow 1.9.5 (built from third_party/burrow) as a local process reading a Kafka 4.1 cluster;
+any other Burrow with its own config too (``binary`` + ``render_config``: Debian's Burrow 1.2.1 in
+:mod:`devstack.legacy`).
 
 Why these settings:
 
@@ -27,18 +29,21 @@ import os
 import urllib.error
 import urllib.request
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from devstack.cache import burrow_binary
 from devstack.processes import Daemon, ProcessStartError, free_port, log_tail, wait_until
 
-__all__ = ["BurrowServer", "burrow_config", "http_get"]
+__all__ = ["BurrowServer", "ConfigRenderer", "burrow_config", "http_get"]
 
 log = logging.getLogger(__name__)
 
 KAFKA_VERSION = "4.0.0"
+
+#: ``(http_port, pidfile) -> TOML``: the config of a Burrow other than 1.9.5 (see BurrowServer).
+ConfigRenderer = Callable[[int, Path], str]
 
 
 def burrow_config(
@@ -118,7 +123,13 @@ expire-cache = 1
 
 class BurrowServer:
     """One Burrow process; :meth:`start` returns once it serves the cluster (same port on
-    every restart, so a client's URL stays valid)."""
+    every restart, so a client's URL stays valid).
+
+    By default Burrow 1.9.5 from the cache with :func:`burrow_config`. ``binary`` and
+    ``render_config`` run another Burrow with its own TOML; readiness is the same (HTTP GOOD, the
+    cluster listed, the ``kafka`` consumer module's "starting consumers" log line, which every
+    Burrow since 1.0 writes), so the config must have a ``kafka`` consumer module.
+    """
 
     def __init__(
         self,
@@ -131,7 +142,9 @@ class BurrowServer:
         refresh_s: int = 1,
         tls_ca: Path | None = None,
         sasl: tuple[str, str, str] | None = None,
+        render_config: ConfigRenderer | None = None,
     ) -> None:
+        self.render_config = render_config
         self.tls_ca = tls_ca
         self.sasl = sasl
         self.workdir = workdir
@@ -168,9 +181,12 @@ class BurrowServer:
         self.config_dir.mkdir(parents=True, exist_ok=True)
         pidfile = self.workdir / "burrow.pid"
         pidfile.unlink(missing_ok=True)  # a killed Burrow leaves it behind and blocks the next
-        config = burrow_config(cluster=self.cluster, servers=self.servers,
-                               http_port=self.port, pidfile=pidfile, refresh_s=self.refresh_s,
-                               tls_ca=self.tls_ca, sasl=self.sasl)
+        if self.render_config is not None:
+            config = self.render_config(self.port, pidfile)
+        else:
+            config = burrow_config(cluster=self.cluster, servers=self.servers,
+                                   http_port=self.port, pidfile=pidfile, refresh_s=self.refresh_s,
+                                   tls_ca=self.tls_ca, sasl=self.sasl)  # fmt: skip
         (self.config_dir / "burrow.toml").write_text(config)
         binary = self.binary or burrow_binary()
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith("BURROW_")}

@@ -1,4 +1,6 @@
-"""Apache Kafka (KRaft) as local JVMs: 1 or 3 combined broker+controller nodes on 127.0.0.1.
+"""Apache Kafka as local JVMs on 127.0.0.1: 1 or 3 KRaft combined broker+controller nodes
+(the default, Kafka 4.1), or 1 or 3 brokers on a ZooKeeper (``zookeeper_connect``, Kafka 3.9 for the
+Burrow 1.2.1 compatibility stack, :mod:`devstack.legacy`).
 
 Why these choices:
 
@@ -11,6 +13,12 @@ Why these choices:
   cleaner dedupe buffer instead of 128 MB.
 * **Test-friendly broker settings**: no auto topic creation (a typo fails loudly), few
   ``__consumer_offsets`` partitions, no initial rebalance delay, retention checked every second.
+* **ZooKeeper mode** (``zookeeper_connect="host:port/chroot"``, Kafka < 4 only): ``broker.id``
+  instead of ``node.id``/``process.roles``, no CONTROLLER listener, no storage format (the broker
+  registers in ZooKeeper and creates the chroot itself). Everything else is the same.
+* **Logging follows the version**: Kafka 4 uses log4j2 (a properties file via
+  ``-Dlog4j2.configurationFile``), Kafka 3.x log4j 1 syntax (``-Dlog4j.configuration``, served by
+  reload4j on the classpath ``devstack/legacy/pom.xml`` assembles).
 * A node keeps its log dirs across :meth:`KafkaCluster.stop_broker`/:meth:`start_broker`, on the
   same ports, so a restart is a real broker restart with its data.
 * Two listeners per node: ``CLIENT`` (what :attr:`KafkaCluster.bootstrap_servers` reaches, the one
@@ -28,6 +36,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import logging
+import os
 import subprocess
 import threading
 import time
@@ -40,7 +49,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unused-ignore]
 
-from devstack.cache import kafka_classpath_dir
+from devstack.cache import kafka_classpath_dir, kafka_version
 from devstack.processes import Daemon, ProcessStartError, free_port, log_tail, rss_bytes
 from devstack.proxy import FrameProxy
 from devstack.tls import DevCerts
@@ -91,6 +100,23 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 """
 
+_LOG4J1 = """\
+# log4j 1 syntax (reload4j) for one dev-stack Kafka 3.x broker: everything at INFO to one file.
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={log_file}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+"""
+
+
+def major_version(version: str) -> int:
+    """``"3.9.1"`` -> 3."""
+    return int(version.split(".", 1)[0])
+
 
 def new_cluster_id() -> str:
     """A KRaft cluster id as ``kafka-storage random-uuid`` makes one: 16 random bytes, URL-safe
@@ -136,11 +162,15 @@ class KafkaNode:
 
 
 class KafkaCluster:
-    """``nodes`` KRaft nodes (1 or 3) under ``workdir``; :meth:`start` / :meth:`stop`.
+    """``nodes`` nodes (1 or 3) under ``workdir``; :meth:`start` / :meth:`stop`.
 
     With 3 nodes the internal topics and the default replication factor are 3, with
     ``min.insync.replicas=2``, so one broker can be stopped without losing writes.
     ``extra_config`` adds or overrides ``server.properties`` keys on every node.
+
+    ``classpath_dir`` and ``kafka_version`` name the broker to run (default: the cache's
+    Kafka of ``devstack/pom.xml``); ``zookeeper_connect`` runs the nodes as ZooKeeper-mode
+    brokers of that ensemble (Kafka < 4) instead of a KRaft quorum.
     """
 
     def __init__(
@@ -156,7 +186,13 @@ class KafkaCluster:
         proxied: bool = False,
         security: str = "plaintext",
         certs: DevCerts | None = None,
+        kafka_version: str | None = None,
+        zookeeper_connect: str | None = None,
     ) -> None:
+        self.kafka_version = kafka_version or _default_kafka_version()
+        if zookeeper_connect is not None and major_version(self.kafka_version) >= 4:
+            raise ValueError(f"Kafka {self.kafka_version} has no ZooKeeper mode (removed in 4.0)")
+        self.zookeeper_connect = zookeeper_connect
         if nodes not in (1, 3):
             raise ValueError(f"nodes must be 1 or 3, not {nodes}")
         if security not in SECURITY_PROTOCOLS:
@@ -227,12 +263,17 @@ class KafkaCluster:
                 self._new_ports(len(self.nodes))
         raise AssertionError("unreachable")
 
+    @property
+    def kraft(self) -> bool:
+        """True for a KRaft quorum, False for ZooKeeper-mode brokers."""
+        return self.zookeeper_connect is None
+
     def _start_once(self) -> None:
         for node in self.nodes.values():
             self._write_config(node)
             if node.proxy is not None:
                 node.proxy.start()
-        if not self._formatted:
+        if self.kraft and not self._formatted:
             self._format()
         for node in self.nodes.values():
             self._spawn(node)
@@ -341,22 +382,12 @@ class KafkaCluster:
         """The broker config of one node (before ``extra_config``)."""
         rf = str(self.replication_factor)
         min_isr = "2" if len(self.nodes) == 3 else "1"
-        voters = ",".join(
-            f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values()
-        )
-        return {
-            "process.roles": "broker,controller",
-            "node.id": str(node.node_id),
-            "controller.quorum.voters": voters,
-            "listeners": f"CLIENT://127.0.0.1:{node.port},"
-            f"INTERNAL://{node.internal_address},"
-            f"CONTROLLER://127.0.0.1:{node.controller_port}",
+        listeners = f"CLIENT://127.0.0.1:{node.port},INTERNAL://{node.internal_address}"
+        protocols = f"CLIENT:{SECURITY_PROTOCOLS[self.security]},INTERNAL:PLAINTEXT"
+        props = {
             # a client gets the addresses of the listener it came in on: the proxies' for CLIENT
             "advertised.listeners": f"CLIENT://{node.address},INTERNAL://{node.internal_address}",
-            "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "INTERNAL",
-            "listener.security.protocol.map": f"CLIENT:{SECURITY_PROTOCOLS[self.security]},"
-            "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(node.directory / "data"),
             "num.partitions": "1",
             "default.replication.factor": rf,
@@ -366,8 +397,6 @@ class KafkaCluster:
             "transaction.state.log.replication.factor": rf,
             "transaction.state.log.min.isr": min_isr,
             "transaction.state.log.num.partitions": "4",
-            "share.coordinator.state.topic.replication.factor": rf,
-            "share.coordinator.state.topic.min.isr": min_isr,
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
             "log.retention.check.interval.ms": "1000",
@@ -379,10 +408,36 @@ class KafkaCluster:
             "log.cleaner.threads": "1",
             "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
             "log.cleaner.backoff.ms": "1000",
-            # a stopped node is noticed and fenced within seconds, not after the 9 s default
-            "broker.session.timeout.ms": "4000",
-            "broker.heartbeat.interval.ms": "500",
-        } | self._security_properties()
+        }
+        if major_version(self.kafka_version) >= 4:
+            props |= {
+                "share.coordinator.state.topic.replication.factor": rf,
+                "share.coordinator.state.topic.min.isr": min_isr,
+            }
+        if self.zookeeper_connect is not None:
+            props |= {
+                "broker.id": str(node.node_id),
+                "zookeeper.connect": self.zookeeper_connect,
+                "zookeeper.connection.timeout.ms": "30000",
+                "listeners": listeners,
+                "listener.security.protocol.map": protocols,
+            }
+        else:
+            voters = ",".join(
+                f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values()
+            )
+            props |= {
+                "process.roles": "broker,controller",
+                "node.id": str(node.node_id),
+                "controller.quorum.voters": voters,
+                "listeners": f"{listeners},CONTROLLER://127.0.0.1:{node.controller_port}",
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": f"{protocols},CONTROLLER:PLAINTEXT",
+                # a stopped node is noticed and fenced within seconds, not after the 9 s default
+                "broker.session.timeout.ms": "4000",
+                "broker.heartbeat.interval.ms": "500",
+            }
+        return props | self._security_properties()
 
     def _security_properties(self) -> dict[str, str]:
         """TLS (PEM key store and trust store) and SCRAM on the CLIENT listener only."""
@@ -408,15 +463,21 @@ class KafkaCluster:
         props = self.server_properties(node) | self.extra_config
         text = "".join(f"{k}={v}\n" for k, v in props.items())
         (node.directory / "server.properties").write_text(text)
-        (node.directory / "log4j2.properties").write_text(
-            _LOG4J2.format(log_file=node.server_log)
-        )
+        name, template, _ = self._logging(node)
+        (node.directory / name).write_text(template.format(log_file=node.server_log))
+
+    def _logging(self, node: KafkaNode) -> tuple[str, str, str]:
+        """(file name, template, JVM flag): log4j2 for Kafka 4, log4j 1 syntax for 3.x."""
+        if major_version(self.kafka_version) >= 4:
+            path = node.directory / "log4j2.properties"
+            return path.name, _LOG4J2, f"-Dlog4j2.configurationFile={path}"
+        path = node.directory / "log4j.properties"
+        return path.name, _LOG4J1, f"-Dlog4j.configuration=file:{path}"
 
     def _java(self, node: KafkaNode, main: Sequence[str]) -> list[str]:
         classpath = self.classpath_dir or kafka_classpath_dir()
         return [
-            "java", *self.jvm_opts,
-            f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
+            "java", *self.jvm_opts, self._logging(node)[2],
             f"-Dkafka.logs.dir={node.directory}",
             "-cp", f"{classpath}/*", *main,
         ]  # fmt: skip
@@ -456,6 +517,16 @@ class KafkaCluster:
             "reconnect.backoff.max.ms": 500,
         }
         return AdminClient(conf)
+
+
+def _default_kafka_version() -> str:
+    """The version of the default classpath: ``devstack/pom.xml``'s, or the broker jar's in
+    ``FT_KAFKA_CLASSPATH`` (``kafka_2.13-<version>.jar``)."""
+    override = os.environ.get("FT_KAFKA_CLASSPATH")
+    if override:
+        for jar in Path(override).glob("kafka_2.13-*.jar"):
+            return jar.name.removeprefix("kafka_2.13-").removesuffix(".jar")
+    return kafka_version()
 
 
 _QUIET = logging.getLogger("devstack.kafka.readiness")
