@@ -1,0 +1,165 @@
+"""The status page at `/`: what is behind right now, worst first, for a person without Grafana.
+
+Rendered on the server from the current snapshot (no script, no CDN, no build step), so it shows
+exactly what /metrics serves. It refreshes itself with a meta refresh. `?cluster=C&group=G`
+drills down to one group's partitions. Every name is escaped: topic and group names come from
+Burrow, which is as hostile as anything else it sends.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlencode
+
+from freshness_tracker.domain.model import (
+    ClusterSnapshot,
+    GroupResult,
+    PartitionResult,
+    Snapshot,
+)
+from freshness_tracker.sinks.render import format_ms
+
+__all__ = ["GROUP_ROWS", "render_status_page"]
+
+#: Groups listed on the overview; the rest are counted, not listed (a page, not a dump).
+GROUP_ROWS = 500
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:20px auto;max-width:1280px;padding:0 16px;
+color:#1d2330}h1{font-size:22px;margin:0}h2{font-size:17px;margin:24px 0 6px}
+.meta{color:#5b6472}a{color:#1f5fbf}nav a{margin-right:14px}
+table{border-collapse:collapse;width:100%;font-size:13px}th,td{padding:4px 8px;
+text-align:left;border-bottom:1px solid #eceff3;white-space:nowrap}th{background:#f5f7fa}
+td.n{text-align:right;font-variant-numeric:tabular-nums}.down td,.loss td{background:#fdecea}
+.bad{color:#b03a2e;font-weight:600}.ok{color:#1e8449;font-weight:600}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _ago(now_ms: int, then_ms: int | None) -> str:
+    if then_ms is None:
+        return "never"
+    return f"{format_ms(max(now_ms - then_ms, 0))} ago"
+
+
+def _group_order(g: GroupResult) -> tuple[int, int, int]:
+    """Worst first: data loss, then the oldest unconsumed data, then unmeasured partitions."""
+    return (-(g.data_loss_partitions > 0), -(g.max_freshness_ms or 0), -g.unmeasured_partitions)
+
+
+def _freshness_cell(value: int | None, lower_bound: bool) -> str:
+    text = format_ms(value)
+    return ("≥" + text) if lower_bound and value is not None else text
+
+
+def _page(title: str, body: Iterable[str], refresh_s: int) -> bytes:
+    head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f'<meta http-equiv="refresh" content="{int(refresh_s)}">'
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>")
+    nav = ('<nav><a href="/">status</a><a href="/metrics">/metrics</a>'
+           '<a href="/healthz">/healthz</a><a href="/readyz">/readyz</a></nav>')
+    return (head + nav + "".join(body) + "</body></html>").encode()
+
+
+def _table(headers: Iterable[str], rows: Iterable[str]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _cluster_rows(clusters: Iterable[ClusterSnapshot], now_ms: int) -> Iterable[str]:
+    for c in clusters:
+        h = c.health
+        state = '<span class="ok">up</span>' if h.up else '<span class="bad">down</span>'
+        error = "" if h.up else _e(h.error or "")
+        yield (f'<tr class="{"up" if h.up else "down"}"><td>{_e(c.cluster)}</td><td>{state}</td>'
+               f"<td>{_ago(now_ms, h.last_success_ms)}</td>"
+               f'<td class="n">{format_ms(h.duration_ms)}</td><td class="n">{h.groups}</td>'
+               f'<td class="n">{h.partitions}</td><td>{error}</td></tr>')
+
+
+def _group_link(cluster: str, consumer: str) -> str:
+    return "/?" + urlencode({"cluster": cluster, "group": consumer})
+
+
+def _group_rows(groups: Iterable[GroupResult]) -> Iterable[str]:
+    for g in groups:
+        loss = g.data_loss_partitions > 0
+        yield (f'<tr class="{"loss" if loss else "group"}"><td>{_e(g.cluster)}</td>'
+               f'<td><a href="{_e(_group_link(g.cluster, g.consumer))}">{_e(g.consumer)}</a></td>'
+               f'<td class="n">{_freshness_cell(g.max_freshness_ms, loss)}</td>'
+               f'<td class="n">{"-" if g.offset_lag is None else g.offset_lag}</td>'
+               f"<td>{_e(g.burrow_status)}</td>"
+               f'<td class="n">{g.data_loss_partitions or ""}</td>'
+               f'<td class="n">{g.unmeasured_partitions or ""}</td></tr>')
+
+
+def _partition_rows(partitions: Iterable[PartitionResult], now_ms: int) -> Iterable[str]:
+    del now_ms  # partition values are as of their cycle, said in the header
+    for r in partitions:
+        lag = "-" if r.log_end_offset is None and r.committed_offset is not None else r.offset_lag
+        lost = f"{r.lost_records} lost" if r.data_loss else ""
+        yield (f'<tr class="{"loss" if r.data_loss else "partition"}"><td>{_e(r.key.topic)}</td>'
+               f'<td class="n">{r.key.partition}</td>'
+               f'<td class="n">{"-" if r.committed_offset is None else r.committed_offset}</td>'
+               f'<td class="n">{lag}</td>'
+               f'<td class="n">{_freshness_cell(r.freshness_ms, r.freshness_is_lower_bound)}</td>'
+               f'<td class="n">{format_ms(r.commit_lag_ms)}</td>'
+               f'<td class="n">{format_ms(r.retention_headroom_ms)}</td>'
+               f"<td>{_e(r.status.value)}</td><td>{_e(r.burrow_status)}</td><td>{lost}</td></tr>")
+
+
+def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
+    groups = sorted((g for c in snapshot.clusters for g in c.groups), key=_group_order)
+    behind = sum(1 for g in groups if (g.max_freshness_ms or 0) > 0)
+    down = sum(1 for c in snapshot.clusters if not c.health.up)
+    yield "<h1>freshness-tracker</h1>"
+    yield (f'<p class="meta">{len(groups)} consumer groups, {behind} with unconsumed data; '
+           f"{len(snapshot.clusters)} clusters, {down} down. Freshness is the age of the oldest "
+           "record a group has not committed, as of each cluster's last completed cycle.</p>")
+    yield "<h2>Clusters</h2>"
+    yield _table(("cluster", "state", "last success", "cycle", "groups", "partitions", "error"),
+                 _cluster_rows(snapshot.clusters, now_ms))
+    yield "<h2>Consumer groups, worst first</h2>"
+    if not groups:
+        yield '<p class="meta">No consumer group measured yet.</p>'
+        return
+    yield _table(("cluster", "group", "max freshness", "offset lag", "Burrow status",
+                  "data loss", "unmeasured"), _group_rows(groups[:GROUP_ROWS]))
+    if len(groups) > GROUP_ROWS:
+        yield (f'<p class="meta">{len(groups) - GROUP_ROWS} more groups, all fresher than '
+               "these; /metrics has every one.</p>")
+
+
+def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> Iterable[str]:
+    found = next((c for c in snapshot.clusters if c.cluster == cluster), None)
+    summary = None if found is None else next(
+        (g for g in found.groups if g.consumer == group), None)
+    yield f"<h1>{_e(group)}</h1>"
+    if found is None or summary is None:
+        yield (f'<p class="meta">No group {_e(group)!s} in cluster {_e(cluster)!s} in the '
+               'current snapshot. <a href="/">Back to every group</a>.</p>')
+        return
+    yield (f'<p class="meta">cluster {_e(cluster)}: max freshness '
+           f"{_freshness_cell(summary.max_freshness_ms, summary.data_loss_partitions > 0)}, "
+           f"Burrow status {_e(summary.burrow_status)}; cycle finished "
+           f'{_ago(now_ms, found.finished_ms)}. <a href="/">Back to every group</a>.</p>')
+    partitions = sorted((p for p in found.partitions if p.key.consumer == group),
+                        key=lambda p: (-(p.freshness_ms or 0), p.key.topic, p.key.partition))
+    yield _table(("topic", "partition", "committed offset", "offset lag", "freshness",
+                  "commit lag", "retention headroom", "status", "Burrow status", "data loss"),
+                 _partition_rows(partitions, now_ms))
+
+
+def render_status_page(snapshot: Snapshot, now_ms: int, query: Mapping[str, str] | None = None,
+                       refresh_s: int = 15) -> bytes:
+    """The page for `query` (`cluster` and `group` drill down; anything else is the overview)."""
+    query = query or {}
+    cluster, group = query.get("cluster"), query.get("group")
+    if cluster is not None and group is not None:
+        return _page(f"{group}: freshness-tracker", _drill_down(snapshot, now_ms, cluster, group),
+                     refresh_s)
+    return _page("freshness-tracker", _overview(snapshot, now_ms), refresh_s)

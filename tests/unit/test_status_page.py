@@ -1,0 +1,143 @@
+"""The status page at `/` (issue 14): worst first, drill-down, every name escaped."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from freshness_tracker.domain.model import (
+    ClusterHealth,
+    ClusterSnapshot,
+    GroupResult,
+    PartitionKey,
+    PartitionResult,
+    PartitionStatus,
+    Snapshot,
+)
+from freshness_tracker.sinks.status_page import GROUP_ROWS, render_status_page
+
+NOW = 1_800_000_000_000
+
+
+class _Cells(HTMLParser):
+    """Rows of text cells per table, and every link, as a browser would see them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.links: list[str] = []
+        self.text: list[str] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "a":
+            self.links.append(dict(attrs).get("href") or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def _parse(page: bytes) -> _Cells:
+    parser = _Cells()
+    parser.feed(page.decode())
+    return parser
+
+
+def _group(consumer: str, freshness: int | None, loss: int = 0, unmeasured: int = 0,
+           cluster: str = "east") -> GroupResult:
+    return GroupResult(cluster, consumer, "OK", freshness, 10, 2, unmeasured, loss)
+
+
+def _partition(consumer: str, topic: str, p: int, freshness: int | None,
+               status: PartitionStatus = PartitionStatus.OK) -> PartitionResult:
+    return PartitionResult(PartitionKey("east", consumer, topic, p), status, "OK", 100, 105, 5,
+                           NOW - 60_000, NOW - (freshness or 0), freshness, 2_000,
+                           lost_records=7 if status is PartitionStatus.DATA_LOSS else 0)
+
+
+def _snapshot(groups: list[GroupResult], partitions: tuple[PartitionResult, ...] = (),
+              up: bool = True) -> Snapshot:
+    health = ClusterHealth("east", up, NOW - 5_000, NOW - 5_000 if up else NOW - 600_000, 1_200,
+                           groups=len(groups), error=None if up else "Burrow unreachable")
+    return Snapshot((ClusterSnapshot("east", 1, NOW - 6_000, NOW - 5_000, health, partitions,
+                                     (), tuple(groups)),))
+
+
+def test_groups_are_listed_worst_first_with_data_loss_on_top() -> None:
+    page = _parse(render_status_page(_snapshot([
+        _group("fresh", 0), _group("stuck", 3_600_000), _group("slow", 90_000),
+        _group("lossy", 1_000, loss=1), _group("unknown", None, unmeasured=2)]), NOW))
+    groups = page.tables[1][1:]
+    assert [row[1] for row in groups] == ["lossy", "stuck", "slow", "unknown", "fresh"]
+    assert groups[1][2] == "1h00m00s" and groups[0][2] == "≥1.0s"
+    assert groups[3][2] == "-" and groups[3][6] == "2"
+    clusters = page.tables[0][1:]
+    assert clusters == [["east", "up", "5.0s ago", "1.2s", "5", "0", ""]]
+    assert {"/metrics", "/healthz"} <= set(page.links)
+
+
+def test_a_down_cluster_says_why_and_since_when() -> None:
+    page = _parse(render_status_page(_snapshot([], up=False), NOW))
+    assert page.tables[0][1] == ["east", "down", "10m00s ago", "1.2s", "0", "0",
+                                 "Burrow unreachable"]
+    assert "No consumer group measured yet." in "".join(page.text)
+
+
+def test_drill_down_shows_the_groups_partitions_worst_first() -> None:
+    parts = (_partition("stuck", "orders", 0, 5_000), _partition("stuck", "orders", 1, 65_000),
+             _partition("stuck", "audit", 0, 100, PartitionStatus.DATA_LOSS),
+             _partition("other", "orders", 0, 999_999))
+    snap = _snapshot([_group("stuck", 65_000, loss=1), _group("other", 999_999)], parts)
+    overview = _parse(render_status_page(snap, NOW))
+    link = next(href for href in overview.links if "group=stuck" in href)
+    assert link == "/?cluster=east&group=stuck"
+    page = _parse(render_status_page(snap, NOW, {"cluster": "east", "group": "stuck"}))
+    rows = page.tables[0][1:]
+    assert [(r[0], r[1], r[4]) for r in rows] == [
+        ("orders", "1", "1m05s"), ("orders", "0", "5.0s"), ("audit", "0", "≥100ms")]
+    assert rows[2][-1] == "7 lost" and rows[0][7] == "ok"
+
+
+def test_an_unknown_group_is_said_not_an_error() -> None:
+    page = _parse(render_status_page(_snapshot([]), NOW, {"cluster": "east", "group": "gone"}))
+    assert "No group gone in cluster east" in "".join(page.text)
+    assert "/" in page.links
+
+
+def test_a_huge_fleet_lists_the_worst_and_counts_the_rest() -> None:
+    groups = [_group(f"g{i}", i) for i in range(GROUP_ROWS + 7)]
+    page = _parse(render_status_page(_snapshot(groups), NOW))
+    rows = page.tables[1][1:]
+    assert len(rows) == GROUP_ROWS and rows[0][1] == f"g{GROUP_ROWS + 6}"
+    assert "7 more groups" in "".join(page.text)
+
+
+def test_the_page_refreshes_itself_and_loads_nothing_from_elsewhere() -> None:
+    page = render_status_page(_snapshot([_group("a", 1)]), NOW, refresh_s=15).decode()
+    assert '<meta http-equiv="refresh" content="15">' in page
+    assert "<script" not in page and "http://" not in page and "https://" not in page
+
+
+@given(name=st.text(min_size=1, max_size=40), topic=st.text(min_size=1, max_size=40))
+def test_any_name_is_shown_as_text_never_as_markup(name: str, topic: str) -> None:
+    snap = _snapshot([_group(name, 5_000)], (_partition(name, topic, 0, 5_000),))
+    overview = _parse(render_status_page(snap, NOW))
+    assert overview.tables[1][1][1] == name
+    assert len(overview.tables) == 2 and len(overview.tables[1]) == 2
+    drill = _parse(render_status_page(snap, NOW, {"cluster": "east", "group": name}))
+    assert drill.tables[0][1][0] == topic
