@@ -1,5 +1,6 @@
 """The one way test suites start the real local stack (Apache Kafka 4.1 + Burrow 1.9.5,
-``devstack.RealStack``): skip locally, FAIL under CI=true."""
+``devstack.RealStack``), and the Burrow 1.2.1 compatibility stack (Kafka 3.9.1 on ZooKeeper,
+``devstack.legacy.LegacyStack``): skip locally, FAIL under CI=true."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
+from devstack.legacy import LegacyStack
 
 
 def in_ci() -> bool:
@@ -50,6 +52,24 @@ def running_stack(*, allow_external: bool = True, nodes: int = 1,
         if in_ci():
             raise
         pytest.skip(f"local stack unavailable: {exc}")  # local only: under CI=true it raised
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+def running_legacy_stack() -> Iterator[LegacyStack]:
+    """Yield a started Burrow 1.2.1 stack (ZooKeeper + Kafka 3.9.1 + Debian's Burrow 1.2.1),
+    stopped afterwards. Never an external one (FT_STACK_* points at a current stack). Like
+    :func:`running_stack`: a stack that cannot start skips locally, with the reason, and fails
+    under CI=true."""
+    local = LegacyStack()
+    try:
+        local.start()
+    except Exception as exc:
+        if in_ci():
+            raise
+        pytest.skip(f"Burrow 1.2.1 stack unavailable: {exc}")  # local only: CI raised above
     try:
         yield local
     finally:

@@ -1,0 +1,45 @@
+"""The Burrow 1.2.1 compatibility stack (``devstack.legacy.LegacyStack``: ZooKeeper + Apache
+Kafka 3.9.1 on it + Debian's Burrow 1.2.1), started once for this directory as its ``stack``.
+
+It overrides the session ``stack`` (Kafka 4.1 + Burrow 1.9.5) here, so the shared helpers
+(``tests/realkafka/helpers.py``, ``tests/integration/exporter_helpers.py``) drive it unchanged.
+Skips locally when it cannot start, fails under ``CI=true`` (``tests/stack_support.py``); a
+failing test gets the stack's log tails attached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+
+import pytest
+
+from devstack.legacy import LegacyStack
+from tests.stack_support import running_legacy_stack, unique_namer
+
+
+@pytest.fixture(scope="package")
+def legacy_stack() -> Iterator[LegacyStack]:
+    """Up for this directory only: stopped before the next suite starts its own JVMs."""
+    yield from running_legacy_stack()
+
+
+@pytest.fixture
+def stack(legacy_stack: LegacyStack) -> LegacyStack:
+    return legacy_stack
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_name("topic")`` -> ``topic-<test name>-<random>``: Burrow keeps groups for days."""
+    return unique_namer(request)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    local = getattr(item, "funcargs", {}).get("stack")
+    if report.failed and isinstance(local, LegacyStack):
+        report.sections.append(("Burrow 1.2.1 stack logs", local.logs_tail()))
+    return report

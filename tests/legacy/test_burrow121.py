@@ -1,0 +1,175 @@
+"""Burrow 1.2.1 stays supported: end to end on Apache Kafka 3.9.1 (ZooKeeper mode) + Debian's
+Burrow 1.2.1 + the exporter's rendered ``/metrics``.
+
+Burrow 1.2.1 reads broker offsets with ListOffsets v0 (removed in Kafka 4.0), commits from both
+``__consumer_offsets`` (its ``kafka`` module) and ZooKeeper (its ``kafka_zk`` module), and answers
+the v3 API without 1.3+'s ``observedAt``. Each test produces records with chosen CreateTimes,
+commits for real, waits until Burrow 1.2.1 shows the commit exactly, then runs one exporter cycle:
+
+    group commit   p0: 7 records at -60 ... -30 s, committed at 3 (4 waiting)   p1: caught up
+    ZooKeeper      p0: 6 records at -50 ... -25 s, committed at 2 in the znode (4 waiting)
+    data loss      p0: 10 records at -100 ... -10 s, committed at 2, records 0-5 deleted
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+from collections.abc import Callable
+
+import pytest
+
+from devstack.legacy import LegacyStack
+from devstack.legacy.stack import BURROW_KAFKA_VERSION, legacy_kafka_classpath_dir
+from devstack.stack import DEFAULT_RETENTION_MS, now_ms
+from freshness_tracker.domain.model import PartitionStatus
+from tests.realkafka.helpers import COMMIT_LAG, FRESHNESS, assert_freshness_from, one_cycle, result
+
+pytestmark = [pytest.mark.integration, pytest.mark.legacy, pytest.mark.timeout(180)]
+
+API_LIST_OFFSETS, API_VERSIONS = 2, 18
+
+
+def api_version_range(address: str, api_key: int) -> tuple[int, int]:
+    """(min, max) version of ``api_key`` the broker at ``address`` serves (ApiVersions v0)."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        body = struct.pack(">hhih", API_VERSIONS, 0, 7, 4) + b"test"
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", _recv(sock, 4))[0]
+        reply = _recv(sock, size)
+    corr, error, count = struct.unpack_from(">ihi", reply)
+    assert (corr, error) == (7, 0)
+    for i in range(count):
+        key, low, high = struct.unpack_from(">hhh", reply, 10 + 6 * i)
+        if key == api_key:
+            return low, high
+    raise AssertionError(f"API {api_key} not served")
+
+
+def dpkg_query(*args: str) -> str:
+    return subprocess.run(["dpkg-query", *args], check=True, capture_output=True,
+                          text=True).stdout.strip()  # fmt: skip
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        assert chunk, "connection closed"
+        buf += chunk
+    return buf
+
+
+def test_the_stack_is_burrow_121_on_kafka_391_with_zookeeper(stack: LegacyStack) -> None:
+    """What the README claims is what runs: Debian's Burrow 1.2.1, the Kafka 3.9.1 jars, a
+    ZooKeeper-mode broker that still serves ListOffsets v0 (Kafka 4 starts at v1)."""
+    assert stack.burrow is not None and stack.burrow.binary is not None
+    owner = dpkg_query("-S", str(stack.burrow.binary))  # "burrow: /usr/bin/Burrow"
+    assert owner.split(":", 1)[0] == "burrow", owner
+    assert dpkg_query("-W", "-f=${Version}", "burrow").startswith("1.2.1")
+    assert (legacy_kafka_classpath_dir() / "kafka_2.13-3.9.1.jar").is_file()
+    assert stack.kafka is not None and not stack.kafka.kraft
+    assert stack.kafka.kafka_version == "3.9.1"
+    assert api_version_range(stack.bootstrap_servers, API_LIST_OFFSETS)[0] == 0
+    status, body = stack.burrow_get(f"/v3/kafka/{stack.cluster}")
+    assert status == 200
+    assert body["module"]["client-profile"]["kafka-version"] == BURROW_KAFKA_VERSION
+
+
+def test_group_commit_exact_freshness_and_commit_lag(
+    stack: LegacyStack, unique_name: Callable[[str], str]
+) -> None:
+    topic, group = unique_name("t"), unique_name("lag")
+    stack.create_topic(topic, partitions=2)
+    t = now_ms()
+    ts = [t - 60_000 + 5_000 * i for i in range(7)]
+    ts1 = [t - 20_000 + 5_000 * i for i in range(4)]
+    assert stack.produce(topic, 0, ts) == list(range(7))
+    assert stack.produce(topic, 1, ts1) == list(range(4))
+
+    window = stack.commit(group, topic, 0, 3)  # a real group commit: __consumer_offsets
+    stack.commit(group, topic, 1, 4)  # p1 caught up
+    part = stack.wait_for_burrow_lag(group, topic, 0, committed_offset=3, current_lag=4)
+    stack.wait_for_burrow_lag(group, topic, 1, committed_offset=4, current_lag=0)
+    commit_ts = part["end"]["timestamp"]
+    assert window.before_ms <= commit_ts <= window.after_ms  # the broker's stamp, via Burrow
+    assert "observedAt" not in part["end"]  # Burrow 1.2.1's shape (1.3+ adds it)
+
+    snap, scrape = one_cycle(stack, group)
+
+    r = result(snap, group, topic, 0)
+    assert r.status is PartitionStatus.OK, r
+    assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (3, 7, 4)
+    assert r.commit_time_ms == commit_ts
+    assert_freshness_from(snap, r, ts[3])
+    assert r.commit_lag_ms == commit_ts - ts[2]
+    assert r.freshness_ms is not None
+    assert r.retention_headroom_ms == DEFAULT_RETENTION_MS - r.freshness_ms  # real retention.ms
+    fresh = result(snap, group, topic, 1)
+    assert fresh.status is PartitionStatus.CAUGHT_UP, fresh
+    assert (fresh.freshness_ms, fresh.offset_lag, fresh.committed_offset) == (0, 0, 4)
+
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic}
+    assert scrape.get(FRESHNESS, partition=0, **labels) == r.freshness_ms
+    assert scrape.get(COMMIT_LAG, partition=0, **labels) == commit_ts - ts[2]
+    assert scrape.get(FRESHNESS, partition=1, **labels) == 0
+    assert scrape.get("kafka_consumer_data_loss", partition=0, **labels) == 0
+
+
+def test_zookeeper_commit_read_by_kafka_zk(
+    stack: LegacyStack, unique_name: Callable[[str], str]
+) -> None:
+    topic, group = unique_name("t"), unique_name("zk")
+    stack.create_topic(topic)
+    t = now_ms()
+    ts = [t - 50_000 + 5_000 * i for i in range(6)]
+    assert stack.produce(topic, 0, ts) == list(range(6))
+
+    window = stack.commit_zk(group, topic, 0, 2)  # /kafka/consumers/<group>/offsets/<topic>/0
+    part = stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=4)
+    mtime = stack.znode_mtime(group, topic, 0)
+    assert mtime is not None and window.before_ms <= mtime <= window.after_ms
+    assert part["end"]["timestamp"] == mtime  # kafka_zk: the commit time is the znode's mtime
+    assert group not in stack.group_ids()  # the broker never heard of it: ZooKeeper only
+
+    snap, scrape = one_cycle(stack, group)
+
+    r = result(snap, group, topic, 0)
+    assert r.status is PartitionStatus.OK, r
+    assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (2, 6, 4)
+    assert r.commit_time_ms == mtime
+    assert_freshness_from(snap, r, ts[2])
+    assert r.commit_lag_ms == mtime - ts[1]
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
+    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
+    assert scrape.get(COMMIT_LAG, **labels) == mtime - ts[1]
+
+
+def test_data_loss_when_delete_records_passes_the_commit(
+    stack: LegacyStack, unique_name: Callable[[str], str]
+) -> None:
+    topic, group = unique_name("t"), unique_name("loss")
+    stack.create_topic(topic)
+    t = now_ms()
+    ts = [t - 100_000 + 10_000 * i for i in range(10)]
+    assert stack.produce(topic, 0, ts) == list(range(10))
+    stack.commit(group, topic, 0, 2)
+    stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=8)
+
+    assert stack.delete_records(topic, 0, before_offset=6) == 6  # records 0-5 are gone
+
+    snap, scrape = one_cycle(stack, group)
+    r = result(snap, group, topic, 0)
+    assert r.status is PartitionStatus.DATA_LOSS, r
+    assert r.data_loss and r.freshness_is_lower_bound
+    assert r.lost_records == 4  # 2, 3, 4, 5: committed but never read, now deleted
+    assert_freshness_from(snap, r, ts[6])  # the earliest retained record: a lower bound
+    assert r.commit_lag_ms is None  # record C - 1 = 1 is gone too
+    assert r.retention_headroom_ms == 0
+    assert snap.health.data_loss_events == 1
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
+    assert scrape.get("kafka_consumer_data_loss", **labels) == 1
+    assert scrape.get("kafka_consumer_lost_records", **labels) == 4
+    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
