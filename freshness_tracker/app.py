@@ -152,7 +152,7 @@ class Exporter:
         self.registry = registry or CollectorRegistry()
         self.holder = SnapshotHolder()
         self._own_burrow = burrow is None
-        self.burrow: BurrowSource = burrow or BurrowClient(settings.burrow)
+        self.burrow: BurrowSource = burrow or BurrowClient(settings.burrow, clock=clock)
         self._executor = ThreadPoolExecutor(settings.worker_threads, thread_name_prefix="kafka")
         self._pools: list[ConsumerPool] = []
         self._closers: list[Callable[[], None]] = []

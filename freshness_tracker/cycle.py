@@ -35,7 +35,14 @@ from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.plan import LookupPlan, plan_reads
 
-__all__ = ["ClusterMeasurer", "ReaderFactory", "now_ms", "read_with_cache"]
+__all__ = [
+    "ClusterMeasurer",
+    "ReaderFactory",
+    "measure_partitions",
+    "now_ms",
+    "observed_times",
+    "read_with_cache",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,11 +80,27 @@ def measure_partitions(
     answers: Mapping[ReadRequest, RecordRead],
     now: int,
     retention: Mapping[str, int | None],
+    observed: Mapping[str, int] | None = None,
 ) -> tuple[PartitionResult, ...]:
+    """Every partition's result, measured as of when Burrow's offsets were observed.
+
+    `observed` maps a consumer group to the arrival time of its `/lag` answer; a group without
+    one (a source that does not stamp its answers) is measured at `now`, the moment all of
+    Burrow's answers were in. So a slow lookup, a
+    cold Spark job or a long cycle never inflates freshness: the record at the committed offset
+    is aged to the moment the commit was seen, not to the moment the read returned.
+    """
+    at = observed or {}
     return tuple(sorted(
-        (measure_partition(lag, answers, now, retention.get(lag.key.topic)) for lag in lags),
+        (measure_partition(lag, answers, at.get(lag.key.consumer, now),
+                           retention.get(lag.key.topic)) for lag in lags),
         key=lambda r: r.key,
     ))
+
+
+def observed_times(lags: ClusterLags) -> dict[str, int]:
+    """Consumer group → when Burrow's answer for it arrived (groups that carry the time)."""
+    return {g.consumer: g.observed_ms for g in lags.groups if g.observed_ms is not None}
 
 
 def _invalid_inputs(lags: ClusterLags, results: Sequence[PartitionResult]) -> list[str]:
@@ -182,6 +205,10 @@ class ClusterMeasurer:
         self.phase = "asking Burrow"
         try:
             lags = self._burrow_lags()
+            # Burrow's offsets are true as of its answers: every value of this cycle is
+            # measured then (per group when the source stamps its answers), never after the
+            # Kafka reads, whose duration is no part of a consumer's freshness.
+            observed = self._clock()
             reader = self._ensure_clients()
         except FreshnessTrackerError as exc:
             return self._failed(started, str(exc), burrow_errors=1)
@@ -201,7 +228,8 @@ class ClusterMeasurer:
         # timeout before the failure is published.
         self.phase = "reading retention.ms"
         retention = {} if kafka_error else self._retention_for({p.key.topic for p in partitions})
-        results = measure_partitions(partitions, answers, self._clock(), retention)
+        results = measure_partitions(partitions, answers, observed, retention,
+                                     observed_times(lags))
         overran = deadline is not None and deadline.expired()
         return self._completed(started, lags, plan, fresh, results, kafka_error, overran)
 

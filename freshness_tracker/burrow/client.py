@@ -26,7 +26,7 @@ import time
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -190,8 +190,13 @@ class _Reaper:
 class BurrowClient:
     """The calls a cycle needs: health, clusters, servers, consumers, per-group lag."""
 
-    def __init__(self, settings: BurrowSettings, session: requests.Session | None = None) -> None:
+    def __init__(self, settings: BurrowSettings, session: requests.Session | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
         self.settings = settings
+        #: With a clock (the cycle's: the exporter and the Spark job pass theirs), each `/lag`
+        #: answer is stamped when it arrives (`GroupLags.observed_ms`); without one the cycle
+        #: uses the moment all of them had arrived.
+        self._clock = clock
         # Credentials in the URL (https://user:pass@burrow) are used as basic auth and removed
         # from the URL, which appears in every error message and log line.
         self._base, url_auth = _split_userinfo(settings.url.rstrip("/"))
@@ -373,7 +378,12 @@ class BurrowClient:
     def group_lag(self, cluster: str, group: str) -> GroupLags:
         """All partitions of one group; BurrowNotFound when Burrow no longer knows it."""
         url = self._url("v3", "kafka", cluster, "consumer", group, "lag")
-        return parse.parse_group_lag(self._get_json(url), cluster, group, url)
+        body = self._get_json(url)
+        observed = self._clock() if self._clock is not None else None
+        # The offsets are Burrow's as of this answer: freshness is measured at this moment,
+        # whatever the Kafka reads that follow cost.
+        lags = parse.parse_group_lag(body, cluster, group, url)
+        return lags if self._clock is None else replace(lags, observed_ms=observed)
 
     def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
         """`/lag` for every group, `concurrency` at a time on the keep-alive session.

@@ -126,6 +126,9 @@ def measure_partition(
 ) -> PartitionResult:
     """Turn Burrow's view of one partition plus the records read into one result.
 
+    `now_ms` is the time the result is true for: when Burrow's offsets were observed (the
+    group's `/lag` answer), not when the reads finished; it becomes `sample_time_ms`.
+
     `reads` holds answers for (cluster, topic, partition, offset); cached timestamps are passed
     in as FOUND reads. A read that is missing or failed yields no freshness value at all,
     never an old one; neither does an impossible input (see the module docstring).
@@ -168,6 +171,7 @@ def measure_partition(
             retention_headroom_ms=headroom,
             error=error,
             invalid=invalid or bad_offsets or commit_time_problem or commit_lag_problem,
+            sample_time_ms=now_ms,
         )
 
     if committed is None:

@@ -89,6 +89,9 @@ class GroupLags:
     #: How many of those were partitions of their own (not repeats): their values are unknown,
     #: so the group counts them unmeasured and withholds its max and lag.
     unusable_partitions: int = 0
+    #: When Burrow's answer arrived (epoch ms): the moment its offsets are true for, so the
+    #: moment the group's freshness is measured at. None: unknown (the cycle's clock is used).
+    observed_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +199,9 @@ class PartitionResult:
     retention_headroom_ms: int | None = None
     error: str | None = None
     invalid: str | None = None
+    #: The time freshness was measured at: when Burrow's offsets were observed (the group's
+    #: `/lag` answer), not when the cycle ended. The history table's `sample_time`.
+    sample_time_ms: int | None = None
 
     @property
     def freshness_is_lower_bound(self) -> bool:

@@ -62,7 +62,8 @@ HISTORY_SCHEMA: pa.Schema = pa.schema(
     [
         pa.field("cycle_id", pa.string(), nullable=False),  # "<cluster>@<cycle start ms>"
         pa.field("cycle_start", _TS, nullable=False),  # when the cycle began (or --cycle-time)
-        pa.field("sample_time", _TS, nullable=False),  # the clock freshness was measured at
+        # when Burrow's offsets were observed (its /lag answer): what freshness is measured at
+        pa.field("sample_time", _TS, nullable=False),
         pa.field("consumer", pa.string(), nullable=False),
         pa.field("topic", pa.string(), nullable=False),
         pa.field("partition", pa.int32(), nullable=False),
@@ -123,7 +124,9 @@ def snapshot_table(snapshot: ClusterSnapshot, *, cycle_start_ms: int | None = No
     columns = {
         "cycle_id": [cycle_id_for(snapshot.cluster, start, shard)] * n,
         "cycle_start": [start] * n,
-        "sample_time": [snapshot.finished_ms] * n,
+        # when Burrow's offsets were observed (per group), not when the cycle ended
+        "sample_time": [r.sample_time_ms if r.sample_time_ms is not None else snapshot.finished_ms
+                        for r in rows],
         "consumer": [r.key.consumer for r in rows],
         "topic": [r.key.topic for r in rows],
         "partition": [r.key.partition for r in rows],

@@ -61,7 +61,7 @@ def run_snapshot(
     default parallelism). Clusters are measured concurrently, `parallel_clusters` at a time.
     """
     began = time.monotonic()
-    source = burrow or BurrowClient(settings.burrow)
+    source = burrow or BurrowClient(settings.burrow, clock=clock)
     readers: dict[str, SparkRecordReader] = {}
     closers: list[Callable[[], None]] = []
 

@@ -134,3 +134,94 @@ def test_filters_and_shard_skip_groups_before_asking_burrow() -> None:
     assert m2.measure().partitions == ()
     owned = [Shard(i, 3).owns("c", "slow") for i in range(3)]
     assert owned.count(True) == 1
+
+
+# --- freshness as of Burrow's observation -----------------------------------------------
+
+
+def _observed_setup(observed: dict[str, int | None], read_cost_ms: int) -> tuple[
+        ClusterMeasurer, list[int]]:
+    """`slow` lags by 6 records (record at its commit: 90 s); Burrow's answers are stamped
+    `observed`; each Kafka read advances the fake clock by `read_cost_ms`."""
+    from dataclasses import replace
+
+    clock = [NOW]
+    burrow = FakeBurrow({"c": [
+        replace(group("c", "slow", lag(consumer="slow", partition=0, committed=4,
+                                       current_lag=6, commit_time=95_000)),
+                observed_ms=observed.get("slow")),
+        replace(group("c", "fast", lag(consumer="fast", partition=0, committed=10,
+                                       current_lag=0)), observed_ms=observed.get("fast")),
+    ]})
+
+    def slow_read(requests: object) -> None:
+        clock[0] += read_cost_ms  # the lookup takes this long, on the fake clock
+
+    reader = FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000}, on_read=slow_read)
+    return ClusterMeasurer(cluster(), burrow, lambda _k: reader, clock=lambda: clock[0]), clock
+
+
+def test_a_slow_lookup_does_not_change_freshness() -> None:
+    """Measured as of Burrow's answer: 100 s − 90 s = 10 s, whether the read took 0 or 30 s."""
+    results = []
+    for cost in (0, 30_000):
+        m, clock = _observed_setup({"slow": NOW, "fast": NOW}, cost)
+        snap = m.measure()
+        assert clock[0] == NOW + cost  # the read really did take that long
+        results.append({r.key.consumer: (r.freshness_ms, r.sample_time_ms)
+                        for r in snap.partitions})
+    assert results[0] == results[1] == {"slow": (10_000, NOW), "fast": (0, NOW)}
+
+
+def test_each_group_is_measured_at_its_own_answer() -> None:
+    m, _ = _observed_setup({"slow": NOW - 2_000, "fast": NOW - 5_000}, 7_000)
+    by = {r.key.consumer: r for r in m.measure().partitions}
+    assert (by["slow"].freshness_ms, by["slow"].sample_time_ms) == (8_000, NOW - 2_000)
+    assert by["fast"].sample_time_ms == NOW - 5_000
+
+
+def test_a_source_without_answer_times_is_measured_when_its_answers_were_in() -> None:
+    m, clock = _observed_setup({}, 4_000)
+    by = {r.key.consumer: r for r in m.measure().partitions}
+    assert clock[0] == NOW + 4_000
+    assert by["slow"].sample_time_ms == NOW  # before the reads, not after (NOW + 4 s)
+    assert by["slow"].freshness_ms == NOW - 90_000
+
+
+def test_the_burrow_client_stamps_each_lag_answer_when_it_arrives() -> None:
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+
+    body = json.dumps({"error": False, "status": {"status": "OK", "totallag": 6, "partitions": [
+        {"topic": "t", "partition": 0, "current_lag": 6, "status": "OK",
+         "end": {"offset": 4, "timestamp": 95_000}}]}}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    ticks = iter(range(1_000, 100_000, 1_000))
+    client = BurrowClient(BurrowSettings(url=f"http://127.0.0.1:{server.server_address[1]}"),
+                          clock=lambda: next(ticks))
+    try:
+        lags = client.cluster_lags("c", ["a", "b"])
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+    stamps = sorted(g.observed_ms for g in lags.groups if g.observed_ms is not None)
+    assert stamps == [1_000, 2_000]  # one clock reading per answer, after it arrived
+    unstamped = BurrowClient(BurrowSettings(url="http://127.0.0.1:1"))
+    unstamped.close()

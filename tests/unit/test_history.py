@@ -178,3 +178,13 @@ def test_file_uri_paths_work(tmp_path: Path) -> None:
     write_snapshot(f"file://{tmp_path}", snapshot(result()))
     assert read_history(f"file://{tmp_path}").num_rows == 1
     assert isinstance(read_history(str(tmp_path)), pa.Table)
+
+
+def test_sample_time_is_each_rows_burrow_observation_not_the_cycle_end(tmp_path: Path) -> None:
+    """Freshness is measured as of Burrow's answer for the group: that is the row's time."""
+    write_snapshot(str(tmp_path), snapshot(result(consumer="a", sample_time_ms=START + 120),
+                                           result(consumer="b", sample_time_ms=START + 80),
+                                           result(consumer="c")))
+    got = {r["consumer"]: int(r["sample_time"].timestamp() * 1000)
+           for r in read_history(str(tmp_path)).to_pylist()}
+    assert got == {"a": START + 120, "b": START + 80, "c": START + 500}  # c: no stamp, cycle end
