@@ -74,7 +74,17 @@ SCHEMA: dict[str, Any] = obj({
     "image": IMAGE,
     "imagePullSecrets": {"type": "array", "items": obj({"name": K8S_NAME}, ["name"])},
     "replicas": {"type": "integer", "minimum": 1},
-    "sharding": obj({"ordinalSource": {"enum": ["podIndexLabel", "hostname"]}}),
+    "sharding": obj({"ordinalSource": {"enum": ["podIndexLabel", "hostname"]},
+                     "replicasPerShard": {"type": "integer", "minimum": 1}}),
+    "podDisruptionBudget": obj({
+        "enabled": BOOL,
+        # an integer or a percentage, as Kubernetes takes them; 0 would block every drain
+        "maxUnavailable": {"anyOf": [{"type": "integer", "minimum": 1},
+                                     {"type": "string", "pattern": r"^[1-9][0-9]*%$"}]},
+        "minAvailable": {"anyOf": [{"type": "integer", "minimum": 0},
+                                   {"type": "string", "pattern": r"^$|^[0-9]+%$"}]},
+        "unhealthyPodEvictionPolicy": {"enum": ["", "IfHealthyBudget", "AlwaysAllow"]},
+    }),
     "clusters": {"type": "array", "minItems": 1, "items": CLUSTER},
     "existingSecret": OPT_K8S_NAME,
     "config": obj({

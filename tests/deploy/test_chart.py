@@ -75,6 +75,11 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "sharded": {"replicas": 3},
     "sharded-hostname": {"replicas": 2, "sharding": {"ordinalSource": "hostname"},
                          "burrow": {"enabled": False, "url": "http://burrow:8000"}},
+    "copies": {"sharding": {"replicasPerShard": 2}},
+    "sharded-copies": {"replicas": 3, "sharding": {"replicasPerShard": 2},
+                       "podDisruptionBudget": {"unhealthyPodEvictionPolicy": "AlwaysAllow"}},
+    "sharded-copies-hostname": {"replicas": 2, "sharding": {"replicasPerShard": 3,
+                                                            "ordinalSource": "hostname"}},
     "monitoring": {
         "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}, "interval": "15s",
                            "relabelings": [{"sourceLabels": ["__meta_kubernetes_pod_name"],
@@ -429,6 +434,115 @@ def test_hostname_ordinal_source_sets_the_index(tmp_path: Path) -> None:
     assert "FRESHNESS_TRACKER_SHARD_INDEX" not in {e["name"] for e in tracker.get("env", [])}
 
 
+def _shard_of_each_pod(docs: list[dict[str, Any]], tmp_path: Path) -> list[int]:
+    """Run the tracker container's shell command for every pod ordinal with a fake binary that
+    prints the shard index it was started with."""
+    tracker = container(docs, "freshness-tracker")
+    assert tracker["command"] == ["/bin/sh", "-c"]
+    fake = tmp_path / "freshness-tracker"
+    fake.write_text('#!/bin/sh\necho "$FRESHNESS_TRACKER_SHARD_INDEX $*"\n')
+    fake.chmod(0o755)
+    by_label = {e["name"]: e for e in tracker.get("env", [])}.get("FT_POD_INDEX")
+    if by_label is not None:
+        assert by_label["valueFrom"]["fieldRef"]["fieldPath"] == \
+            "metadata.labels['apps.kubernetes.io/pod-index']"
+    shards = []
+    for ordinal in range(workload(docs)["spec"]["replicas"]):
+        env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "HOSTNAME": f"{RELEASE}-{ordinal}"}
+        if by_label is not None:
+            env = {"PATH": env["PATH"], "HOSTNAME": "ignored", "FT_POD_INDEX": str(ordinal)}
+        out = subprocess.run(["/bin/sh", "-c", tracker["args"][0]], capture_output=True,
+                             text=True, timeout=10, env=env, check=True).stdout.split()
+        assert out[1:] == ["run", "--config", "/etc/freshness-tracker/freshness-tracker.conf"]
+        shards.append(int(out[0]))
+    return shards
+
+
+def test_copies_of_one_unsharded_exporter_are_a_deployment() -> None:
+    docs = render(SCENARIOS["copies"])
+    deployment = workload(docs)
+    assert deployment["kind"] == "Deployment" and deployment["spec"]["replicas"] == 2
+    tracker = container(docs, "freshness-tracker")
+    assert "command" not in tracker
+    assert not {"FRESHNESS_TRACKER_SHARD_INDEX", "FT_POD_INDEX"} & \
+        {e["name"] for e in tracker.get("env", [])}
+    assert _settings(docs, env={}).shard == Shard(0, 1)  # both measure every group
+    assert not [d for d in docs if d["kind"] == "Service" and d["spec"].get("clusterIP")]
+
+
+@pytest.mark.parametrize(("scenario_name", "shards", "copies"), [
+    ("sharded-copies", 3, 2), ("sharded-copies-hostname", 2, 3)])
+def test_copies_of_each_shard_take_the_ordinal_modulo_the_shard_count(
+        scenario_name: str, shards: int, copies: int, tmp_path: Path) -> None:
+    docs = render(SCENARIOS[scenario_name])
+    sts = workload(docs)
+    assert sts["kind"] == "StatefulSet" and sts["spec"]["replicas"] == shards * copies
+    assert f"count = {shards}" in hocon(docs)
+    # every shard index from 0 to shards-1 runs exactly `copies` times
+    assert _shard_of_each_pod(docs, tmp_path) == list(range(shards)) * copies
+    for index in range(shards):
+        env = {"FRESHNESS_TRACKER_SHARD_INDEX": str(index)}
+        assert _settings(docs, env=env).shard == Shard(index, shards)
+
+
+def test_copies_prefer_distinct_nodes_unless_affinity_is_given() -> None:
+    spread = pod_spec(render(SCENARIOS["sharded-copies"]))["affinity"]["podAntiAffinity"]
+    (term,) = spread["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    pod_labels = workload(render(SCENARIOS["sharded-copies"]))["spec"]["template"]["metadata"][
+        "labels"]
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"].items() <= pod_labels.items()
+    mine = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "pool", "operator": "In", "values": ["monitoring"]}]}]}}}
+    assert pod_spec(render({**SCENARIOS["copies"], "affinity": mine}))["affinity"] == mine
+    assert "affinity" not in pod_spec(render({}))
+    assert "affinity" not in pod_spec(render(SCENARIOS["sharded"]))
+
+
+# --- PodDisruptionBudget -------------------------------------------------------------------------
+
+def test_pod_disruption_budget_covers_every_pod_when_there_is_more_than_one() -> None:
+    for name in ("sharded", "copies", "sharded-copies", "sharded-copies-hostname"):
+        docs = render(SCENARIOS[name])
+        pdb = one(docs, "PodDisruptionBudget", RELEASE)
+        assert pdb["apiVersion"] == "policy/v1"
+        assert pdb["spec"]["maxUnavailable"] == 1 and "minAvailable" not in pdb["spec"], name
+        pod_labels = workload(docs)["spec"]["template"]["metadata"]["labels"]
+        assert pdb["spec"]["selector"]["matchLabels"].items() <= pod_labels.items()
+        assert pdb["spec"]["selector"]["matchLabels"] == \
+            workload(docs)["spec"]["selector"]["matchLabels"]
+    policy = one(render(SCENARIOS["sharded-copies"]), "PodDisruptionBudget")["spec"]
+    assert policy["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    assert "unhealthyPodEvictionPolicy" not in \
+        one(render(SCENARIOS["sharded"]), "PodDisruptionBudget")["spec"]
+
+
+def test_pod_disruption_budget_is_absent_for_one_pod_or_when_disabled() -> None:
+    assert not [d for d in render({}) if d["kind"] == "PodDisruptionBudget"]
+    assert not [d for d in render({"replicas": 3, "podDisruptionBudget": {"enabled": False}})
+                if d["kind"] == "PodDisruptionBudget"]
+
+
+def test_pod_disruption_budget_min_available_replaces_max_unavailable() -> None:
+    for value in (2, "50%"):
+        pdb = one(render({"replicas": 4, "podDisruptionBudget": {"minAvailable": value}}),
+                  "PodDisruptionBudget")
+        assert pdb["spec"]["minAvailable"] == value and "maxUnavailable" not in pdb["spec"]
+    pdb = one(render({"replicas": 4, "podDisruptionBudget": {"maxUnavailable": "25%"}}),
+              "PodDisruptionBudget")
+    assert pdb["spec"]["maxUnavailable"] == "25%"
+
+
+def test_chart_metadata_names_home_and_maintainers() -> None:
+    meta = chart().metadata  # Chart.yaml as Helm parsed it
+    assert meta["home"] == "https://github.com/freshness-tracker/freshness-tracker"
+    assert meta["home"] in meta["sources"]
+    assert meta["maintainers"]
+    for maintainer in meta["maintainers"]:
+        assert maintainer["name"] and maintainer["url"].startswith("https://"), maintainer
+
+
 # --- pod hardening, probes, service --------------------------------------------------------------
 
 def test_restrictive_security_context_everywhere(
@@ -545,6 +659,11 @@ BAD_VALUES = [
     {"config": {"lookup": {"batchSize": 0}}},
     {"config": {"lookup": {"unknownKey": 1}}},
     {"sharding": {"ordinalSource": "random"}},
+    {"sharding": {"replicasPerShard": 0}},
+    {"podDisruptionBudget": {"maxUnavailable": 0}},  # would block every drain
+    {"podDisruptionBudget": {"maxUnavailable": "all"}},
+    {"podDisruptionBudget": {"minAvailable": "half"}},
+    {"podDisruptionBudget": {"unhealthyPodEvictionPolicy": "Never"}},
     {"serviceMonitor": {"interval": "30 seconds"}},
     {"prometheusRule": {"freshnessFor": "ten"}},
     {"prometheusRule": {"disabledAlerts": ["NoSuchAlert"]}},
@@ -606,4 +725,9 @@ def test_notes_describe_the_mode() -> None:
     external = render_files(SCENARIOS["external"])[f"{RELEASE}/templates/NOTES.txt"]
     assert "Mode: external" in external and "https://burrow.kafka:8000" in external
     sharded = render_files(SCENARIOS["sharded"])[f"{RELEASE}/templates/NOTES.txt"]
-    assert "shard N of 3" in sharded
+    assert "shard N of 3" in sharded and "copies" not in sharded
+    copies = render_files(SCENARIOS["sharded-copies"])[f"{RELEASE}/templates/NOTES.txt"]
+    assert "StatefulSet of 6 pods" in copies and "shard (N mod 3)" in copies
+    assert "max without (instance, pod)" in copies
+    unsharded = render_files(SCENARIOS["copies"])[f"{RELEASE}/templates/NOTES.txt"]
+    assert "a Deployment of 2 pods, each measuring every consumer group" in unsharded

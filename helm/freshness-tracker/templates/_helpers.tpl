@@ -49,6 +49,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if gt (int .Values.replicas) 1 }}true{{ end }}
 {{- end }}
 
+{{/* Copies of each shard (sharding.replicasPerShard > 1): every copy measures the same groups. */}}
+{{- define "freshness-tracker.copies" -}}
+{{- if gt (int (default 1 .Values.sharding.replicasPerShard)) 1 }}true{{ end }}
+{{- end }}
+
+{{/* Pods of the workload: shards (replicas) × copies of each. */}}
+{{- define "freshness-tracker.pods" -}}
+{{- mul (int .Values.replicas) (int (default 1 .Values.sharding.replicasPerShard)) }}
+{{- end }}
+
 {{/* Where the tracker's config lives; the image's CMD reads the same path. */}}
 {{- define "freshness-tracker.configDir" -}}/etc/freshness-tracker{{- end }}
 {{- define "freshness-tracker.configFile" -}}freshness-tracker.conf{{- end }}
@@ -96,7 +106,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $sharded := include "freshness-tracker.sharded" . }}
 {{- $byHostname := and $sharded (eq .Values.sharding.ordinalSource "hostname") }}
 {{- if and $sharded (not $byHostname) }}
-- name: FRESHNESS_TRACKER_SHARD_INDEX
+{{- /* with copies the index is the ordinal modulo the shard count: the pod's command computes it */}}
+- name: {{ ternary "FT_POD_INDEX" "FRESHNESS_TRACKER_SHARD_INDEX" (eq (include "freshness-tracker.copies" .) "true") }}
   valueFrom:
     fieldRef:
       fieldPath: metadata.labels['apps.kubernetes.io/pod-index']
