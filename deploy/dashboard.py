@@ -15,6 +15,13 @@ GROUP = 'job=~"$job", cluster=~"$cluster", consumer=~"$consumer"'
 TOPIC = GROUP + ', topic=~"$topic"'
 CLUSTER = 'job=~"$job", cluster=~"$cluster"'
 
+
+def one_copy(selector: str) -> str:
+    """A series as one copy of a shard reports it: with `sharding.replicasPerShard` > 1 every
+    series comes from each copy, differing only in `instance` and `pod`, so sums over them
+    would count it twice. (Without copies this changes nothing.)"""
+    return f"max without (instance, pod) ({selector})"
+
 # Burrow's own status indexes (the exporter exports them as is).
 GROUP_STATUS = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
                 3: ("ERR", "red")}
@@ -108,14 +115,18 @@ def _panels() -> list[dict[str, Any]]:
              f"max(kafka_consumer_group_max_freshness_ms{{{GROUP}}})", "dtdurationms", 0, y,
              "Age of the oldest uncommitted record over the selected groups.",
              [(None, "green"), (60_000, "yellow"), (300_000, "red")]),
-        stat("Groups measured", f"sum(freshness_tracker_cluster_groups{{{CLUSTER}}})",
-             "short", 4, y, "Consumer groups measured in the last cycle (all shards)."),
+        stat("Groups measured",
+             f"count(count by (cluster, consumer) (kafka_consumer_group_burrow_status{{{GROUP}}}))"
+             " or vector(0)", "short", 4, y,
+             "Consumer groups measured in the last cycle (all shards, each counted once)."),
         stat("Partitions with data loss",
-             f"sum(kafka_consumer_group_data_loss_partitions{{{GROUP}}})", "short", 8, y,
+             f"sum({one_copy(f'kafka_consumer_group_data_loss_partitions{{{GROUP}}}')})",
+             "short", 8, y,
              "Partitions whose unread records were deleted by retention.",
              [(None, "green"), (1, "red")]),
         stat("Unmeasured partitions",
-             f"sum(kafka_consumer_group_unmeasured_partitions{{{GROUP}}})", "short", 12, y,
+             f"sum({one_copy(f'kafka_consumer_group_unmeasured_partitions{{{GROUP}}}')})",
+             "short", 12, y,
              "Partitions without a freshness value this cycle (read failed or no commit).",
              [(None, "green"), (1, "yellow")]),
         stat("Clusters down",
@@ -146,12 +157,12 @@ def _panels() -> list[dict[str, Any]]:
     y += 9
     ps += [
         panel("timeseries", "Freshness per partition", [target(
-            f"kafka_consumer_freshness_ms{{{TOPIC}}}",
+            one_copy(f"kafka_consumer_freshness_ms{{{TOPIC}}}"),
             "{{consumer}} / {{topic}} [{{partition}}]")], unit="ms", w=12, h=9, x=0, y=y,
             thresholds=objective,
             description="A lower bound where kafka_consumer_data_loss is 1."),
         panel("table", "Worst partitions now", [target(
-            f"topk(20, kafka_consumer_freshness_ms{{{TOPIC}}})",
+            f"topk(20, {one_copy(f'kafka_consumer_freshness_ms{{{TOPIC}}}')})",
             "{{cluster}} {{consumer}} {{topic}} {{partition}}", instant=True, table=True)],
             unit="dtdurationms", w=12, h=9, x=12, y=y,
             description="The 20 partitions with the oldest uncommitted record.",
@@ -170,7 +181,8 @@ def _panels() -> list[dict[str, Any]]:
         panel("timeseries", "Freshness beside offset lag", [
             target(f"max by (cluster, consumer) (kafka_consumer_group_max_freshness_ms{{{GROUP}}})",
                    "freshness {{consumer}}", "A"),
-            target(f"sum by (cluster, consumer) (kafka_consumer_group_offset_lag{{{GROUP}}})",
+            target(f"sum by (cluster, consumer) "
+                   f"({one_copy(f'kafka_consumer_group_offset_lag{{{GROUP}}}')})",
                    "offset lag {{consumer}}", "B")],
             unit="ms", w=12, h=9, x=0, y=y,
             description="Time (left axis) and records (right axis, dashed) behind, per group: "
@@ -182,7 +194,7 @@ def _panels() -> list[dict[str, Any]]:
                 {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}]}],
             custom={"axisLabel": "time behind"}),
         panel("timeseries", "Commit lag per partition", [target(
-            f"kafka_consumer_commit_lag_ms{{{TOPIC}}}",
+            one_copy(f"kafka_consumer_commit_lag_ms{{{TOPIC}}}"),
             "{{consumer}} / {{topic}} [{{partition}}]")], unit="ms", w=12, h=9, x=12, y=y,
             description="Commit time − timestamp of the last committed record: how long a "
                         "record waited before the group committed it."),
@@ -190,11 +202,12 @@ def _panels() -> list[dict[str, Any]]:
     y += 9
     ps += [
         panel("timeseries", "Offset lag per topic", [target(
-            f"sum by (cluster, consumer, topic) (kafka_consumer_topic_offset_lag{{{TOPIC}}})",
+            "sum by (cluster, consumer, topic) "
+            f"({one_copy(f'kafka_consumer_topic_offset_lag{{{TOPIC}}}')})",
             "{{consumer}} / {{topic}}")], unit="short", w=12, h=8, x=0, y=y,
             description="Records between the committed offset and the log end (Burrow)."),
         panel("timeseries", "Offset lag per partition", [target(
-            f"kafka_consumer_offset_lag{{{TOPIC}}}",
+            one_copy(f"kafka_consumer_offset_lag{{{TOPIC}}}"),
             "{{consumer}} / {{topic}} [{{partition}}]")], unit="short", w=12, h=8, x=12, y=y,
             description="Burrow's current_lag per partition."),
     ]
@@ -211,12 +224,13 @@ def _panels() -> list[dict[str, Any]]:
                         "deleted. Alert on it before data loss."),
         panel("timeseries", "Data loss per group (partitions)", [target(
             "sum by (cluster, consumer) "
-            f"(kafka_consumer_group_data_loss_partitions{{{GROUP}}})",
+            f"({one_copy(f'kafka_consumer_group_data_loss_partitions{{{GROUP}}}')})",
             "{{cluster}} / {{consumer}}")], unit="short", w=8, h=8, x=8, y=y,
             thresholds=[(None, "green"), (1, "red")],
             description="Committed offset below the log start: records were deleted unread."),
         panel("timeseries", "Lost records", [target(
-            f"sum by (cluster, consumer, topic) (kafka_consumer_lost_records{{{TOPIC}}})",
+            "sum by (cluster, consumer, topic) "
+            f"({one_copy(f'kafka_consumer_lost_records{{{TOPIC}}}')})",
             "{{consumer}} / {{topic}}")], unit="short", w=8, h=8, x=16, y=y,
             description="Log start − committed offset, summed over partitions."),
     ]
@@ -232,7 +246,7 @@ def _panels() -> list[dict[str, Any]]:
             options={"showValue": "auto", "mergeValues": True, "rowHeight": 0.8,
                      "legend": {"showLegend": False}}),
         panel("table", "Burrow partition status", [target(
-            f"kafka_consumer_partition_burrow_status{{{TOPIC}}}",
+            one_copy(f"kafka_consumer_partition_burrow_status{{{TOPIC}}}"),
             "{{consumer}} {{topic}} {{partition}}", instant=True, table=True)],
             unit="none", w=12, h=8, x=12, y=y, value_mappings=mappings(PARTITION_STATUS),
             description="Burrow's status per partition (STOP, STALL, REWIND name the problem).",
@@ -299,7 +313,8 @@ def _panels() -> list[dict[str, Any]]:
             f"sum by (cluster, status) (freshness_tracker_cluster_partitions{{{CLUSTER}}})",
             "{{cluster}} {{status}}")], unit="short", w=12, h=7, x=0, y=y,
             custom={"stacking": {"mode": "normal", "group": "A"}, "fillOpacity": 30},
-            description="ok, caught_up, gap, data_loss, no_commit, lookup_failed."),
+            description="ok, caught_up, gap, data_loss, no_commit, lookup_failed; summed over the "
+                        "exporter's targets (copies of a shard each count theirs)."),
         panel("timeseries", "Exporter targets", [target(
             'up{job=~"$job"}', "{{instance}}")], unit="none", w=12, h=7, x=12, y=y,
             description="1 when Prometheus scrapes the replica."),
