@@ -25,7 +25,7 @@ from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from freshness_tracker.spark import worker
 
-__all__ = ["SparkRecordReader"]
+__all__ = ["SparkRecordReader", "python_failure"]
 
 log = logging.getLogger(__name__)
 
@@ -144,8 +144,10 @@ class SparkRecordReader:
             body = functools.partial(worker.read_tasks, self._payload)
             table = frame.mapInPandas(body, worker.RESULT_SCHEMA).toArrow()
         except Exception as exc:  # the Spark job failed as a whole (not one partition)
-            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else repr(exc)
-            raise KafkaError(f"cluster {self.cluster}: Spark lookup job failed: {first}") from exc
+            summary, whole = python_failure(exc)
+            log.error("cluster=%s Spark lookup job failed: %s", self.cluster, whole)
+            raise KafkaError(f"cluster {self.cluster}: Spark lookup job failed: {summary}") \
+                from exc
         finally:
             sc.setJobDescription(None)
         rows: list[dict[str, Any]] = table.to_pylist()
@@ -165,3 +167,27 @@ class SparkRecordReader:
             log_end_offset=row["log_end_offset"],
             error=row["error"],
         )
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def python_failure(exc: BaseException) -> tuple[str, str]:
+    """(one line, the whole text) of a failed Spark job.
+
+    A Python worker's exception reaches the driver as a PythonException whose first line is only
+    "An exception was thrown from the Python worker..."; the worker's traceback follows. The one
+    line is the traceback's last line (`ModuleNotFoundError: No module named 'pandas'`), else
+    the first line; the whole text keeps the worker's traceback for the log.
+    """
+    text = str(exc).strip() or repr(exc)
+    lines = [line for line in text.splitlines() if line.strip()]
+    summary = lines[0] if lines else repr(exc)
+    if _TRACEBACK in text:
+        tail = text[text.rindex(_TRACEBACK):].splitlines()
+        frames = [line for line in tail[1:] if line.strip()]
+        # the exception line: the first one after the frames (frames are indented)
+        ends = [line for line in frames if not line.startswith((" ", "\t"))]
+        if ends:
+            summary = ends[0].strip()
+    return summary[:500], text

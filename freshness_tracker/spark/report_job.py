@@ -17,16 +17,12 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
-
-import pandas as pd
 
 from freshness_tracker.domain.slo import (
     Objective,
-    evaluate_series,
     in_group_series,
-    infer_cycle_ms,
     objective_for_group,
     objective_for_topic,
 )
@@ -39,16 +35,6 @@ log = logging.getLogger(__name__)
 
 _GROUP = ["cluster", "consumer"]
 _TOPIC = ["cluster", "consumer", "topic"]
-
-_STATS_COLUMNS = (
-    "objective string, objective_ms bigint, target double, samples bigint, p50_ms double, "
-    "p95_ms double, p99_ms double, max_ms bigint, cycle_ms bigint, window_ms bigint, "
-    "measured_ms bigint, no_data_ms bigint, over_ms bigint, good_ms bigint, over_share double, "
-    "no_data_share double, compliance double, longest_breach_ms bigint, breaches int, "
-    "met boolean, breach_starts array<bigint>, breach_ends array<bigint>, "
-    "breach_peaks array<bigint>, no_data_starts array<bigint>, no_data_ends array<bigint>"
-)
-
 
 @dataclass(frozen=True)
 class ReportOptions:
@@ -117,68 +103,161 @@ def _stage(spark: Any, name: str, began: float) -> Iterator[None]:
         log.info("stage=%s done in_s=%.1f", name, time.monotonic() - started)
 
 
-# --- per series: the pure SLO math -------------------------------------------------------
+# --- per series: the SLO math as Spark expressions -----------------------------------------
+#
+# `domain.slo` is the definition; this is the same math in Spark's own engine (no Python per
+# series), checked against it by tests/spark/test_report_job.py and benchmarks/bench_report.py:
+#
+# 1. window over each series ordered by time: the next sample time (`lead`), the series' first
+#    time and its median spacing (the cycle, unless --cycle), so each sample's hold is known:
+#    it holds its value until the next sample if that comes within gap-cycles × cycle, else it
+#    holds "no data"; clipped to the window, plus a no-data span from the window start to the
+#    first sample when that comes later;
+# 2. gaps and islands: consecutive spans of the same kind (breach, good, no data) share an
+#    island id (a running count of kind changes), so an island is one breach episode or one
+#    merged no-data stretch;
+# 3. two aggregations on the same partitioning (no further shuffle): per island, then per
+#    series: held, breached and no-data time, the episodes as sorted arrays, and the sorted
+#    samples of the window, from which the percentiles are read with slo.percentile's formula.
 
 
-def _stats_row(keys: dict[str, Any], series: pd.DataFrame, objective: Objective | None,
-               options: dict[str, Any]) -> pd.DataFrame:
-    """One series in (t, value), one stats row out: `domain.slo` does the math."""
-    times = [int(t) for t in series["t"]]
-    values = [None if pd.isna(v) else int(v) for v in series["value"]]
-    cycle = options["cycle_ms"] or infer_cycle_ms(times) or options["default_cycle_ms"]
-    stats = evaluate_series(times, values, window_start_ms=options["start_ms"],
-                            window_end_ms=options["end_ms"],
-                            max_gap_ms=max(1, math.ceil(options["gap_cycles"] * cycle)),
-                            objective_ms=objective.freshness_ms if objective else None,
-                            target=objective.target if objective else None)
-    row: dict[str, Any] = dict(keys)
-    row.update(
-        objective=objective.label if objective else None,
-        objective_ms=objective.freshness_ms if objective else None,
-        target=float(objective.target) if objective else None, samples=stats.samples,
-        p50_ms=stats.p50_ms, p95_ms=stats.p95_ms, p99_ms=stats.p99_ms, max_ms=stats.max_ms,
-        cycle_ms=cycle, window_ms=stats.window_ms, measured_ms=stats.measured_ms,
-        no_data_ms=stats.no_data_ms, over_ms=stats.over_ms, good_ms=stats.good_ms,
-        over_share=stats.over_share, no_data_share=stats.no_data_share,
-        compliance=stats.compliance, longest_breach_ms=stats.longest_breach_ms,
-        breaches=len(stats.episodes), met=stats.met,
-        breach_starts=[e.start_ms for e in stats.episodes],
-        breach_ends=[e.end_ms for e in stats.episodes],
-        breach_peaks=[e.peak_ms for e in stats.episodes],
-        no_data_starts=[s.start_ms for s in stats.no_data],
-        no_data_ends=[s.end_ms for s in stats.no_data],
+def _judges(spark: Any, pairs: Sequence[tuple[str, ...]], objectives: Sequence[Objective],
+            keys: Sequence[str]) -> Any:
+    """(consumer[, topic]) → the judging objective's columns, decided in Python with the same
+    regexes as everywhere (`objective_for_topic` / `objective_for_group`), for the few
+    distinct names; broadcast into the plan."""
+    rows = []
+    for pair in pairs:
+        index = (objective_for_topic(objectives, pair[0], pair[1]) if len(pair) == 2
+                 else objective_for_group(objectives, pair[0]))
+        o = objectives[index] if index is not None else None
+        rows.append((*pair, o.label if o else None, o.freshness_ms if o else None,
+                     float(o.target) if o else None,
+                     str(o.target.numerator) if o else None,
+                     str(o.target.denominator) if o else None))
+    schema = (", ".join(f"{k} string" for k in keys) + ", objective string, objective_ms bigint, "
+              "target double, target_num string, target_den string")
+    return spark.createDataFrame(rows or [tuple([""] * len(keys)) + (None,) * 5], schema)
+
+
+def _quantile(values: Any, n: Any, q: float) -> Any:
+    """`slo.percentile` on a sorted array: linear between the closest ranks, same float ops."""
+    from pyspark.sql import functions as F
+
+    pos = F.lit(q) * (n - 1).cast("double")
+    lo = F.floor(pos)
+    hi = F.least(lo + 1, n - 1)
+    low = F.get(values, lo.cast("int")).cast("double")
+    high = F.get(values, hi.cast("int")).cast("double")
+    return F.when(n > 0, low + (high - low) * (pos - lo.cast("double")))
+
+
+def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptions) -> Any:
+    """One stats row per series (`keys`, t, value) in the report's columns: `slo.evaluate_series`
+    in Spark SQL."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    start, end = F.lit(options.start_ms), F.lit(options.end_ms)
+    keys = list(keys)
+    in_order = Window.partitionBy(*keys).orderBy("t")
+    whole = Window.partitionBy(*keys)
+    frame = series.join(F.broadcast(judges), [k for k in keys if k != "cluster"], "left")
+    frame = (frame.withColumn("nxt", F.lead("t").over(in_order))
+             .withColumn("first_t", F.min("t").over(whole)))
+    if options.cycle_ms:
+        cycle = F.lit(options.cycle_ms).cast("bigint")
+    else:  # slo.infer_cycle_ms: the median spacing, the lower middle's floor average when even
+        median = F.percentile(F.col("nxt") - F.col("t"), F.lit(0.5)).over(whole)
+        cycle = F.coalesce(F.floor(median).cast("bigint"),
+                           F.lit(options.default_cycle_ms).cast("bigint"))
+    frame = frame.withColumn("cycle_ms", cycle)
+    max_gap = F.greatest(F.lit(1).cast("bigint"),
+                         F.ceil(F.lit(float(options.gap_cycles)) * F.col("cycle_ms")))
+    until = F.coalesce(F.col("nxt"), end)
+    own = F.struct(F.lit(1).alias("ord"), F.greatest("t", start).alias("st"),
+                   F.least(until, end).alias("en"),
+                   F.when(until - F.col("t") <= max_gap, F.col("value")).alias("held"))
+    lead_in = F.when((F.col("t") == F.col("first_t")) & (F.col("first_t") > start), F.struct(
+        F.lit(0).alias("ord"), start.alias("st"), F.least("first_t", end).alias("en"),
+        F.lit(None).cast("bigint").alias("held")))
+    in_window = (F.col("t") >= start) & (F.col("t") < end)
+    spans = (frame.select(*keys, "t", "objective", "objective_ms", "target", "target_num",
+                          "target_den", "cycle_ms",
+                          F.when(in_window, F.col("value")).alias("sample"),
+                          F.explode(F.array(lead_in, own)).alias("span"))
+             .where(F.col("span").isNotNull() & (F.col("span.en") > F.col("span.st")))
+             .select("*", "span.*").drop("span"))
+    kind = (F.when(F.col("held").isNull(), F.lit("N"))
+            .when(F.col("held") > F.col("objective_ms"), F.lit("B")).otherwise(F.lit("G")))
+    by_span = Window.partitionBy(*keys).orderBy("t", "ord")
+    spans = spans.withColumn("kind", kind)
+    changed = F.when(F.col("kind") != F.lag("kind").over(by_span), 1).otherwise(0)
+    spans = spans.withColumn("island", F.sum(changed).over(
+        by_span.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    carried = ["objective", "objective_ms", "target", "target_num", "target_den", "cycle_ms"]
+    islands = spans.groupBy(*keys, "island", "kind").agg(
+        F.min("st").alias("st"), F.max("en").alias("en"), F.max("held").alias("peak"),
+        F.collect_list(F.when(F.col("ord") == 1, F.col("sample"))).alias("samples"),
+        *[F.first(c).alias(c) for c in carried])
+    duration = F.col("en") - F.col("st")
+    is_breach, is_gap = F.col("kind") == "B", F.col("kind") == "N"
+    per = islands.groupBy(*keys).agg(
+        F.coalesce(F.sum(F.when(~is_gap, duration)), F.lit(0)).alias("measured_ms"),
+        F.coalesce(F.sum(F.when(is_breach, duration)), F.lit(0)).alias("over_ms"),
+        F.coalesce(F.max(F.when(is_breach, duration)), F.lit(0)).alias("longest_breach_ms"),
+        F.count(F.when(is_breach, 1)).cast("int").alias("breaches"),
+        F.sort_array(F.collect_list(F.when(is_breach, F.struct("st", "en", "peak"))))
+        .alias("breach"),
+        F.sort_array(F.collect_list(F.when(is_gap, F.struct("st", "en")))).alias("gap"),
+        F.sort_array(F.flatten(F.collect_list("samples"))).alias("values"),
+        *[F.first(c).alias(c) for c in carried])
+    window_ms = options.end_ms - options.start_ms
+    n = F.size("values")
+    good = F.col("measured_ms") - F.col("over_ms")
+    judged = F.col("objective_ms").isNotNull() & F.lit(window_ms > 0)
+    exact = "decimal(38,0)"
+    met = (good.cast(exact) * F.col("target_den").cast(exact)
+           >= F.col("target_num").cast(exact) * F.lit(window_ms).cast(exact))
+
+    def share(ms: Any) -> Any:  # int ms / window, as Python divides two ints
+        return ms.cast("double") / float(window_ms) if window_ms else F.lit(0.0)
+
+    no_data = F.lit(window_ms) - F.col("measured_ms")
+    return per.select(
+        *keys, "objective", "objective_ms", "target",
+        n.cast("bigint").alias("samples"),
+        _quantile(F.col("values"), n, 0.50).alias("p50_ms"),
+        _quantile(F.col("values"), n, 0.95).alias("p95_ms"),
+        _quantile(F.col("values"), n, 0.99).alias("p99_ms"),
+        F.get(F.col("values"), n - 1).alias("max_ms"),
+        "cycle_ms", F.lit(window_ms).cast("bigint").alias("window_ms"), "measured_ms",
+        no_data.alias("no_data_ms"), "over_ms", good.alias("good_ms"),
+        share(F.col("over_ms")).alias("over_share"), share(no_data).alias("no_data_share"),
+        F.when(judged, good.cast("double") / float(window_ms or 1)).alias("compliance"),
+        "longest_breach_ms", "breaches",
+        F.when(judged & F.col("target_num").isNotNull(), met).alias("met"),
+        F.transform("breach", lambda e: e["st"]).alias("breach_starts"),
+        F.transform("breach", lambda e: e["en"]).alias("breach_ends"),
+        F.transform("breach", lambda e: e["peak"]).alias("breach_peaks"),
+        F.transform("gap", lambda e: e["st"]).alias("no_data_starts"),
+        F.transform("gap", lambda e: e["en"]).alias("no_data_ends"),
     )
-    return pd.DataFrame([row], dtype=object)
 
 
-def _schema(keys: Sequence[str]) -> str:
-    return ", ".join(f"{k} string" for k in keys) + ", " + _STATS_COLUMNS
-
-
-def _evaluate_topics(topic_series: Any, objectives: Sequence[Objective],
+def _evaluate_topics(spark: Any, topic_series: Any, objectives: Sequence[Objective],
                      options: ReportOptions) -> Any:
-    settings, judges = asdict(options), list(objectives)
-
-    def body(frame: pd.DataFrame) -> pd.DataFrame:  # a function, so pyspark reads its hints
-        first = frame.iloc[0]
-        index = objective_for_topic(judges, first["consumer"], first["topic"])
-        return _stats_row({k: first[k] for k in _TOPIC}, frame,
-                          judges[index] if index is not None else None, settings)
-
-    return topic_series.groupBy(*_TOPIC).applyInPandas(body, _schema(_TOPIC))
+    pairs = [(r["consumer"], r["topic"])
+             for r in topic_series.select("consumer", "topic").distinct().collect()]
+    judges = _judges(spark, pairs, objectives, ["consumer", "topic"])
+    return evaluate(topic_series, _TOPIC, judges, options)
 
 
-def _evaluate_groups(group_series: Any, objectives: Sequence[Objective],
+def _evaluate_groups(spark: Any, group_series: Any, objectives: Sequence[Objective],
                      options: ReportOptions) -> Any:
-    settings, judges = asdict(options), list(objectives)
-
-    def body(frame: pd.DataFrame) -> pd.DataFrame:
-        first = frame.iloc[0]
-        index = objective_for_group(judges, first["consumer"])
-        return _stats_row({k: first[k] for k in _GROUP}, frame,
-                          judges[index] if index is not None else None, settings)
-
-    return group_series.groupBy(*_GROUP).applyInPandas(body, _schema(_GROUP))
+    consumers = [(r["consumer"],) for r in group_series.select("consumer").distinct().collect()]
+    judges = _judges(spark, consumers, objectives, ["consumer"])
+    return evaluate(group_series, _GROUP, judges, options)
 
 
 def _group_series(spark: Any, topic_series: Any, objectives: Sequence[Objective]) -> Any:
@@ -227,10 +306,10 @@ def run_report(spark: Any, history: str, out: str, objectives: Sequence[Objectiv
                     .persist(StorageLevel.MEMORY_AND_DISK))
     try:
         with _stage(spark, "evaluate-topics", began):
-            topics = _evaluate_topics(topic_series, objectives, options).toPandas()
+            topics = _evaluate_topics(spark, topic_series, objectives, options).toPandas()
         with _stage(spark, "evaluate-consumers", began):
             group_series = _group_series(spark, topic_series, objectives)
-            consumers = _evaluate_groups(group_series, objectives, options).toPandas()
+            consumers = _evaluate_groups(spark, group_series, objectives, options).toPandas()
         with _stage(spark, "partitions", began):
             partitions = _partition_stats(rows.where(F.col("t") >= options.start_ms)).toPandas()
         summary.rows = int(partitions["rows"].sum()) if len(partitions) else 0
@@ -255,16 +334,21 @@ def run_report(spark: Any, history: str, out: str, objectives: Sequence[Objectiv
 
 
 def _partition_stats(rows: Any) -> Any:
+    """Per partition: rows, samples, exact p99 (slo.percentile's formula) and max, data loss."""
     from pyspark.sql import functions as F
 
     loss_t = F.when(F.col("data_loss"), F.col("t"))
-    return rows.groupBy(*_TOPIC, "partition").agg(
+    stats = rows.groupBy(*_TOPIC, "partition").agg(
         F.count(F.lit(1)).alias("rows"),
-        F.count("freshness_ms").alias("samples"),
-        F.max("freshness_ms").alias("max_ms"),
-        F.percentile_approx("freshness_ms", 0.99, 1000).alias("p99_ms"),
+        F.sort_array(F.collect_list("freshness_ms")).alias("values"),
         F.sum(F.col("data_loss").cast("int")).alias("data_loss_samples"),
         F.max(F.when(F.col("data_loss"), F.col("lost_records"))).alias("max_lost_records"),
         F.min(loss_t).alias("first_loss_ms"),
         F.max(loss_t).alias("last_loss_ms"),
     )
+    n = F.size("values")
+    return stats.select(
+        *_TOPIC, "partition", "rows", n.cast("bigint").alias("samples"),
+        F.get(F.col("values"), n - 1).alias("max_ms"),
+        _quantile(F.col("values"), n, 0.99).alias("p99_ms"),
+        "data_loss_samples", "max_lost_records", "first_loss_ms", "last_loss_ms")

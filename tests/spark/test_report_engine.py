@@ -1,0 +1,89 @@
+"""The report's Spark SQL engine equals the reference definition, `domain.slo`, series by
+series: random series with gaps, unmeasured samples, look-back samples, breaches at and over
+the objective, inferred and fixed cycles."""
+
+from __future__ import annotations
+
+import math
+import random
+from fractions import Fraction
+from typing import Any
+
+import pytest
+
+from freshness_tracker.domain.slo import Objective, evaluate_series, infer_cycle_ms
+from freshness_tracker.spark.report_job import ReportOptions, _judges, evaluate
+from freshness_tracker.spark.reader import python_failure
+
+pytestmark = pytest.mark.spark
+
+S, E = 1_000_000, 1_360_000  # the window: 6 minutes
+
+
+def _series(rng: random.Random, n: int) -> list[tuple[int, int | None]]:
+    t = S - rng.choice([0, 5_000, 30_000, 90_000])  # sometimes a look-back sample holds in
+    out = []
+    for _ in range(n):
+        t += rng.choice([10_000, 10_000, 10_000, 9_000, 11_000, 45_000, 1])
+        if t >= E:
+            break
+        value = None if rng.random() < 0.1 else rng.choice([0, 5_000, 20_000, 20_001, 60_000])
+        out.append((t, value))
+    return out
+
+
+@pytest.mark.parametrize("cycle_ms", [None, 10_000])
+def test_spark_sql_equals_domain_slo_on_random_series(spark: Any, cycle_ms: int | None) -> None:
+    rng = random.Random(12 + (cycle_ms or 0))
+    objectives = [Objective("c[0-4]", 20_000, Fraction(9, 10)),
+                  Objective("c[5-7]", 0, Fraction(1, 3))]
+    data = {f"c{i}": _series(rng, rng.choice([0, 1, 2, 5, 40])) for i in range(12)}
+    data = {k: v for k, v in data.items() if v}
+    rows = [("x", k, t, v) for k, series in data.items() for t, v in series]
+    frame = spark.createDataFrame(rows, "cluster string, consumer string, t bigint, value bigint")
+    options = ReportOptions(start_ms=S, end_ms=E, gap_cycles=2.5, cycle_ms=cycle_ms)
+    judges = _judges(spark, [(k,) for k in data], objectives, ["consumer"])
+    got = {r["consumer"]: r.asDict() for r in
+           evaluate(frame, ["cluster", "consumer"], judges, options).collect()}
+    assert set(got) == set(data)
+    for consumer, series in data.items():
+        times = [t for t, _ in series]
+        cycle = cycle_ms or infer_cycle_ms(times) or options.default_cycle_ms
+        index = next((i for i, o in enumerate(objectives) if o.matches_consumer(consumer)), None)
+        o = objectives[index] if index is not None else None
+        want = evaluate_series(times, [v for _, v in series], window_start_ms=S, window_end_ms=E,
+                               max_gap_ms=max(1, math.ceil(options.gap_cycles * cycle)),
+                               objective_ms=o.freshness_ms if o else None,
+                               target=o.target if o else None)
+        r = got[consumer]
+        assert r["cycle_ms"] == cycle, consumer
+        assert (r["samples"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["max_ms"]) == (
+            want.samples, want.p50_ms, want.p95_ms, want.p99_ms, want.max_ms), consumer
+        assert (r["measured_ms"], r["no_data_ms"], r["over_ms"], r["good_ms"]) == (
+            want.measured_ms, want.no_data_ms, want.over_ms, want.good_ms), consumer
+        assert (r["longest_breach_ms"], r["breaches"], r["met"], r["compliance"]) == (
+            want.longest_breach_ms, len(want.episodes), want.met, want.compliance), consumer
+        assert (r["over_share"], r["no_data_share"]) == (want.over_share, want.no_data_share)
+        assert list(zip(r["breach_starts"], r["breach_ends"], r["breach_peaks"],
+                        strict=True)) == [(e.start_ms, e.end_ms, e.peak_ms)
+                                          for e in want.episodes], consumer
+        assert list(zip(r["no_data_starts"], r["no_data_ends"], strict=True)) == [
+            (s.start_ms, s.end_ms) for s in want.no_data], consumer
+
+
+def test_a_python_worker_failure_is_reported_whole(spark: Any) -> None:
+    """It used to be one truncated line: "An exception was thrown from the Python worker:"."""
+    from collections.abc import Iterator
+
+    import pandas as pd
+
+    def boom(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for _ in batches:
+            raise LookupError("the broker said no: details that matter")
+        yield pd.DataFrame({"id": []})
+
+    with pytest.raises(Exception) as caught:
+        spark.range(1).mapInPandas(boom, "id bigint").collect()
+    summary, whole = python_failure(caught.value)
+    assert summary == "LookupError: the broker said no: details that matter"
+    assert "Traceback (most recent call last)" in whole and "in boom" in whole
