@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from freshness_tracker.domain.slo import Objective, evaluate_series, infer_cycle_ms
-from freshness_tracker.spark.report_job import ReportOptions, _judges, evaluate
 from freshness_tracker.spark.reader import python_failure
+from freshness_tracker.spark.report_job import ReportOptions, _judges, evaluate
 
 pytestmark = pytest.mark.spark
 
