@@ -9,6 +9,8 @@ Sources -> outputs:
                           examples/grafana/dashboards/freshness-tracker.json
   the chart's templates/prometheusrule.yaml with default values
                        -> examples/prometheus/freshness-tracker.rules.yml
+  the chart's templates/prometheusrule-compat.yaml with compatRules.enabled
+                       -> examples/prometheus/compat.rules.yml
 """
 
 from __future__ import annotations
@@ -48,15 +50,34 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
-def rules_text() -> str:
+COMPAT_HEADER = (
+    "# Recording rules that give kafka-lag-exporter's and burrow_exporter's metric names, with\n"
+    "# their labels, from freshness-tracker's exact values (docs/deploy.md, \"Recording rules for\n"
+    "# other tools' names\"). GENERATED from\n"
+    "# helm/freshness-tracker/templates/prometheusrule-compat.yaml (compatRules.enabled) by\n"
+    "# deploy/generate.py: change the template, not this file.\n"
+    "# Checked by `promtool check rules`, tested by deploy/prometheus/compat.rules.test.yml.\n"
+)
+
+
+def _rule_spec(template: str, values: dict[str, Any]) -> str:
+    """The spec of a PrometheusRule the chart renders with `values`, as a rules file."""
     import helm_python as helm
 
     chart = helm.Chart.load(str(CHART))
-    rendered = chart.render({"prometheusRule": {"enabled": True}}, name="freshness-tracker",
-                            namespace="monitoring")
-    doc = yaml.safe_load(rendered["freshness-tracker/templates/prometheusrule.yaml"])
+    rendered = chart.render(values, name="freshness-tracker", namespace="monitoring")
+    doc = yaml.safe_load(rendered[f"freshness-tracker/templates/{template}"])
     spec: dict[str, Any] = doc["spec"]
-    return RULES_HEADER + yaml.dump(spec, Dumper=_Dumper, sort_keys=False, width=100)
+    return yaml.dump(spec, Dumper=_Dumper, sort_keys=False, width=100)
+
+
+def rules_text() -> str:
+    return RULES_HEADER + _rule_spec("prometheusrule.yaml", {"prometheusRule": {"enabled": True}})
+
+
+def compat_rules_text() -> str:
+    return COMPAT_HEADER + _rule_spec("prometheusrule-compat.yaml",
+                                      {"compatRules": {"enabled": True}})
 
 
 def _board() -> str:
@@ -69,6 +90,7 @@ OUTPUTS: list[tuple[Path, Callable[[], str]]] = [
     (CHART / "files" / "freshness-tracker-dashboard.json", _board),
     (ROOT / "examples" / "grafana" / "dashboards" / "freshness-tracker.json", _board),
     (ROOT / "examples" / "prometheus" / "freshness-tracker.rules.yml", rules_text),
+    (ROOT / "examples" / "prometheus" / "compat.rules.yml", compat_rules_text),
 ]
 
 

@@ -183,6 +183,8 @@ SCHEMA: dict[str, Any] = obj({
             "FreshnessTrackerExporterAbsent"]}},
         "extraGroups": LIST,
     }),
+    "compatRules": obj({"enabled": BOOL, "namespace": STR, "labels": STR_MAP,
+                        "kafkaLagExporter": BOOL, "burrowExporter": BOOL}),
     "grafanaDashboard": obj({"enabled": BOOL, "namespace": STR, "labels": STR_MAP,
                              "annotations": STR_MAP}),
     "extraEnv": {"type": "array", "items": {

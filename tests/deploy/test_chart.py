@@ -667,6 +667,8 @@ BAD_VALUES = [
     {"serviceMonitor": {"interval": "30 seconds"}},
     {"prometheusRule": {"freshnessFor": "ten"}},
     {"prometheusRule": {"disabledAlerts": ["NoSuchAlert"]}},
+    {"compatRules": {"enabled": "yes"}},
+    {"compatRules": {"kafkaLagExporterr": True}},
     {"extraEnv": [{"name": "BURROW_CLUSTER", "value": "x"}]},
     {"image": {"pullPolicy": "Sometimes"}},
     {"typo": True},

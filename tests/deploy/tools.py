@@ -24,6 +24,8 @@ DASHBOARD_FILES = [
 ]
 RULES_FILE = EXAMPLES / "prometheus" / "freshness-tracker.rules.yml"
 RULES_TEST_FILE = DEPLOY / "prometheus" / "freshness-tracker.rules.test.yml"
+COMPAT_RULES_FILE = EXAMPLES / "prometheus" / "compat.rules.yml"
+COMPAT_RULES_TEST_FILE = DEPLOY / "prometheus" / "compat.rules.test.yml"
 
 
 def require_tool(name: str) -> str:
