@@ -36,7 +36,8 @@ from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
 from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import FreshnessCollector
+from freshness_tracker.sinks.exposition import CachedExposition
+from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
 from freshness_tracker.sinks.selfmetrics import KafkaClientCollector, SelfMetrics
 
 __all__ = ["Exporter"]
@@ -175,10 +176,18 @@ class Exporter:
             )
             for cluster in settings.clusters
         ]
-        self.self_metrics = SelfMetrics(self.registry, [c.name for c in settings.clusters])
-        self.registry.register(FreshnessCollector(self.holder, settings.granularity))
-        self.registry.register(KafkaClientCollector(self._pool_stats))
-        ProcessCollector(registry=self.registry)
+        # What changes between snapshots (counters, process and client figures): rendered at
+        # every scrape. The snapshot's families are rendered once per publication instead.
+        self.live = CollectorRegistry()
+        self.self_metrics = SelfMetrics(self.live, [c.name for c in settings.clusters])
+        self.live.register(KafkaClientCollector(self._pool_stats))
+        ProcessCollector(registry=self.live)
+        series = SeriesSet(settings.granularity)
+        #: What /metrics serves (the listener's source).
+        self.exposition = CachedExposition(self.holder, self.live, series)
+        # The same families built per collect(): generate_latest(registry), `once`, tests.
+        self.registry.register(FreshnessCollector(self.holder, series))
+        self.registry.register(self.live)
 
     # --- Kafka clients -----------------------------------------------------------------
 
@@ -234,6 +243,10 @@ class Exporter:
         return snapshot
 
     def _publish(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
+        try:  # rendered here, on the cycle's thread, so no scrape ever renders it
+            self.exposition.prepare(snapshot)
+        except Exception:  # a bug: the first scrape renders it (and fails) instead
+            log.exception("cluster=%s rendering /metrics failed", snapshot.cluster)
         self.holder.publish(snapshot)
         self.self_metrics.observe(snapshot)
         return snapshot

@@ -1,6 +1,8 @@
 """The HTTP listener: /metrics (Prometheus), /healthz, /readyz and a landing page at /.
 
-Built on prometheus_client's WSGI app and the standard library's WSGI server: no web framework.
+The standard library's WSGI server, no web framework. /metrics serves the bytes a
+`CachedExposition` rendered once per snapshot (a scrape copies them); given a plain registry
+instead, it is prometheus_client's own WSGI app (tests, small tools).
 Optional TLS and basic auth follow the Prometheus exporter-toolkit conventions.
 
 No client can wedge the listener: the accept thread only accepts (the TLS handshake runs on the
@@ -25,11 +27,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any
+from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
 from freshness_tracker.config.settings import WebSettings
+from freshness_tracker.sinks.exposition import CachedExposition
 
 __all__ = ["LISTEN_BACKLOG", "HealthFn", "ListenerLimits", "MetricsServer", "make_app",
            "tls_context"]
@@ -72,14 +76,40 @@ def _json(start: StartResponse, ok: bool, body: dict[str, Any]) -> list[bytes]:
     return [json.dumps(body, sort_keys=True).encode()]
 
 
+def _exposition_app(exposition: CachedExposition) -> WsgiApp:
+    """/metrics from cached bytes, answering methods and parameters as prometheus_client's
+    WSGI app does (OPTIONS, 405, `name[]`, Accept and Accept-Encoding negotiation)."""
+
+    def app(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
+        method = environ["REQUEST_METHOD"]
+        if method == "OPTIONS":
+            start("200 OK", [("Allow", "OPTIONS,GET")])
+            return [b""]
+        if method != "GET":
+            start("405 Method Not Allowed", [("Allow", "OPTIONS,GET")])
+            return [f"# HTTP 405 Method Not Allowed: {method}; use OPTIONS or GET\n".encode()]
+        names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
+        answer = exposition.answer(environ.get("HTTP_ACCEPT"),
+                                   environ.get("HTTP_ACCEPT_ENCODING"), names)
+        headers = [("Content-Type", answer.content_type)]
+        if answer.gzip:
+            headers.append(("Content-Encoding", "gzip"))
+        headers.append(("Content-Length", str(answer.length)))
+        start("200 OK", headers)
+        return answer.chunks
+
+    return app
+
+
 def make_app(
-    registry: CollectorRegistry,
+    metrics_source: CachedExposition | CollectorRegistry,
     health: HealthFn,
     ready: HealthFn,
     web: WebSettings | None = None,
 ) -> WsgiApp:
     """Route requests; with basic auth configured every path but /healthz needs credentials."""
-    metrics = make_wsgi_app(registry)
+    metrics = (_exposition_app(metrics_source) if isinstance(metrics_source, CachedExposition)
+               else make_wsgi_app(metrics_source))
     expected = b""
     if web is not None and web.basic_auth_username:
         token = f"{web.basic_auth_username}:{web.basic_auth_password}".encode()

@@ -47,7 +47,7 @@ class _Generation:
 
     def __init__(self, exporter: Exporter) -> None:
         self.exporter = exporter
-        self.app: WsgiApp = make_app(exporter.registry, exporter.health, exporter.ready,
+        self.app: WsgiApp = make_app(exporter.exposition, exporter.health, exporter.ready,
                                      exporter.settings.web)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=exporter.run_forever, args=(self.stop,),

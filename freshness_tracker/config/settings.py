@@ -15,7 +15,6 @@ import ssl
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
@@ -27,6 +26,7 @@ from freshness_tracker.burrow.url import BurrowUrlError, parse_burrow_url
 from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from freshness_tracker.sinks.prometheus import Granularity
 
 __all__ = [
     "ClusterSettings",
@@ -40,14 +40,6 @@ __all__ = [
 ]
 
 SECRET_WORDS = ("password", "secret", "token", "key.pem", "credentials", "sasl.jaas")
-
-
-class Granularity(StrEnum):
-    """The finest level of labels exported (kminion's `granularity`)."""
-
-    PARTITION = "partition"
-    TOPIC = "topic"
-    GROUP = "group"
 
 
 @dataclass(frozen=True, slots=True)
@@ -509,3 +501,4 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         warnings=tuple(warnings),
         cycle_timeout_s=r.seconds("cycleTimeout", minimum=1.0, maximum=3600.0),
     )
+

@@ -1,15 +1,22 @@
-"""The Prometheus Collector: renders the last published snapshot, nothing else.
+"""The snapshot's metric families: every name, HELP text and value rule is defined here, once.
 
-Every metric name and HELP text is defined here, once. `collect()` builds fresh families per
-scrape from `holder.current`, so a group or partition that has gone, or a failed read, simply
-has no sample: nothing stale survives a cycle. Values come from each cluster's last completed
-cycle (no sample timestamps, per the exporter guidelines).
+A family's value function says, per row of a snapshot, which sample exists and its value
+(None: no sample), so a group or partition that has gone, or a failed read, simply has no
+sample: nothing stale survives a cycle. Values come from each cluster's last completed cycle (no
+sample timestamps, per the exporter guidelines).
+
+Two renderers read these definitions: `FreshnessCollector` builds prometheus_client families
+(the reference: `generate_latest(exporter.registry)`, `once`), and `sinks.exposition` writes the
+same bytes straight from the snapshot, once per snapshot, for /metrics.
+
+What is exported is a `SeriesSet`: the finest level (`granularity`) and, at partition level,
+which per-partition families.
 
 A label value that is not valid UTF-8 would make the whole exposition fail to encode (HTTP 500
 for every cluster), so such a sample is skipped and logged instead: the parser already drops
 those names (counted), this is the last line of defence.
 
-    kafka_consumer_freshness_ms{cluster="c",consumer="g",topic="t",partition="0"} 1234.0
+    kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"} 1234.0
     kafka_consumer_group_max_freshness_ms{cluster="c",consumer="g"} 1234.0
     freshness_tracker_cluster_up{cluster="c"} 1.0
 """
@@ -17,224 +24,319 @@ those names (counted), this is the last line of defence.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from operator import attrgetter
+from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from freshness_tracker.config.settings import Granularity
 from freshness_tracker.domain.model import (
     BURROW_STATUS_CODES,
     ClusterSnapshot,
+    PartitionResult,
     PartitionStatus,
 )
 from freshness_tracker.domain.names import escaped, is_utf8
 from freshness_tracker.publish import SnapshotHolder
 
-__all__ = ["FreshnessCollector"]
-
-PARTITION_LABELS = ["cluster", "consumer", "topic", "partition"]
-TOPIC_LABELS = ["cluster", "consumer", "topic"]
-GROUP_LABELS = ["cluster", "consumer"]
-
-_LAST = " From the last completed cycle of the cluster."
-#: Partitions whose data-loss verdict is not known (no read answered, or impossible inputs).
-_LOSS_UNKNOWN = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.INVALID})
+__all__ = [
+    "ALL_PARTITION_METRICS",
+    "DEFAULT_PARTITION_METRICS",
+    "GROUP_FAMILIES",
+    "HEALTH_FAMILIES",
+    "PARTITION_FAMILIES",
+    "TOPIC_FAMILIES",
+    "Family",
+    "FreshnessCollector",
+    "Granularity",
+    "Level",
+    "SeriesSet",
+    "SkipLog",
+]
 
 log = logging.getLogger(__name__)
+
+
+class Granularity(StrEnum):
+    """The finest level of labels exported (kminion's `granularity`)."""
+
+    PARTITION = "partition"
+    TOPIC = "topic"
+    GROUP = "group"
+
+
+class Level(Enum):
+    """What one row of a family is, and so its labels."""
+
+    PARTITION = ("cluster", "consumer", "topic", "partition")
+    TOPIC = ("cluster", "consumer", "topic")
+    GROUP = ("cluster", "consumer")
+    CLUSTER = ("cluster",)
+    CLUSTER_STATUS = ("cluster", "status")  # one row per (cluster, partition status)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        labels: tuple[str, ...] = self.value
+        return labels
+
+    def rows(self, cluster: ClusterSnapshot) -> Sequence[Any]:
+        if self is Level.PARTITION:
+            return cluster.partitions
+        if self is Level.TOPIC:
+            return cluster.topics
+        if self is Level.GROUP:
+            return cluster.groups
+        if self is Level.CLUSTER:
+            return (cluster.health,)
+        counts = dict.fromkeys(PartitionStatus, 0)
+        for r in cluster.partitions:
+            counts[r.status] += 1
+        return [(cluster.health.cluster, s.value, n) for s, n in counts.items()]
+
+    def label_values(self, row: Any) -> tuple[str, ...]:
+        return _LABEL_VALUES[self](row)
+
+    @property
+    def labeller(self) -> Callable[[Any], tuple[str, ...]]:
+        """`label_values` as one plain function (renderers call it once per row)."""
+        return _LABEL_VALUES[self]
+
+
+_LABEL_VALUES: dict[Level, Callable[[Any], tuple[str, ...]]] = {
+    Level.PARTITION: lambda r: (r.key.cluster, r.key.consumer, r.key.topic, str(r.key.partition)),
+    Level.TOPIC: lambda t: (t.cluster, t.consumer, t.topic),
+    Level.GROUP: lambda g: (g.cluster, g.consumer),
+    Level.CLUSTER: lambda h: (h.cluster,),
+    Level.CLUSTER_STATUS: lambda row: (row[0], row[1]),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """One gauge family: its name, HELP, row level and the sample of a row (None: none)."""
+
+    name: str
+    doc: str
+    level: Level
+    value: Callable[[Any], float | None]
+
+
+_LAST = " From the last completed cycle of the cluster."
+#: Partitions whose data-loss verdict is not known (no read answered, or impossible inputs), or
+#: that have no commit at all: no data-loss sample.
+_NO_LOSS_VERDICT = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.INVALID,
+                              PartitionStatus.NO_COMMIT})
+_NO_COMMIT = PartitionStatus.NO_COMMIT
 
 
 def _status_code(status: str) -> float:
     return float(BURROW_STATUS_CODES.get(status, -1))
 
 
-class FreshnessCollector(Collector):
-    """Yields freshness, lag, data-loss and per-cluster health families from a snapshot."""
+def _committed(attribute: str) -> Callable[[PartitionResult], float | None]:
+    """A partition attribute, present only for a partition with a commit and a known value."""
+    get = attrgetter(attribute)
 
-    def __init__(self, holder: SnapshotHolder, granularity: Granularity = Granularity.PARTITION):
+    def sample(r: PartitionResult) -> float | None:
+        if r.status is _NO_COMMIT:
+            return None
+        v = get(r)
+        return None if v is None else float(v)
+    return sample
+
+
+def _loss(value: Callable[[PartitionResult], int]) -> Callable[[PartitionResult], float | None]:
+    def sample(r: PartitionResult) -> float | None:
+        return None if r.status in _NO_LOSS_VERDICT else float(value(r))
+    return sample
+
+
+def _optional(attribute: str) -> Callable[[Any], float | None]:
+    get = attrgetter(attribute)
+
+    def sample(row: Any) -> float | None:
+        v = get(row)
+        return None if v is None else float(v)
+    return sample
+
+
+# --- partition families, in exposition order -----------------------------------------------
+
+FRESHNESS = Family(
+    "kafka_consumer_freshness_ms",
+    "Age in milliseconds of the oldest uncommitted record (now minus its timestamp); 0 when "
+    "nothing is uncommitted. A lower bound when kafka_consumer_data_loss is 1." + _LAST,
+    Level.PARTITION, _committed("freshness_ms"))
+COMMIT_LAG = Family(
+    "kafka_consumer_commit_lag_ms",
+    "Commit time minus the timestamp of the last committed record, in milliseconds." + _LAST,
+    Level.PARTITION, _committed("commit_lag_ms"))
+OFFSET_LAG = Family(
+    "kafka_consumer_offset_lag",
+    "Records between the committed offset and the log end (Burrow current_lag)." + _LAST,
+    # log_end_offset None: Burrow's lag was impossible (negative)
+    Level.PARTITION, lambda r: None if r.status is _NO_COMMIT or r.log_end_offset is None
+    else float(r.offset_lag))
+COMMITTED = Family(
+    "kafka_consumer_committed_offset",
+    "The group's committed offset: the next record it will read." + _LAST,
+    Level.PARTITION, _committed("committed_offset"))
+DATA_LOSS = Family(
+    "kafka_consumer_data_loss",
+    "1 when the committed offset is below the log start: retention deleted records the group "
+    "never read." + _LAST,
+    Level.PARTITION, _loss(lambda r: 1 if r.data_loss else 0))
+LOST = Family(
+    "kafka_consumer_lost_records",
+    "Records deleted before the group read them (log start minus committed offset)." + _LAST,
+    Level.PARTITION, _loss(lambda r: r.lost_records))
+HEADROOM = Family(
+    "kafka_consumer_retention_headroom_ms",
+    "Topic retention.ms minus the age of the oldest unconsumed record: time left before "
+    "unconsumed data is deleted; 0 once data was lost." + _LAST,
+    Level.PARTITION, _committed("retention_headroom_ms"))
+PARTITION_STATUS = Family(
+    "kafka_consumer_partition_burrow_status",
+    "Burrow's partition status code: 1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND (Burrow's own "
+    "index)." + _LAST,
+    Level.PARTITION, lambda r: _status_code(r.burrow_status))
+
+PARTITION_FAMILIES = (FRESHNESS, COMMIT_LAG, OFFSET_LAG, COMMITTED, DATA_LOSS, LOST, HEADROOM,
+                      PARTITION_STATUS)
+#: Every per-partition family name, for `partitionMetrics`.
+ALL_PARTITION_METRICS: tuple[str, ...] = tuple(f.name for f in PARTITION_FAMILIES)
+#: The per-partition families exported unless told otherwise: all of them.
+DEFAULT_PARTITION_METRICS: tuple[str, ...] = ALL_PARTITION_METRICS
+
+# --- roll-ups and health -------------------------------------------------------------------
+
+TOPIC_FAMILIES = (
+    Family("kafka_consumer_topic_max_freshness_ms",
+           "Worst partition freshness of the group on the topic, in milliseconds." + _LAST,
+           Level.TOPIC, _optional("max_freshness_ms")),
+    Family("kafka_consumer_topic_offset_lag",
+           "Sum of the group's offset lag over the topic's partitions; absent while one "
+           "partition's lag is impossible (negative in Burrow)." + _LAST,
+           Level.TOPIC, _optional("offset_lag")),
+)
+
+
+GROUP_FAMILIES = (
+    Family("kafka_consumer_group_max_freshness_ms",
+           "Worst partition freshness of the group, in milliseconds; absent while any of its "
+           "partitions' reads failed (the unread one may be the worst)." + _LAST,
+           Level.GROUP, _optional("max_freshness_ms")),
+    Family("kafka_consumer_group_offset_lag",
+           "Sum of the group's offset lag over its partitions (not Burrow's totallag, which may "
+           "disagree with them); absent while one partition's lag is unknown." + _LAST,
+           Level.GROUP, _optional("offset_lag")),
+    Family("kafka_consumer_group_burrow_status",
+           "Burrow's group status code: 0 NOTFOUND, 1 OK, 2 WARN, 3 ERR." + _LAST,
+           Level.GROUP, lambda g: _status_code(g.burrow_status)),
+    Family("kafka_consumer_group_unmeasured_partitions",
+           "Partitions of the group without a freshness value this cycle (read failed, no "
+           "commit, or impossible inputs from Burrow or Kafka): the group max covers only the "
+           "others, and is absent while a read failed or an input was impossible." + _LAST,
+           Level.GROUP, _optional("unmeasured_partitions")),
+    Family("kafka_consumer_group_data_loss_partitions",
+           "Partitions of the group whose unread records were deleted by retention." + _LAST,
+           Level.GROUP, _optional("data_loss_partitions")),
+)
+
+
+HEALTH_FAMILIES = (
+    Family("freshness_tracker_cluster_up",
+           "1 when the cluster's last cycle succeeded: Burrow answered and, if anything had to "
+           "be read, at least one Kafka read succeeded. 0 otherwise.",
+           Level.CLUSTER, lambda h: 1.0 if h.up else 0.0),
+    Family("freshness_tracker_cluster_last_attempt_timestamp_seconds",
+           "When the cluster's last cycle started (Unix seconds).",
+           Level.CLUSTER, lambda h: h.last_attempt_ms / 1000),
+    Family("freshness_tracker_cluster_last_success_timestamp_seconds",
+           "When the cluster's last successful cycle ended (Unix seconds); stops advancing "
+           "while the cluster fails.",
+           Level.CLUSTER, lambda h: None if h.last_success_ms is None
+           else h.last_success_ms / 1000),
+    Family("freshness_tracker_cluster_cycle_duration_seconds",
+           "How long the cluster's last cycle took.",
+           Level.CLUSTER, lambda h: h.duration_ms / 1000),
+    Family("freshness_tracker_cluster_groups",
+           "Consumer groups measured in the cluster's last cycle.",
+           Level.CLUSTER, lambda h: float(h.groups)),
+    Family("freshness_tracker_cluster_partitions",
+           "Partitions in the cluster's last cycle, by outcome.",
+           Level.CLUSTER_STATUS, lambda row: float(row[2])),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesSet:
+    """Which families a snapshot exports: the finest level, and the per-partition families."""
+
+    granularity: Granularity = Granularity.PARTITION
+    partition_metrics: frozenset[str] = field(
+        default_factory=lambda: frozenset(DEFAULT_PARTITION_METRICS))
+
+    @classmethod
+    def everything(cls) -> SeriesSet:
+        """Every family at partition level (the exporter's set before issue 11)."""
+        return cls(Granularity.PARTITION, frozenset(ALL_PARTITION_METRICS))
+
+    def families(self) -> tuple[Family, ...]:
+        """The exported families, in exposition order."""
+        out: list[Family] = []
+        if self.granularity is Granularity.PARTITION:
+            out += [f for f in PARTITION_FAMILIES if f.name in self.partition_metrics]
+        if self.granularity in (Granularity.PARTITION, Granularity.TOPIC):
+            out += TOPIC_FAMILIES
+        return (*out, *GROUP_FAMILIES, *HEALTH_FAMILIES)
+
+
+class SkipLog:
+    """Decides whether a row's labels can be exported; logs the first skip of a render."""
+
+    def __init__(self) -> None:
+        self.skipped = 0
+
+    def exportable(self, labels: Iterable[str]) -> bool:
+        labels = tuple(labels)
+        if all(is_utf8(label) for label in labels):
+            return True
+        self.skipped += 1
+        if self.skipped == 1:
+            log.warning("a series with a label that is not valid UTF-8 was not exported: %s",
+                        ", ".join(escaped(label) for label in labels))
+        return False
+
+
+class FreshnessCollector(Collector):
+    """The snapshot's families as prometheus_client objects, built at every collect().
+
+    /metrics does not use it (`sinks.exposition` serves bytes rendered once per snapshot); it is
+    the reference those bytes are tested against, and what `generate_latest(registry)` reads.
+    """
+
+    def __init__(self, holder: SnapshotHolder, series: SeriesSet | None = None) -> None:
         self._holder = holder
-        self._granularity = granularity
-        self._skipped = 0
+        self.series = series or SeriesSet()
 
     def describe(self) -> Iterable[Metric]:
         # Avoid a collect() at registration time (the registry calls describe() instead).
         return []
 
-    def _exportable(self, *labels: str) -> bool:
-        """False (and the sample skipped) for a label no exposition can carry."""
-        if all(is_utf8(label) for label in labels):
-            return True
-        self._skipped += 1
-        if self._skipped == 1:
-            log.warning("a series with a label that is not valid UTF-8 was not exported: %s",
-                        ", ".join(escaped(label) for label in labels))
-        return False
-
     def collect(self) -> Iterator[Metric]:
-        snapshot = self._holder.current  # read once: one consistent set of cycles
-        clusters = snapshot.clusters
-        self._skipped = 0  # one warning per scrape at most
-        if self._granularity is Granularity.PARTITION:
-            yield from self._partition_families(clusters)
-        if self._granularity in (Granularity.PARTITION, Granularity.TOPIC):
-            yield from self._topic_families(clusters)
-        yield from self._group_families(clusters)
-        yield from self._health_families(clusters)
-
-    def _partition_families(self, clusters: tuple[ClusterSnapshot, ...]) -> Iterator[Metric]:
-        freshness = GaugeMetricFamily(
-            "kafka_consumer_freshness_ms",
-            "Age in milliseconds of the oldest uncommitted record (now minus its timestamp); 0 "
-            "when nothing is uncommitted. A lower bound when kafka_consumer_data_loss is 1."
-            + _LAST,
-            labels=PARTITION_LABELS)
-        commit_lag = GaugeMetricFamily(
-            "kafka_consumer_commit_lag_ms",
-            "Commit time minus the timestamp of the last committed record, in milliseconds."
-            + _LAST, labels=PARTITION_LABELS)
-        offset_lag = GaugeMetricFamily(
-            "kafka_consumer_offset_lag",
-            "Records between the committed offset and the log end (Burrow current_lag)." + _LAST,
-            labels=PARTITION_LABELS)
-        committed = GaugeMetricFamily(
-            "kafka_consumer_committed_offset",
-            "The group's committed offset: the next record it will read." + _LAST,
-            labels=PARTITION_LABELS)
-        data_loss = GaugeMetricFamily(
-            "kafka_consumer_data_loss",
-            "1 when the committed offset is below the log start: retention deleted records the "
-            "group never read." + _LAST, labels=PARTITION_LABELS)
-        lost = GaugeMetricFamily(
-            "kafka_consumer_lost_records",
-            "Records deleted before the group read them (log start minus committed offset)."
-            + _LAST, labels=PARTITION_LABELS)
-        headroom = GaugeMetricFamily(
-            "kafka_consumer_retention_headroom_ms",
-            "Topic retention.ms minus the age of the oldest unconsumed record: time left before "
-            "unconsumed data is deleted; 0 once data was lost." + _LAST, labels=PARTITION_LABELS)
-        status = GaugeMetricFamily(
-            "kafka_consumer_partition_burrow_status",
-            "Burrow's partition status code: 1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND (Burrow's "
-            "own index)." + _LAST, labels=PARTITION_LABELS)
-        for cluster in clusters:
-            for r in cluster.partitions:
-                k = r.key
-                if not self._exportable(k.cluster, k.consumer, k.topic):
-                    continue
-                labels = [k.cluster, k.consumer, k.topic, str(k.partition)]
-                status.add_metric(labels, _status_code(r.burrow_status))
-                if r.status is PartitionStatus.NO_COMMIT:
-                    continue
-                if r.log_end_offset is not None:  # None: Burrow's lag was impossible (negative)
-                    offset_lag.add_metric(labels, float(r.offset_lag))
-                if r.committed_offset is not None:
-                    committed.add_metric(labels, float(r.committed_offset))
-                if r.freshness_ms is not None:
-                    freshness.add_metric(labels, float(r.freshness_ms))
-                if r.commit_lag_ms is not None:
-                    commit_lag.add_metric(labels, float(r.commit_lag_ms))
-                if r.retention_headroom_ms is not None:
-                    headroom.add_metric(labels, float(r.retention_headroom_ms))
-                if r.status not in _LOSS_UNKNOWN:
-                    data_loss.add_metric(labels, 1.0 if r.data_loss else 0.0)
-                    lost.add_metric(labels, float(r.lost_records))
-        yield from (freshness, commit_lag, offset_lag, committed, data_loss, lost, headroom,
-                    status)
-
-    def _topic_families(self, clusters: tuple[ClusterSnapshot, ...]) -> Iterator[Metric]:
-        fresh = GaugeMetricFamily(
-            "kafka_consumer_topic_max_freshness_ms",
-            "Worst partition freshness of the group on the topic, in milliseconds." + _LAST,
-            labels=TOPIC_LABELS)
-        lag = GaugeMetricFamily(
-            "kafka_consumer_topic_offset_lag",
-            "Sum of the group's offset lag over the topic's partitions; absent while one "
-            "partition's lag is impossible (negative in Burrow)." + _LAST,
-            labels=TOPIC_LABELS)
-        for cluster in clusters:
-            for t in cluster.topics:
-                labels = [t.cluster, t.consumer, t.topic]
-                if not self._exportable(*labels):
-                    continue
-                if t.offset_lag is not None:
-                    lag.add_metric(labels, float(t.offset_lag))
-                if t.max_freshness_ms is not None:
-                    fresh.add_metric(labels, float(t.max_freshness_ms))
-        yield from (fresh, lag)
-
-    def _group_families(self, clusters: tuple[ClusterSnapshot, ...]) -> Iterator[Metric]:
-        fresh = GaugeMetricFamily(
-            "kafka_consumer_group_max_freshness_ms",
-            "Worst partition freshness of the group, in milliseconds; absent while any of its "
-            "partitions' reads failed (the unread one may be the worst)." + _LAST,
-            labels=GROUP_LABELS)
-        lag = GaugeMetricFamily(
-            "kafka_consumer_group_offset_lag",
-            "Sum of the group's offset lag over its partitions (not Burrow's totallag, which "
-            "may disagree with them); absent while one partition's lag is unknown." + _LAST,
-            labels=GROUP_LABELS)
-        status = GaugeMetricFamily(
-            "kafka_consumer_group_burrow_status",
-            "Burrow's group status code: 0 NOTFOUND, 1 OK, 2 WARN, 3 ERR." + _LAST,
-            labels=GROUP_LABELS)
-        unmeasured = GaugeMetricFamily(
-            "kafka_consumer_group_unmeasured_partitions",
-            "Partitions of the group without a freshness value this cycle (read failed, no "
-            "commit, or impossible inputs from Burrow or Kafka): the group max covers only the "
-            "others, and is absent while a read failed or an input was impossible." + _LAST,
-            labels=GROUP_LABELS)
-        loss = GaugeMetricFamily(
-            "kafka_consumer_group_data_loss_partitions",
-            "Partitions of the group whose unread records were deleted by retention." + _LAST,
-            labels=GROUP_LABELS)
-        for cluster in clusters:
-            for g in cluster.groups:
-                labels = [g.cluster, g.consumer]
-                if not self._exportable(*labels):
-                    continue
-                if g.offset_lag is not None:
-                    lag.add_metric(labels, float(g.offset_lag))
-                status.add_metric(labels, _status_code(g.burrow_status))
-                unmeasured.add_metric(labels, float(g.unmeasured_partitions))
-                loss.add_metric(labels, float(g.data_loss_partitions))
-                if g.max_freshness_ms is not None:
-                    fresh.add_metric(labels, float(g.max_freshness_ms))
-        yield from (fresh, lag, status, unmeasured, loss)
-
-    def _health_families(self, clusters: tuple[ClusterSnapshot, ...]) -> Iterator[Metric]:
-        up = GaugeMetricFamily(
-            "freshness_tracker_cluster_up",
-            "1 when the cluster's last cycle succeeded: Burrow answered and, if anything had to "
-            "be read, at least one Kafka read succeeded. 0 otherwise.", labels=["cluster"])
-        attempt = GaugeMetricFamily(
-            "freshness_tracker_cluster_last_attempt_timestamp_seconds",
-            "When the cluster's last cycle started (Unix seconds).", labels=["cluster"])
-        success = GaugeMetricFamily(
-            "freshness_tracker_cluster_last_success_timestamp_seconds",
-            "When the cluster's last successful cycle ended (Unix seconds); stops advancing "
-            "while the cluster fails.", labels=["cluster"])
-        duration = GaugeMetricFamily(
-            "freshness_tracker_cluster_cycle_duration_seconds",
-            "How long the cluster's last cycle took.", labels=["cluster"])
-        groups = GaugeMetricFamily(
-            "freshness_tracker_cluster_groups",
-            "Consumer groups measured in the cluster's last cycle.", labels=["cluster"])
-        partitions = GaugeMetricFamily(
-            "freshness_tracker_cluster_partitions",
-            "Partitions in the cluster's last cycle, by outcome.", labels=["cluster", "status"])
-        for cluster in clusters:
-            h = cluster.health
-            if not self._exportable(h.cluster):
-                continue
-            up.add_metric([h.cluster], 1.0 if h.up else 0.0)
-            attempt.add_metric([h.cluster], h.last_attempt_ms / 1000)
-            if h.last_success_ms is not None:
-                success.add_metric([h.cluster], h.last_success_ms / 1000)
-            duration.add_metric([h.cluster], h.duration_ms / 1000)
-            groups.add_metric([h.cluster], float(h.groups))
-            counts = {s: 0 for s in PartitionStatus}
-            for r in cluster.partitions:
-                counts[r.status] += 1
-            for s, n in counts.items():
-                partitions.add_metric([h.cluster, s.value], float(n))
-        yield from (up, attempt, success, duration, groups, partitions)
+        clusters = self._holder.current.clusters  # read once: one consistent set of cycles
+        skips = SkipLog()  # one warning per scrape at most
+        for family in self.series.families():
+            level = family.level
+            metric = GaugeMetricFamily(family.name, family.doc, labels=list(level.labels))
+            for cluster in clusters:
+                for row in level.rows(cluster):
+                    labels = level.label_values(row)
+                    value = family.value(row)
+                    if value is not None and skips.exportable(labels):
+                        metric.add_metric(list(labels), value)
+            yield metric

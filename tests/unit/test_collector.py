@@ -6,7 +6,6 @@ from dataclasses import replace
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from freshness_tracker.config.settings import Granularity
 from freshness_tracker.domain.model import (
     ClusterHealth,
     ClusterSnapshot,
@@ -17,7 +16,7 @@ from freshness_tracker.domain.model import (
     TopicResult,
 )
 from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import FreshnessCollector
+from freshness_tracker.sinks.prometheus import FreshnessCollector, Granularity, SeriesSet
 
 
 def result(partition: int, status: PartitionStatus, freshness: int | None,
@@ -44,8 +43,11 @@ def snapshot(up: bool = True) -> ClusterSnapshot:
 
 
 def render(holder: SnapshotHolder, granularity: Granularity = Granularity.PARTITION) -> str:
+    """Every family's rules (the default set exports fewer per partition: test_exposition)."""
     registry = CollectorRegistry()
-    registry.register(FreshnessCollector(holder, granularity))
+    series = SeriesSet.everything() if granularity is Granularity.PARTITION \
+        else SeriesSet(granularity)
+    registry.register(FreshnessCollector(holder, series))
     return generate_latest(registry).decode()
 
 

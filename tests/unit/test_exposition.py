@@ -1,0 +1,340 @@
+"""/metrics is rendered once per snapshot and served as bytes (issue 11).
+
+Nothing here is timed: the bytes must equal what prometheus_client writes for the same families
+(every format and escaping it negotiates, plain and gzip), and the expensive steps are counted
+(`CachedExposition.counts`): one render per published cluster snapshot, one gzip per snapshot
+and format, however many scrapers ask and however many clusters did not change.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.parser import text_string_to_metric_families
+
+from freshness_tracker.app import Exporter
+from freshness_tracker.config import load_settings
+from freshness_tracker.config.settings import WebSettings
+from freshness_tracker.domain.model import (
+    ClusterHealth,
+    ClusterSnapshot,
+    GroupResult,
+    PartitionKey,
+    PartitionResult,
+    PartitionStatus,
+    TopicResult,
+)
+from freshness_tracker.http import MetricsServer, make_app
+from freshness_tracker.publish import SnapshotHolder
+from freshness_tracker.sinks.exposition import CachedExposition
+from freshness_tracker.sinks.prometheus import (
+    FreshnessCollector,
+    Granularity,
+    SeriesSet,
+)
+from tests.deploy.tools import require_tool
+from tests.fakes import FakeBurrow, FakeReader, group, lag
+from tests.unit.test_collector import snapshot
+
+#: Accept headers as Prometheus 2 and 3, curl and federating tools send them.
+ACCEPTS = [
+    None,
+    "text/plain",
+    "text/plain;version=0.0.4",
+    "text/plain;version=1.0.0;escaping=allow-utf-8",
+    "text/plain;version=1.0.0;escaping=dots",
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+    "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
+    "application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;"
+    "escaping=allow-utf-8;q=0.4",
+    "application/openmetrics-text;version=1.0.0;escaping=values",
+    "application/openmetrics-text;version=1.0.0;escaping=dots",
+    "application/openmetrics-text",
+]
+SERIES = [SeriesSet(), SeriesSet.everything(), SeriesSet(Granularity.TOPIC),
+          SeriesSet(Granularity.GROUP)]
+
+
+def live_registry() -> tuple[CollectorRegistry, Counter]:
+    registry = CollectorRegistry()
+    counter = Counter("freshness_tracker_test_scrapes", "A live counter.", ["cluster"],
+                      registry=registry)
+    counter.labels("c").inc(3)
+    return registry, counter
+
+
+def reference(holder: SnapshotHolder, series: SeriesSet, live: CollectorRegistry
+              ) -> CollectorRegistry:
+    """What prometheus_client renders for the same families, per collect()."""
+    registry = CollectorRegistry()
+    registry.register(FreshnessCollector(holder, series))
+    registry.register(live)
+    return registry
+
+
+def published(*clusters: ClusterSnapshot, series: SeriesSet | None = None,
+              prepare: bool = True) -> tuple[SnapshotHolder, CachedExposition, CollectorRegistry]:
+    holder = SnapshotHolder()
+    live, _ = live_registry()
+    exposition = CachedExposition(holder, live, series)
+    for c in clusters:
+        if prepare:
+            exposition.prepare(c)
+        holder.publish(c)
+    return holder, exposition, live
+
+
+def other_cluster(name: str = "d", cycle: int = 1) -> ClusterSnapshot:
+    return ClusterSnapshot(name, cycle, 1_000, 2_000,
+                           ClusterHealth(name, True, 1_000, 2_000, 1_000))
+
+
+# --- the same bytes as prometheus_client ------------------------------------------------------
+
+
+@pytest.mark.parametrize("series", SERIES, ids=lambda s: f"{s.granularity}-"
+                         f"{len(s.partition_metrics)}")
+@pytest.mark.parametrize("accept", ACCEPTS)
+def test_bytes_equal_prometheus_client_in_every_format(series: SeriesSet,
+                                                       accept: str | None) -> None:
+    holder, exposition, live = published(snapshot(), other_cluster(), series=series)
+    encoder, content_type = choose_encoder(accept or "")
+    want = encoder(reference(holder, series, live))
+    plain = exposition.answer(accept)
+    assert plain.content_type == content_type and not plain.gzip
+    assert plain.body == want and plain.length == len(want)
+    zipped = exposition.answer(accept, "gzip, deflate")
+    assert zipped.gzip and zipped.length == len(zipped.body)
+    assert gzip.decompress(zipped.body) == want
+
+
+label_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1,
+                     max_size=8) | st.sampled_from(['a"b', "a\\b", "a\nb", "ü", "\udc80x"])
+maybe_ms = st.none() | st.integers(-(2**40), 2**53)
+
+
+@st.composite
+def partitions(draw: st.DrawFn) -> PartitionResult:
+    return PartitionResult(
+        key=PartitionKey("c", draw(label_text), draw(label_text),
+                         draw(st.integers(0, 2**31 - 1))),
+        status=draw(st.sampled_from(PartitionStatus)),
+        burrow_status=draw(st.sampled_from(["OK", "WARN", "STOP", "weird"])),
+        committed_offset=draw(st.none() | st.integers(0, 2**63 - 1)),
+        log_end_offset=draw(st.none() | st.integers(0, 2**63 - 1)),
+        offset_lag=draw(st.integers(-5, 2**63 - 1)),
+        commit_time_ms=None, record_timestamp_ms=None,
+        freshness_ms=draw(maybe_ms), commit_lag_ms=draw(maybe_ms),
+        lost_records=draw(st.integers(0, 10**12)),
+        retention_headroom_ms=draw(maybe_ms))
+
+
+@st.composite
+def cluster_snapshots(draw: st.DrawFn) -> ClusterSnapshot:
+    parts = tuple(draw(st.lists(partitions(), max_size=12)))
+    topics = tuple(TopicResult("c", p.key.consumer, p.key.topic, draw(maybe_ms), draw(maybe_ms),
+                               1, 0) for p in parts[:4])
+    groups = tuple(GroupResult("c", draw(label_text), "OK", draw(maybe_ms), draw(maybe_ms), 3,
+                               draw(st.integers(0, 3)), 0) for _ in range(draw(st.integers(0, 3))))
+    up = draw(st.booleans())
+    health = ClusterHealth("c", up, 1_700_000_000_123, 1_700_000_000_999 if up else None,
+                           draw(st.integers(0, 10**7)))
+    return ClusterSnapshot("c", 1, 1, 2, health, parts, topics, groups)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cluster_snapshots(), st.sampled_from(ACCEPTS), st.sampled_from(SERIES))
+def test_any_snapshot_renders_as_prometheus_client_does(cluster: ClusterSnapshot,
+                                                        accept: str | None,
+                                                        series: SeriesSet) -> None:
+    """Label values with quotes, backslashes, newlines and non-UTF-8 (skipped), huge and
+    negative values, absent values: byte-identical, plain and gzip."""
+    holder, exposition, live = published(cluster, other_cluster(), series=series)
+    encoder, _ = choose_encoder(accept or "")
+    want = encoder(reference(holder, series, live))
+    assert exposition.answer(accept).body == want
+    assert gzip.decompress(exposition.answer(accept, "gzip").body) == want
+
+
+def test_name_filter_serves_the_named_families_only() -> None:
+    _holder, exposition, _live = published(snapshot())
+    names = ["kafka_consumer_freshness_ms", "freshness_tracker_test_scrapes_total"]  # samples
+    text = exposition.answer(None, None, names).body.decode()
+    assert {f.name for f in text_string_to_metric_families(text)} == set(
+        ["kafka_consumer_freshness_ms", "freshness_tracker_test_scrapes"])
+    zipped = exposition.answer(None, "gzip", names)
+    assert gzip.decompress(zipped.body).decode() == text
+
+
+# --- rendered once ----------------------------------------------------------------------------
+
+
+def test_each_published_snapshot_is_rendered_once_however_many_scrapes() -> None:
+    _holder, exposition, _ = published(snapshot(), other_cluster())
+    assert exposition.counts.renders == 2  # at publication, on the cycle's thread
+    for _ in range(5):
+        for accept in (None, ACCEPTS[5]):  # text 0.0.4 and OpenMetrics share the samples
+            exposition.answer(accept)
+            exposition.answer(accept, "gzip")
+    assert exposition.counts.renders == 2
+    assert exposition.counts.deflates == 2  # each cluster's segments gzipped once
+    assert exposition.counts.assemblies == 2  # once per format
+    assert exposition.counts.gzip_parts == 2
+
+
+def test_concurrent_scrapers_share_one_render_and_one_gzip() -> None:
+    _holder, exposition, _ = published(snapshot(), other_cluster(), prepare=False)
+    bodies: list[bytes] = []
+    start = threading.Barrier(16)
+
+    def scrape() -> None:
+        start.wait()
+        bodies.append(gzip.decompress(exposition.answer(None, "gzip").body))
+
+    threads = [threading.Thread(target=scrape) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(bodies) == 16 and len(set(bodies)) == 1
+    assert exposition.counts.renders == 2 and exposition.counts.deflates == 2
+    assert exposition.counts.gzip_parts == 1
+
+
+def test_a_publication_renders_only_the_cluster_that_changed() -> None:
+    clusters = [other_cluster(f"c{i:02d}") for i in range(20)]
+    holder, exposition, _ = published(*clusters)
+    exposition.answer(None, "gzip")
+    assert (exposition.counts.renders, exposition.counts.deflates) == (20, 20)
+    changed = other_cluster("c07", cycle=2)
+    exposition.prepare(changed)
+    holder.publish(changed)
+    zipped = exposition.answer(None, "gzip")
+    assert (exposition.counts.renders, exposition.counts.deflates) == (21, 21)
+    assert exposition.counts.gzip_parts == 2  # the new snapshot's part, from cached pieces
+    assert gzip.decompress(zipped.body) == exposition.answer().body
+
+
+def test_live_series_change_between_scrapes_without_a_new_render() -> None:
+    holder = SnapshotHolder()
+    live, counter = live_registry()
+    exposition = CachedExposition(holder, live)
+    published_snapshot = snapshot()
+    exposition.prepare(published_snapshot)
+    holder.publish(published_snapshot)
+    line = 'freshness_tracker_test_scrapes_total{cluster="c"} '
+    assert line + "3.0" in exposition.answer().body.decode()
+    counter.labels("c").inc()
+    assert line + "4.0" in exposition.answer().body.decode()
+    assert line + "4.0" in gzip.decompress(exposition.answer(None, "gzip").body).decode()
+    assert exposition.counts.renders == 1 and exposition.counts.assemblies == 1
+
+
+def test_a_render_made_for_an_older_cycle_never_replaces_a_newer_one() -> None:
+    holder = SnapshotHolder()
+    exposition = CachedExposition(holder, CollectorRegistry())
+    new = replace(snapshot(), cycle_id=5)
+    exposition.prepare(new)
+    exposition.prepare(replace(snapshot(), cycle_id=4))  # a late, slower publication
+    holder.publish(new)
+    exposition.answer()
+    assert exposition.counts.renders == 2  # no third render: the held one is the published one
+
+
+BASE = 'burrow.url = "http://burrow:8000"\nclusters = [{ name = c, kafka { ' \
+       '"bootstrap.servers" = "k:1" } }]\n'
+
+
+# --- the exporter and the listener ------------------------------------------------------------
+
+
+@pytest.fixture
+def exporter() -> Iterator[Exporter]:
+    burrow = FakeBurrow({"c": [group("c", "g", lag(partition=0, committed=4, current_lag=6,
+                                                   commit_time=95_000),
+                                     lag(partition=1, committed=7, current_lag=0))]})
+    reader = FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000})
+    exp = Exporter(load_settings(text=BASE), burrow=burrow, reader_factory=lambda _k: reader,
+                   clock=lambda: 100_000)
+    try:
+        yield exp
+    finally:
+        exp.close()
+
+
+def without_process(text: str) -> str:
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.startswith(("process_", "# HELP process_", "# TYPE process_")))
+
+
+def test_the_exporter_serves_what_its_registry_renders(exporter: Exporter) -> None:
+    exporter.run_once()
+    assert exporter.exposition.counts.renders == 1  # rendered when the cycle published
+    served = exporter.exposition.answer().body.decode()
+    from prometheus_client import generate_latest
+
+    assert without_process(served) == without_process(generate_latest(exporter.registry).decode())
+    assert 'freshness_tracker_cycles_total{cluster="c"} 1.0' in served
+    exporter.run_once()
+    again = exporter.exposition.answer().body.decode()
+    assert 'freshness_tracker_cycles_total{cluster="c"} 2.0' in again
+    assert exporter.exposition.counts.renders == 2
+
+
+def get(port: int, path: str, headers: dict[str, str] | None = None,
+        method: str = "GET") -> tuple[int, dict[str, str], bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request(method, path, headers=headers or {})
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, \
+            response.read()
+    finally:
+        conn.close()
+
+
+def test_the_listener_serves_cached_bytes_with_their_length(exporter: Exporter) -> None:
+    exporter.run_once()
+    web = WebSettings(listen_address="127.0.0.1", port=0)
+    server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready, web),
+                           web).start()
+    try:
+        status, headers, body = get(server.port, "/metrics")
+        assert status == 200 and headers["content-length"] == str(len(body))
+        assert headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+        assert b'kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"}' \
+            b" 10000.0\n" in body
+        status, headers, zipped = get(server.port, "/metrics", {"Accept-Encoding": "gzip",
+                                                                "Accept": ACCEPTS[5]})
+        assert headers["content-encoding"] == "gzip"
+        assert headers["content-type"].startswith("application/openmetrics-text")
+        assert gzip.decompress(zipped).endswith(b"# EOF\n")
+        status, headers, _ = get(server.port, "/metrics", method="OPTIONS")
+        assert status == 200 and headers["allow"] == "OPTIONS,GET"
+        assert get(server.port, "/metrics", method="POST")[0] == 405
+    finally:
+        server.stop()
+
+
+def test_the_exposition_passes_promtool(exporter: Exporter) -> None:
+    promtool = require_tool("promtool")
+    exporter.run_once()
+    result = subprocess.run([promtool, "check", "metrics"], input=exporter.exposition.answer()
+                            .body, capture_output=True, timeout=60)
+    # exit 1: the exposition does not parse; exit 3: lint findings only, and the only ones
+    # allowed are the product's established *_ms names
+    assert result.returncode in (0, 3), result.stderr.decode()
+    findings = [line for line in result.stdout.decode().splitlines() if line.strip()]
+    assert all(f.endswith("metric names should not contain abbreviated units")
+               for f in findings), findings
