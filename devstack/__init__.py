@@ -1,5 +1,5 @@
-"""The dev stack on the real things: Apache Kafka 4.1 (KRaft, from Maven Central) and Burrow 1.9.5
-(built from third_party/burrow), as local processes on 127.0.0.1, no Docker.
+"""The dev stack on the real things: Apache Kafka (KRaft; 3.9.1 by default, 4.1.1 on request, from
+Maven Central) and Debian's Burrow 1.2.1, as local processes on 127.0.0.1, no Docker.
 
 Not part of the wheel or the image (it lives beside ``tests/`` and ``benchmarks/``): the product
 is the exporter. ``scripts/install`` fills the cache these modules start from.

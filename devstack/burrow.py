@@ -1,8 +1,15 @@
-"""Burrow 1.9.5 (built from third_party/burrow) as a local process reading a Kafka 4.1 cluster;
-any other Burrow with its own config too (``binary`` + ``render_config``: Debian's Burrow 1.2.1 in
-:mod:`devstack.legacy`).
+"""Burrow as a local process: Debian's **Burrow 1.2.1** reading Kafka 3.9 (the default stack,
+:func:`burrow121_config`), or a **Burrow >= 1.9.5** the user brings (``FT_BURROW_BIN``) reading
+Kafka 4.1 (:func:`burrow_config`): no registry here serves a Burrow that reads Kafka 4.
 
-Why these settings:
+Why Burrow 1.2.1's settings: ``kafka-version = "2.1.0"``, the newest in its own table (anything
+else, "3.9.0" included, panics "Unknown Kafka Version"; its broker offsets are ListOffsets v0
+whatever it says); the mandatory ``[zookeeper]`` (its coordinator's root path), on the stack's
+own ZooKeeper; TLS through a ``[tls.*]`` profile (Sarama 1.20 verifies the chain and the host
+name); no SASL/SCRAM (Sarama 1.20 speaks SASL/PLAIN only), so on a ``sasl_ssl`` stack it reads the
+brokers' internal listener.
+
+Why Burrow >= 1.9.5's settings:
 
 * client profile ``kafka-version = "4.0.0"``: Sarama 1.46's newest known version (its
   ``MaxVersion``; ``ParseKafkaVersion`` accepts any x.y.z but picks request versions by comparing
@@ -26,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 import urllib.error
 import urllib.request
 import weakref
@@ -36,14 +44,106 @@ from typing import Any
 from devstack.cache import burrow_binary
 from devstack.processes import Daemon, ProcessStartError, free_port, log_tail, wait_until
 
-__all__ = ["BurrowServer", "ConfigRenderer", "burrow_config", "http_get"]
+__all__ = [
+    "BURROW121_KAFKA_VERSION",
+    "BurrowServer",
+    "ConfigRenderer",
+    "burrow121_config",
+    "burrow_config",
+    "http_get",
+]
 
 log = logging.getLogger(__name__)
 
 KAFKA_VERSION = "4.0.0"
 
-#: ``(http_port, pidfile) -> TOML``: the config of a Burrow other than 1.9.5 (see BurrowServer).
+#: What Burrow 1.2.1 dies of when a topic's detail is asked during its partial first refresh.
+_NIL_BROKER_OFFSET_PANIC = "interface conversion: interface {} is nil, not *storage.brokerOffset"
+
+#: The newest version in Burrow 1.2.1's own table (``helpers/sarama.go``).
+BURROW121_KAFKA_VERSION = "2.1.0"
+
+#: ``(http_port, pidfile) -> TOML``: the config a BurrowServer writes before each start.
 ConfigRenderer = Callable[[int, Path], str]
+
+
+def burrow121_config(
+    *, cluster: str, servers: Sequence[str], zookeeper: str, http_port: int, pidfile: Path,
+    refresh_s: int = 1, tls: tuple[Path, Path] | None = None,
+    zk_offsets_path: str | None = None,
+) -> str:  # fmt: skip
+    """Burrow 1.2.1's TOML (key names checked against its v1.2.1 source): the ``kafka`` consumer
+    module (``__consumer_offsets``), and ``kafka_zk`` (``<zk_offsets_path>/consumers``, what
+    ZooKeeper-committing consumers wrote) when ``zk_offsets_path`` is given.
+
+    ``tls``: (CA, a PEM holding a certificate and its key). Burrow 1.2.1 reads ``cafile`` only
+    when ``certfile`` and ``keyfile`` are set too (``helpers/sarama.go``), else it trusts the
+    system roots alone; the broker asks for no client certificate, so any one does.
+    """
+    brokers = json.dumps(list(servers))
+    tls_profile = ""
+    if tls is not None:
+        ca, pem = (json.dumps(str(p)) for p in tls)
+        tls_profile = (f'tls = "devstack"\n\n[tls.devstack]\ncafile = {ca}\ncertfile = {pem}\n'
+                       f"keyfile = {pem}\nnoverify = false\n")
+    zk_module = ""
+    if zk_offsets_path is not None:
+        zk_module = f"""
+[consumer.{cluster}_zk]
+class-name = "kafka_zk"
+cluster = {json.dumps(cluster)}
+servers = [{json.dumps(zookeeper)}]
+zookeeper-path = {json.dumps(zk_offsets_path)}
+zookeeper-timeout = 6
+"""
+    return f"""\
+# Burrow 1.2.1 for the freshness-tracker dev stack (written by devstack/burrow.py).
+[general]
+pidfile = {json.dumps(str(pidfile))}
+env-var-prefix = "ftdevstackburrow"
+
+[logging]
+level = "info"
+
+# Burrow's own coordination (mandatory in 1.2.1): it creates root-path at start.
+[zookeeper]
+servers = [{json.dumps(zookeeper)}]
+timeout = 6
+root-path = "/burrow"
+
+[client-profile.devstack]
+client-id = "burrow-devstack"
+kafka-version = "{BURROW121_KAFKA_VERSION}"
+{tls_profile}
+[cluster.{cluster}]
+class-name = "kafka"
+servers = {brokers}
+client-profile = "devstack"
+topic-refresh = {refresh_s}
+offset-refresh = {refresh_s}
+
+[consumer.{cluster}]
+class-name = "kafka"
+cluster = {json.dumps(cluster)}
+servers = {brokers}
+client-profile = "devstack"
+offsets-topic = "__consumer_offsets"
+start-latest = false
+{zk_module}
+[httpserver.default]
+address = "127.0.0.1:{http_port}"
+
+[storage.default]
+class-name = "inmemory"
+workers = 4
+intervals = 10
+min-distance = 1
+expire-group = 604800
+
+[evaluator.default]
+class-name = "caching"
+expire-cache = 1
+"""
 
 
 def burrow_config(
@@ -125,10 +225,11 @@ class BurrowServer:
     """One Burrow process; :meth:`start` returns once it serves the cluster (same port on
     every restart, so a client's URL stays valid).
 
-    By default Burrow 1.9.5 from the cache with :func:`burrow_config`. ``binary`` and
-    ``render_config`` run another Burrow with its own TOML; readiness is the same (HTTP GOOD, the
-    cluster listed, the ``kafka`` consumer module's "starting consumers" log line, which every
-    Burrow since 1.0 writes), so the config must have a ``kafka`` consumer module.
+    By default a Burrow >= 1.9.5 (``FT_BURROW_BIN``) with :func:`burrow_config`. ``binary`` and
+    ``render_config`` run another Burrow with its own TOML (Burrow 1.2.1:
+    :func:`burrow121_config`); readiness is the same (HTTP GOOD, the cluster listed, the ``kafka``
+    consumer module's "starting consumers" log line, which every Burrow since 1.0 writes), so the
+    config must have a ``kafka`` consumer module.
     """
 
     def __init__(
@@ -226,13 +327,27 @@ class BurrowServer:
 
     def wait_for_topic(self, topic: str, partitions: int, timeout_s: float) -> None:
         """Until Burrow has broker offsets for every partition of ``topic``: it drops commits
-        for topics it does not know yet, for good (it reads ``__consumer_offsets`` only once)."""
+        for topics it does not know yet, for good (it reads ``__consumer_offsets`` only once).
+
+        Burrow 1.2.1 panics when a topic's detail is asked while some of its partitions have no
+        broker offset yet (``storage.fetchTopic``: "interface conversion: interface {} is nil";
+        a new topic whose first ListOffsets answer was partly "not leader"). A Burrow that died
+        so is restarted on the same port, where it re-reads ``__consumer_offsets`` from the
+        start (no commit is lost), and the wait goes on. Any other exit is an error.
+        """
+        deadline = time.monotonic() + timeout_s
 
         def known() -> bool:
+            if not self.running:
+                if _NIL_BROKER_OFFSET_PANIC not in self._log_since_start():
+                    raise ProcessStartError(f"Burrow exited\n{self.log_tail()}")
+                log.warning("Burrow 1.2.1 panicked on %s's partial broker offsets; restarting it",
+                            topic)  # fmt: skip
+                self.start(max(deadline - time.monotonic(), 1.0))
             status, body = self.get(f"/v3/kafka/{self.cluster}/topic/{topic}")
             return status == 200 and len((body or {}).get("offsets") or []) >= partitions
 
-        wait_until(known, timeout_s, f"Burrow to list {topic} with {partitions} partitions", 0.1)
+        wait_until(known, timeout_s, f"Burrow to list {topic} with {partitions} partitions", 0.25)
 
     def _log_since_start(self) -> str:
         try:

@@ -2,10 +2,11 @@
 
     python -m devstack.demo [--port 8081] [--duration SECONDS]     (what `scripts/run` runs)
 
-For a newcomer with no Burrow or Kafka at hand: starts Apache Kafka (KRaft, one node) and
-Burrow 1.9.5 as local processes, three consumer groups (keeping up, slow, stuck), and serves
-/metrics on the chosen port. A table of the live values is printed every cycle. It lives beside
-the tests, not in the package: the wheel and the image carry only the exporter.
+For a newcomer with no Burrow or Kafka at hand: starts Apache Kafka 3.9.1 (KRaft, one
+node) and Debian's Burrow 1.2.1 as local processes, three consumer groups (keeping up, slow,
+stuck), and serves /metrics on the chosen port. A table of the live values is printed every
+cycle. It lives beside the tests, not in the package: the wheel and the image carry only the
+exporter.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from devstack.cache import burrow_binary, kafka_classpath_dir
+from devstack.cache import debian_burrow_binary, kafka_classpath_dir
 from devstack.processes import ProcessStartError
 from devstack.stack import RealStack
 from devstack.workload import Workload
@@ -108,7 +109,7 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
         return 2
     try:  # what scripts/install builds, checked before anything starts or any file is made
         kafka_classpath_dir()
-        burrow_binary()
+        debian_burrow_binary()
     except ProcessStartError as exc:
         sys.stderr.write(f"demo: {exc}\n")
         return 1
@@ -120,7 +121,7 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
     began = time.monotonic()
-    sys.stderr.write("starting Apache Kafka (KRaft) and Burrow 1.9.5 locally, and a workload\n")
+    sys.stderr.write("starting Apache Kafka 3.9 (KRaft) and Burrow 1.2.1 locally, and a workload\n")
     try:
         env = start_demo()
     except (ProcessStartError, TimeoutError) as exc:  # the stack logged its tails and kept them
@@ -130,7 +131,7 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
         config = Path(tmp) / "demo.conf"
         config.write_text(env.config_text(port=port, frequency_sec=5)
                           + "lookup.commitLagWhenCaughtUp = true\n"
-                          # Burrow 1.9's own offsets reader shows up as a group: not the demo's
+                          # a Burrow >= 1.9's own offsets reader shows up as a group
                           + 'filters.groups.deny = ["burrow-.*"]\n')
         settings = load_settings(config)
         first = threading.Event()

@@ -1,6 +1,7 @@
 """Apache Kafka as local JVMs on 127.0.0.1: 1 or 3 KRaft combined broker+controller nodes
-(the default, Kafka 4.1), or 1 or 3 brokers on a ZooKeeper (``zookeeper_connect``, Kafka 3.9 for the
-Burrow 1.2.1 compatibility stack, :mod:`devstack.legacy`).
+(the default; Kafka 3.9.1 unless ``kafka_version`` says 4.1.1, see :mod:`devstack.cache`), or 1
+or 3 brokers on a ZooKeeper (``zookeeper_connect``, Kafka 3.9 only: the ZooKeeper-mode suite,
+:mod:`devstack.legacy`).
 
 Why these choices:
 
@@ -18,7 +19,7 @@ Why these choices:
   registers in ZooKeeper and creates the chroot itself). Everything else is the same.
 * **Logging follows the version**: Kafka 4 uses log4j2 (a properties file via
   ``-Dlog4j2.configurationFile``), Kafka 3.x log4j 1 syntax (``-Dlog4j.configuration``, served by
-  reload4j on the classpath ``devstack/legacy/pom.xml`` assembles).
+  reload4j on the classpath ``devstack/poms/kafka-3.9.xml`` assembles).
 * A node keeps its log dirs across :meth:`KafkaCluster.stop_broker`/:meth:`start_broker`, on the
   same ports, so a restart is a real broker restart with its data.
 * Two listeners per node: ``CLIENT`` (what :attr:`KafkaCluster.bootstrap_servers` reaches, the one
@@ -49,7 +50,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unused-ignore]
 
-from devstack.cache import kafka_classpath_dir, kafka_version
+from devstack.cache import default_kafka_version, kafka_classpath_dir
 from devstack.processes import Daemon, ProcessStartError, free_port, log_tail, rss_bytes
 from devstack.proxy import FrameProxy
 from devstack.tls import DevCerts
@@ -169,8 +170,8 @@ class KafkaCluster:
     ``extra_config`` adds or overrides ``server.properties`` keys on every node.
 
     ``classpath_dir`` and ``kafka_version`` name the broker to run (default: the cache's
-    Kafka of ``devstack/pom.xml``); ``zookeeper_connect`` runs the nodes as ZooKeeper-mode
-    brokers of that ensemble (Kafka < 4) instead of a KRaft quorum.
+    Kafka of ``devstack/poms/kafka-3.9.xml``); ``zookeeper_connect`` runs the nodes as
+    ZooKeeper-mode brokers of that ensemble (Kafka < 4) instead of a KRaft quorum.
     """
 
     def __init__(
@@ -475,7 +476,7 @@ class KafkaCluster:
         return path.name, _LOG4J1, f"-Dlog4j.configuration=file:{path}"
 
     def _java(self, node: KafkaNode, main: Sequence[str]) -> list[str]:
-        classpath = self.classpath_dir or kafka_classpath_dir()
+        classpath = self.classpath_dir or kafka_classpath_dir(self.kafka_version)
         return [
             "java", *self.jvm_opts, self._logging(node)[2],
             f"-Dkafka.logs.dir={node.directory}",
@@ -520,13 +521,14 @@ class KafkaCluster:
 
 
 def _default_kafka_version() -> str:
-    """The version of the default classpath: ``devstack/pom.xml``'s, or the broker jar's in
-    ``FT_KAFKA_CLASSPATH`` (``kafka_2.13-<version>.jar``)."""
+    """The version of the default classpath: the default stack's
+    (``devstack/poms/kafka-3.9.xml``), or the broker jar's in ``FT_KAFKA_CLASSPATH``
+    (``kafka_2.13-<version>.jar``)."""
     override = os.environ.get("FT_KAFKA_CLASSPATH")
     if override:
         for jar in Path(override).glob("kafka_2.13-*.jar"):
             return jar.name.removeprefix("kafka_2.13-").removesuffix(".jar")
-    return kafka_version()
+    return default_kafka_version()
 
 
 _QUIET = logging.getLogger("devstack.kafka.readiness")

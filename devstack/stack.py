@@ -1,16 +1,21 @@
-"""``RealStack``: Apache Kafka 4.1 (KRaft, 1 or 3 nodes) + Burrow 1.9.5, as local processes.
+"""``RealStack``: Apache Kafka (KRaft, 1 or 3 nodes) + Burrow, as local processes.
 
 Why: the exporter's claims (exact freshness from genuine group commits, data loss when the log
 start passes a commit, one batch per partition leader) are only worth something when proven on
-the broker and the Burrow users run. This is the same public API as
-``freshness_tracker.devstack.stack.LocalStack`` (the tansu stack it replaces), so a suite switches
-by changing its fixture; the differences are the point of the switch:
+the broker and the Burrow users run. Two lines (:mod:`devstack.cache` says why):
+
+* **the default: Kafka 3.9.1 + Debian's Burrow 1.2.1** (with the ZooKeeper Burrow 1.2.1 needs for
+  itself), everything a fresh machine can install from the registries;
+* ``kafka_version="4.1.1"``: Kafka 4.1 with no Burrow (``burrow=False``: the lookup engine on a
+  current broker), or with a Burrow >= 1.9.5 the user brings in ``FT_BURROW_BIN``.
+
+What the suites rely on:
 
 * commits are real group commits; the broker stamps them, so ``commit_time_ms`` cannot be chosen
   (:meth:`RealStack.commit` returns the window the stamp lies in instead);
 * ``stop_broker``/``start_broker`` really stop and restart a JVM (one node, or all) with its data;
 * :meth:`RealStack.delete_records` moves a partition's log start (data loss on demand);
-* there is no ZooKeeper, so no ``commit_zk``;
+* ZooKeeper commits (``commit_zk``) need a ZooKeeper-mode Kafka: :mod:`devstack.legacy`;
 * with ``proxied=True`` (implied by ``rtt_ms``) each broker's client listener sits behind a
   :class:`~devstack.proxy.FrameProxy`: ``rtt_ms`` adds a round trip, :meth:`RealStack.cut_broker`
   makes a live broker unreachable, :meth:`RealStack.request_counts` tells Fetch requests per
@@ -52,11 +57,13 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined,unused-ignore]
     UserScramCredentialUpsertion,
 )
 
-from devstack.burrow import BurrowServer, http_get
-from devstack.kafka import SCRAM_MECHANISM, SECURITY_PROTOCOLS, KafkaCluster
+from devstack.burrow import BurrowServer, burrow121_config, http_get
+from devstack.cache import burrow_binary, debian_burrow_binary, default_kafka_version
+from devstack.kafka import SCRAM_MECHANISM, SECURITY_PROTOCOLS, KafkaCluster, major_version
 from devstack.processes import ProcessStartError, wait_until
 from devstack.proxy import FrameProxy
 from devstack.tls import DevCerts, make_certs
+from devstack.zookeeper import ZooKeeperServer
 
 __all__ = [
     "DEFAULT_RETENTION_MS",
@@ -111,7 +118,17 @@ class RealStack:
         keep_workdir: bool = False,
         proxied: bool | None = None,
         security: str = "plaintext",
+        kafka_version: str | None = None,
+        burrow: bool = True,
     ) -> None:
+        #: The broker's version: the default stack's 3.9.1, or 4.1.1 (see the module docstring).
+        self.kafka_version = kafka_version or default_kafka_version()
+        #: Whether a Burrow runs (Kafka 4 needs ``FT_BURROW_BIN`` for one).
+        self.with_burrow = burrow
+        #: The ZooKeeper Burrow 1.2.1 coordinates through (and a ZooKeeper-mode Kafka's).
+        self.zookeeper: ZooKeeperServer | None = None
+        #: ``/chroot`` for a ZooKeeper-mode Kafka on :attr:`zookeeper` (:mod:`devstack.legacy`).
+        self.zookeeper_chroot: str | None = None
         self.proxied = bool(rtt_ms) if proxied is None else proxied
         if rtt_ms and not self.proxied:
             raise StackFeatureUnavailable("rtt_ms needs the frame proxies: proxied=True")
@@ -221,13 +238,27 @@ class RealStack:
                  self.start_timings, self.bootstrap_servers, self.burrow_url)  # fmt: skip
         return self
 
+    @property
+    def burrow121(self) -> bool:
+        """Debian's Burrow 1.2.1 reads this Kafka (< 4); Kafka 4 needs Burrow >= 1.9.5."""
+        return major_version(self.kafka_version) < 4
+
     def _start_managed(self) -> None:
         t0 = time.monotonic()
+        if self.with_burrow:  # a missing binary fails before any JVM starts
+            binary = debian_burrow_binary() if self.burrow121 else burrow_binary()
         if self.security != "plaintext":
             self.certs = make_certs(self.workdir / "tls")
+        zookeeper_connect = None
+        if (self.with_burrow and self.burrow121) or self.zookeeper_chroot is not None:
+            self.zookeeper = ZooKeeperServer(self.workdir)
+            self.zookeeper.start(self.start_timeout_s)
+            if self.zookeeper_chroot is not None:
+                zookeeper_connect = self.zookeeper.address + self.zookeeper_chroot
         self.kafka = KafkaCluster(self.nodes, self.workdir, start_timeout_s=self.start_timeout_s,
                                   proxied=self.proxied, security=self.security,
-                                  certs=self.certs)  # fmt: skip
+                                  certs=self.certs, kafka_version=self.kafka_version,
+                                  zookeeper_connect=zookeeper_connect)  # fmt: skip
         self.kafka.start()
         self._bootstrap = self.kafka.bootstrap_servers
         self._internal = self.kafka.internal_bootstrap_servers
@@ -238,19 +269,40 @@ class RealStack:
         t1 = time.monotonic()
         self._ensure_offsets_topic(self.start_timeout_s)
         t2 = time.monotonic()
-        if self.security == "plaintext":
-            self.burrow = BurrowServer(self.workdir, self._internal.split(","), self.cluster)
-        else:  # Burrow reads through the secured CLIENT listener, as the exporter does
-            sasl = None
-            if self.scram_credentials is not None:
-                sasl = (SCRAM_MECHANISM, *self.scram_credentials)
-            self.burrow = BurrowServer(self.workdir, self._bootstrap.split(","), self.cluster,
-                                       tls_ca=self.certs.ca if self.certs else None,
-                                       sasl=sasl)  # fmt: skip
-        self._burrow_url = self.burrow.url
-        self.start_burrow()
+        if self.with_burrow:
+            self.burrow = self._burrow_server(binary)
+            self._burrow_url = self.burrow.url
+            self.start_burrow()
         self.start_timings = {"kafka": round(t1 - t0, 2), "offsets_topic": round(t2 - t1, 2),
                               "burrow": round(time.monotonic() - t2, 2)}  # fmt: skip
+
+    def _burrow_server(self, binary: Path) -> BurrowServer:
+        """Burrow reads through the secured CLIENT listener where it can (TLS; SASL_SSL with a
+        Burrow >= 1.9.5), else through the internal plaintext one."""
+        ca = self.certs.ca if self.certs is not None else None
+        if self.burrow121:  # Sarama 1.20: TLS yes, SCRAM no
+            tls = self.security == "tls" and self.certs is not None
+            tls_files = (self.certs.ca, self.certs.keystore) if tls and self.certs else None
+            servers = (self._bootstrap if tls else self._internal).split(",")
+            zookeeper = self._need(self.zookeeper, "ZooKeeper").address
+            chroot = self.zookeeper_chroot
+
+            def render(http_port: int, pidfile: Path) -> str:
+                return burrow121_config(cluster=self.cluster, servers=servers,
+                                        zookeeper=zookeeper, http_port=http_port,
+                                        pidfile=pidfile, tls=tls_files,
+                                        zk_offsets_path=chroot)  # fmt: skip
+
+            return BurrowServer(self.workdir, servers, self.cluster, binary=binary,
+                                render_config=render)  # fmt: skip
+        if self.security == "plaintext":
+            return BurrowServer(self.workdir, self._internal.split(","), self.cluster,
+                                binary=binary)  # fmt: skip
+        sasl = None
+        if self.scram_credentials is not None:
+            sasl = (SCRAM_MECHANISM, *self.scram_credentials)
+        return BurrowServer(self.workdir, self._bootstrap.split(","), self.cluster, binary=binary,
+                            tls_ca=ca, sasl=sasl)  # fmt: skip
 
     def stop(self) -> None:
         """Stop everything this stack started (idempotent); removes the workdir unless kept."""
@@ -265,8 +317,11 @@ class RealStack:
             # The data goes with the workdir, so no clean shutdown is owed: a 3-node cluster
             # stopping as a whole waits ~5 s for a quorum that is gone before it exits.
             self.kafka.stop(grace_s=2.0)
+        if self.zookeeper is not None:  # last: a ZooKeeper-mode broker's shutdown needs it
+            self.zookeeper.stop()
         self.burrow = None
         self.kafka = None
+        self.zookeeper = None
         if self._own_workdir and not self.keep_workdir and self._workdir is not None:
             shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
@@ -296,6 +351,8 @@ class RealStack:
     def logs_tail(self, lines: int = 40) -> str:
         """The last ``lines`` of every component's log, for failure reports."""
         parts = []
+        if self.zookeeper is not None:
+            parts.append(self.zookeeper.log_tail(lines))
         if self.kafka is not None:
             parts.append(self.kafka.logs_tail(lines))
         if self.burrow is not None:

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from devstack import RealStack
-from devstack.cache import burrow_binary
+from devstack.cache import burrow_binary, debian_burrow_binary
 from devstack.processes import Daemon
 from freshness_tracker.config import load_settings
 from tests.deploy.chart import config_data, container, hocon, render, rule_spec
@@ -208,12 +208,14 @@ def test_chart_sidecar_config_runs_the_real_burrow_and_the_tracker_reads_it(
     live: Live, stack: RealStack, tmp_path: Path
 ) -> None:
     """Sidecar mode for real: the chart's burrow.toml, filled by the init container's own
-    command, starts Burrow 1.9.5 (the chart's image version) with the container's (empty)
-    environment on the stack's Kafka 4.1, reading the real ``__consumer_offsets``, and the
-    chart's HOCON reads that Burrow on localhost. Burrow 1.9.5 opens no ZooKeeper connection
-    without a notifier, so the ZooKeeper address the chart requires is a port nobody serves."""
+    command, starts the stack's Burrow (Debian's 1.2.1 on Kafka 3.9; a Burrow >= 1.9.5, the
+    chart's image version, when ``FT_BURROW_BIN`` runs the stack on Kafka 4) with the
+    container's (empty) environment, reading the real ``__consumer_offsets`` and coordinating
+    through the stack's ZooKeeper at the chart's root path; the chart's HOCON reads that Burrow
+    on localhost."""
     port = free_port()
-    zookeeper = {"servers": [f"127.0.0.1:{free_port()}"],
+    assert stack.zookeeper is not None
+    zookeeper = {"servers": [stack.zookeeper.address],
                  "rootPath": f"/burrow-chart-{uuid.uuid4().hex[:6]}"}
     values = {
         "clusters": [{"name": stack.cluster, "bootstrapServers": stack.bootstrap_servers}],
@@ -235,7 +237,8 @@ def test_chart_sidecar_config_runs_the_real_burrow_and_the_tracker_reads_it(
                     str(config_dir / "burrow.toml")], check=True, timeout=30,
                    env={"PATH": os.environ["PATH"]})
     # its own process group, killed with the test process whatever happens (devstack's guardian)
-    burrow = Daemon("chart-burrow", [str(burrow_binary()), "-config-dir", str(config_dir)],
+    binary = debian_burrow_binary() if stack.burrow121 else burrow_binary()
+    burrow = Daemon("chart-burrow", [str(binary), "-config-dir", str(config_dir)],
                     tmp_path / "burrow.log", cwd=tmp_path,
                     env={e["name"]: e["value"] for e in burrow_spec["env"]}, grace_s=3.0)
     burrow.spawn()

@@ -21,7 +21,8 @@ from collections.abc import Callable
 import pytest
 
 from devstack.legacy import LegacyStack
-from devstack.legacy.stack import BURROW_KAFKA_VERSION, legacy_kafka_classpath_dir
+from devstack.burrow import BURROW121_KAFKA_VERSION
+from devstack.cache import default_kafka_version, kafka_classpath_dir
 from devstack.stack import DEFAULT_RETENTION_MS, now_ms
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import COMMIT_LAG, FRESHNESS, assert_freshness_from, one_cycle, result
@@ -70,13 +71,13 @@ def test_the_stack_is_burrow_121_on_kafka_391_with_zookeeper(stack: LegacyStack)
     owner = dpkg_query("-S", str(stack.burrow.binary))  # "burrow: /usr/bin/Burrow"
     assert owner.split(":", 1)[0] == "burrow", owner
     assert dpkg_query("-W", "-f=${Version}", "burrow").startswith("1.2.1")
-    assert (legacy_kafka_classpath_dir() / "kafka_2.13-3.9.1.jar").is_file()
+    assert (kafka_classpath_dir(default_kafka_version()) / "kafka_2.13-3.9.1.jar").is_file()
     assert stack.kafka is not None and not stack.kafka.kraft
     assert stack.kafka.kafka_version == "3.9.1"
     assert api_version_range(stack.bootstrap_servers, API_LIST_OFFSETS)[0] == 0
     status, body = stack.burrow_get(f"/v3/kafka/{stack.cluster}")
     assert status == 200
-    assert body["module"]["client-profile"]["kafka-version"] == BURROW_KAFKA_VERSION
+    assert body["module"]["client-profile"]["kafka-version"] == BURROW121_KAFKA_VERSION
 
 
 def test_group_commit_exact_freshness_and_commit_lag(
