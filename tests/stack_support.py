@@ -36,16 +36,17 @@ def poll(check: Callable[[], Any], timeout_s: float, what: str | Callable[[], st
         time.sleep(interval_s)
 
 
-def running_stack(*, allow_external: bool = True, nodes: int = 1,
-                  proxied: bool = True) -> Iterator[RealStack]:
+def running_stack(*, allow_external: bool = True, nodes: int = 1, proxied: bool = True,
+                  kafka_version: str | None = None, burrow: bool = True) -> Iterator[RealStack]:
     """Yield a started RealStack (or the FT_STACK_* one when allowed), stopped afterwards.
 
     Proxied by default: each broker's client listener sits behind a frame proxy, so tests can add
-    RTT, cut a broker off and count requests. A component that cannot start skips the tests
+    RTT, cut a broker off and count requests. ``kafka_version``/``burrow`` as in RealStack (the
+    default: Kafka 3.9.1 with Burrow 1.2.1). A component that cannot start skips the tests
     locally, with the reason, and fails them in CI.
     """
-    local = (RealStack.from_env() if allow_external else None) or RealStack(nodes=nodes,
-                                                                             proxied=proxied)
+    local = (RealStack.from_env() if allow_external else None) or RealStack(
+        nodes=nodes, proxied=proxied, kafka_version=kafka_version, burrow=burrow)
     try:
         local.start()
     except Exception as exc:

@@ -1,5 +1,6 @@
-"""The lookup engine against a real broker: Apache Kafka 4.1, the session's stack (the client
-listener behind its frame proxy, as users' clients would see a broker).
+"""The lookup engine against real brokers: every test runs on the session's Kafka 3.9.1 and on
+a Kafka 4.1.1 of its own (no Burrow: the engine reads Kafka only), the client listener behind a
+frame proxy, as users' clients would see a broker.
 
 Records are produced with explicit CreateTimes, in order (idempotent producer), so every
 timestamp can be asserted exactly; data loss is real (``delete_records`` moves the log start).
@@ -21,15 +22,26 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import NewTopic
 
 from devstack import RealStack
+from devstack.cache import current_kafka_version
 from devstack.processes import free_port
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID, ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
-from tests.stack_support import poll
+from tests.stack_support import poll, running_stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+
+@pytest.fixture(scope="module", params=["kafka-3.9", "kafka-4.1"])
+def stack(request: pytest.FixtureRequest, stack: RealStack) -> Iterator[RealStack]:
+    """The session's stack (Kafka 3.9.1), then a Kafka 4.1.1 alone: the engine on both lines."""
+    if request.param == "kafka-3.9":
+        yield stack
+        return
+    yield from running_stack(allow_external=False, kafka_version=current_kafka_version(),
+                             burrow=False)
 
 logger = logging.getLogger(__name__)
 _quiet = logging.getLogger("tests.librdkafka")
