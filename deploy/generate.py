@@ -11,6 +11,9 @@ Sources -> outputs:
                        -> examples/prometheus/freshness-tracker.rules.yml
   the chart's templates/prometheusrule-compat.yaml with compatRules.enabled
                        -> examples/prometheus/compat.rules.yml
+  examples/prometheus/objectives.conf through freshness_tracker.objective_rules (what
+  `freshness-tracker rules --objectives examples/prometheus/objectives.conf` prints)
+                       -> examples/prometheus/objectives.rules.yml
 """
 
 from __future__ import annotations
@@ -80,6 +83,16 @@ def compat_rules_text() -> str:
                                       {"compatRules": {"enabled": True}})
 
 
+OBJECTIVES = "examples/prometheus/objectives.conf"
+
+
+def objective_rules_text() -> str:
+    from freshness_tracker.objective_rules import render_rules
+    from freshness_tracker.spark.objectives import load_objectives
+
+    return render_rules(load_objectives(ROOT / OBJECTIVES), source=OBJECTIVES)
+
+
 def _board() -> str:
     return json.dumps(dashboard.build(), indent=2) + "\n"
 
@@ -91,6 +104,7 @@ OUTPUTS: list[tuple[Path, Callable[[], str]]] = [
     (ROOT / "examples" / "grafana" / "dashboards" / "freshness-tracker.json", _board),
     (ROOT / "examples" / "prometheus" / "freshness-tracker.rules.yml", rules_text),
     (ROOT / "examples" / "prometheus" / "compat.rules.yml", compat_rules_text),
+    (ROOT / "examples" / "prometheus" / "objectives.rules.yml", objective_rules_text),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Command line: run | once | check | history | spark. The only module that prints.
+"""Command line: run | once | check | history | rules | spark. The only module that prints.
 
 Exit codes: 0 success, 1 a cluster failed (`once`, `check`), 2 configuration error.
 """
@@ -64,6 +64,15 @@ def _parser() -> argparse.ArgumentParser:
                          help="compact the days before this date (default: yesterday, UTC: "
                               "today and yesterday stay open for late writes)")
     compact.add_argument("--dry-run", action="store_true", help="say what would be compacted")
+    rules = sub.add_parser(
+        "rules", help="print Prometheus recording rules and burn-rate alerts for freshness "
+                      "objectives (the Spark report's objectives file)")
+    rules.add_argument("--objectives", required=True,
+                       help="HOCON list of { consumer, topic?, freshness, target }")
+    rules.add_argument("--job", help="select only this Prometheus job's series (default: any)")
+    rules.add_argument("--format", choices=["rules", "helm-values"], default="rules",
+                       help="a Prometheus rules file (default), or chart values setting "
+                            "prometheusRule.extraGroups")
     spark = sub.add_parser("spark", help="the Spark data pipeline (needs the spark extra)")
     spark.set_defaults(spark_parser=spark)
     try:
@@ -265,11 +274,21 @@ def cmd_history(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_rules(args: argparse.Namespace) -> int:
+    from freshness_tracker.objective_rules import render_rules
+    from freshness_tracker.spark.objectives import load_objectives
+
+    objectives = load_objectives(args.objectives)
+    print(render_rules(objectives, job=args.job, source=args.objectives,
+                       helm_values=args.format == "helm-values"), end="")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     commands = {"run": cmd_run, "once": cmd_once, "check": cmd_check,
-                "history": cmd_history}
+                "history": cmd_history, "rules": cmd_rules}
     try:
         if args.command == "spark":
             handler = getattr(args, "spark_handler", None)

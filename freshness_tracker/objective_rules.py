@@ -1,0 +1,240 @@
+"""Freshness objectives as Prometheus rules: the SLI recorded live and multi-window,
+multi-burn-rate alerts, from the same objectives file the Spark report reads.
+
+Pure: objectives in, a rules dict (or its YAML) out; no Prometheus, no Spark. The CLI's
+`freshness-tracker rules --objectives FILE` prints it.
+
+**What is judged** is the report's consumer series (docs/spark.md, domain/slo.py): per (cluster,
+consumer) the worst partition's freshness, judged by the **first objective whose `consumer`
+regex matches** the consumer; an objective naming a `topic` judges the worst partition over the
+topics it selects. First match holds in PromQL: objective i's selectors carry
+`consumer=~"<its regex>"` and `consumer!~"<regex>"` for every earlier objective, so a consumer
+is selected by one objective at most.
+
+**The SLI**, recorded as `freshness_tracker:objective_bad` {cluster, consumer, objective="i"}:
+1 while the group's freshness is strictly over the objective (exactly at it is within), 0 while
+within; and 1 while the exporter reports the group but not its freshness (a read failed, or none
+of the objective's topics has a value), because the report counts no data against the
+objective. Its averages over 5m, 30m, 1h, 2h, 6h, 1d and 3d
+(`freshness_tracker:objective_bad:ratio_rate<window>`) are the shares of time over objective,
+sampled at the rule evaluation interval: the report's "time over objective ÷ window".
+
+**The alerts** are the SRE workbook's (chapter 5, "Alerting on SLOs", multiwindow,
+multi-burn-rate): the budget is 1 − target, a burn rate of 1 spends exactly the budget over any
+window, and an alert needs a long and a short window both over the rate (the short one resets
+it quickly once the group recovers):
+
+- page (`KafkaConsumerFreshnessBudgetBurnFast`, severity critical): 14.4× over 1h and 5m, or 6×
+  over 6h and 30m (2 % and 5 % of a 30-day budget spent);
+- ticket (`KafkaConsumerFreshnessBudgetBurnSlow`, severity warning): 3× over 1d and 2h, or 1× over
+  3d and 6h (10 % of a 30-day budget).
+
+Prometheus's regexes are RE2, fully anchored as Python's `fullmatch`: an objective using what
+RE2 lacks (lookaround, backreferences, atomic groups, conditionals) is refused here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import yaml
+
+from freshness_tracker.domain.slo import Objective
+from freshness_tracker.errors import ConfigError
+
+__all__ = [
+    "BAD",
+    "PAGE",
+    "TICKET",
+    "WINDOWS",
+    "BurnRate",
+    "objective_rules",
+    "render_rules",
+    "shadowed",
+]
+
+#: The recorded SLI: 1 over objective (or unknown), 0 within.
+BAD = "freshness_tracker:objective_bad"
+
+
+@dataclass(frozen=True, slots=True)
+class BurnRate:
+    """Fire when the share over objective exceeds `factor` × budget over both windows."""
+
+    long: str
+    short: str
+    factor: float
+
+
+PAGE = (BurnRate("1h", "5m", 14.4), BurnRate("6h", "30m", 6))
+TICKET = (BurnRate("1d", "2h", 3), BurnRate("3d", "6h", 1))
+#: Every window an alert reads, shortest first.
+WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
+
+_ALERTS = (
+    ("KafkaConsumerFreshnessBudgetBurnFast", PAGE, "critical", "fast"),
+    ("KafkaConsumerFreshnessBudgetBurnSlow", TICKET, "warning", "slowly but steadily"),
+)
+
+#: Python regex constructs RE2 (Prometheus) does not have.
+_NOT_RE2 = (
+    (re.compile(r"\(\?<?[=!]"), "lookaround"),
+    (re.compile(r"\(\?P="), "a named backreference"),
+    (re.compile(r"(?<!\\)\\[1-9]"), "a backreference"),
+    (re.compile(r"\(\?>"), "an atomic group"),
+    (re.compile(r"\(\?\("), "a conditional"),
+    (re.compile(r"(?<!\\)\\Z"), r"\Z (RE2 writes \z)"),
+)
+
+
+def _promql_string(value: str) -> str:
+    """A PromQL double-quoted string literal (Go escapes) for `value`."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _check_re2(pattern: str, key: str) -> None:
+    for construct, name in _NOT_RE2:
+        if construct.search(pattern):
+            raise ConfigError(key, f"{pattern!r} uses {name}, which Prometheus's regexes (RE2) "
+                                   "do not have", "rewrite the regex without it")
+
+
+def _number(value: Fraction | float) -> str:
+    return format(float(value), ".12g")
+
+
+def shadowed(objectives: Sequence[Objective]) -> dict[int, int]:
+    """Objective index -> the earlier one with the same consumer regex: such an objective never
+    judges a consumer's series (it may still judge topic series in the Spark report)."""
+    first: dict[str, int] = {}
+    out: dict[int, int] = {}
+    for i, o in enumerate(objectives):
+        if o.consumer in first:
+            out[i] = first[o.consumer]
+        else:
+            first[o.consumer] = i
+    return out
+
+
+def _selectors(objectives: Sequence[Objective], i: int, job: str | None) -> str:
+    matchers = [f"consumer=~{_promql_string(objectives[i].consumer)}"]
+    matchers += [f"consumer!~{_promql_string(o.consumer)}" for o in objectives[:i]]
+    if job is not None:
+        matchers.insert(0, f"job={_promql_string(job)}")
+    return ", ".join(matchers)
+
+
+def _sli(objectives: Sequence[Objective], i: int, job: str | None) -> dict[str, Any]:
+    o = objectives[i]
+    sel = _selectors(objectives, i, job)
+    if o.topic is None:
+        worst = f"max by (cluster, consumer) (kafka_consumer_group_max_freshness_ms{{{sel}}})"
+    else:
+        worst = ("max by (cluster, consumer) (kafka_consumer_topic_max_freshness_ms"
+                 f"{{{sel}, topic=~{_promql_string(o.topic)}}})")
+    reported = f"max by (cluster, consumer) (kafka_consumer_group_burrow_status{{{sel}}})"
+    return {
+        "record": BAD,
+        "expr": f"(\n  {worst} > bool {o.freshness_ms}\n)\nor\n(\n  {reported} * 0 + 1\n)\n",
+        "labels": {"objective": str(i)},
+    }
+
+
+def _burn_expr(i: int, rates: Sequence[BurnRate], budget: str) -> str:
+    pairs = []
+    for rate in rates:
+        over = f"> ({_number(rate.factor)} * {budget})"
+        pairs.append(
+            f"(\n  {BAD}:ratio_rate{rate.long}{{objective=\"{i}\"}} {over}\n"
+            f"and\n  {BAD}:ratio_rate{rate.short}{{objective=\"{i}\"}} {over}\n)")
+    return "\nor\n".join(pairs) + "\n"
+
+
+def _alert(objectives: Sequence[Objective], i: int, name: str, rates: Sequence[BurnRate],
+           severity: str, speed: str) -> dict[str, Any]:
+    o = objectives[i]
+    budget = 1 - o.target
+    windows = ", or ".join(f"{_number(r.factor)}× the budget over both {r.long} and {r.short}"
+                           for r in rates)
+    scope = (f"the worst partition of its topics matching {o.topic!r}" if o.topic is not None
+             else "its worst partition")
+    return {
+        "alert": name,
+        "expr": _burn_expr(i, rates, _number(budget)),
+        # the series carry `objective` already; as a rule label it also tells the rules apart
+        "labels": {"severity": severity, "objective": str(i)},
+        "annotations": {
+            "summary": ("Consumer group {{ $labels.consumer }} on {{ $labels.cluster }} burns "
+                        f"its freshness budget {speed} (over {_duration(o.freshness_ms)} "
+                        "{{ $value | humanizePercentage }} of the time)"),
+            "description": (f"Objective {i} ({o.label}), judging {scope}: the share of time "
+                            f"over {_duration(o.freshness_ms)} (or unmeasured) is above "
+                            f"{windows}; the budget is {_number(budget * 100)}% of the time. "
+                            "The Spark report judges the same objective over its window."),
+        },
+    }
+
+
+def _duration(ms: int) -> str:
+    for unit, size in (("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
+                    source: str = "objectives") -> dict[str, Any]:
+    """The rules file (`{"groups": [...]}`) for `objectives`, in their order (first match).
+
+    Raises ConfigError for an empty list or a regex Prometheus cannot run.
+    """
+    if not objectives:
+        raise ConfigError(f"{source}: objectives", "expected a non-empty list")
+    for i, o in enumerate(objectives):
+        _check_re2(o.consumer, f"{source}: objectives[{i}].consumer")
+        if o.topic is not None:
+            _check_re2(o.topic, f"{source}: objectives[{i}].topic")
+    recording: list[dict[str, Any]] = [_sli(objectives, i, job) for i in range(len(objectives))]
+    recording += [{"record": f"{BAD}:ratio_rate{w}", "expr": f"avg_over_time({BAD}[{w}])"}
+                  for w in WINDOWS]
+    alerts = [_alert(objectives, i, name, rates, severity, speed)
+              for i in range(len(objectives))
+              for name, rates, severity, speed in _ALERTS]
+    # One group: Prometheus evaluates a group's rules in order, so every alert reads the shares
+    # recorded in the same evaluation (separate groups run independently, a cycle apart).
+    return {"groups": [{"name": "freshness-tracker.objectives", "rules": recording + alerts}]}
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def render_rules(objectives: Sequence[Objective], *, job: str | None = None,
+                 source: str = "objectives", helm_values: bool = False) -> str:
+    """The rules as YAML with a header naming the objectives: a Prometheus rules file, or (with
+    `helm_values`) values for the chart (`prometheusRule.extraGroups`)."""
+    rules = objective_rules(objectives, job=job, source=source)
+    header = [f"# Freshness objectives from {source} as Prometheus rules, GENERATED by",
+              "# `freshness-tracker rules`: regenerate it when the objectives change.",
+              "# The first objective matching a consumer judges it (as in the Spark report):"]
+    header += [f"#   {i}: {o.label}" for i, o in enumerate(objectives)]
+    header += [f"#   {i}: never judges a consumer (objective {j} has the same consumer regex)"
+               for i, j in shadowed(objectives).items()]
+    body: dict[str, Any] = rules
+    if helm_values:
+        body = {"prometheusRule": {"extraGroups": rules["groups"]}}
+    text = yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)
+    return "\n".join(header) + "\n" + text
