@@ -182,7 +182,7 @@ class Exporter:
         self.self_metrics = SelfMetrics(self.live, [c.name for c in settings.clusters])
         self.live.register(KafkaClientCollector(self._pool_stats))
         ProcessCollector(registry=self.live)
-        series = SeriesSet(settings.granularity)
+        series = SeriesSet(settings.granularity, frozenset(settings.partition_metrics))
         #: What /metrics serves (the listener's source).
         self.exposition = CachedExposition(self.holder, self.live, series)
         # The same families built per collect(): generate_latest(registry), `once`, tests.

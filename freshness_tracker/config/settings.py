@@ -26,7 +26,11 @@ from freshness_tracker.burrow.url import BurrowUrlError, parse_burrow_url
 from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
-from freshness_tracker.sinks.prometheus import Granularity
+from freshness_tracker.sinks.prometheus import (
+    ALL_PARTITION_METRICS,
+    DEFAULT_PARTITION_METRICS,
+    Granularity,
+)
 
 __all__ = [
     "ClusterSettings",
@@ -82,6 +86,8 @@ class Settings:
     #: Hard deadline of one cluster cycle: every Burrow request and Kafka batch is cut at it,
     #: and a cycle still running then is published as failed (never served frozen).
     cycle_timeout_s: float = 120.0
+    #: The per-partition families exported at partition granularity (`partitionMetrics`).
+    partition_metrics: tuple[str, ...] = DEFAULT_PARTITION_METRICS
 
     def cluster(self, name: str) -> ClusterSettings:
         return next(c for c in self.clusters if c.name == name)
@@ -500,5 +506,21 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         clusters=clusters,
         warnings=tuple(warnings),
         cycle_timeout_s=r.seconds("cycleTimeout", minimum=1.0, maximum=3600.0),
+        partition_metrics=_partition_metrics(r),
     )
 
+
+def _partition_metrics(r: _Reader) -> tuple[str, ...]:
+    """Known family names, each once, in the exposition's order."""
+    value = r.raw("partitionMetrics")
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError("partitionMetrics", f"expected a list of metric names, got "
+                          f"{_kind(value)}", "write e.g. partitionMetrics = "
+                          '["kafka_consumer_freshness_ms"]')
+    for i, name in enumerate(value):
+        if name not in ALL_PARTITION_METRICS:
+            raise ConfigError(f"partitionMetrics[{i}]", f"{name!r} is no per-partition metric",
+                              "valid names are " + ", ".join(ALL_PARTITION_METRICS))
+    return tuple(n for n in ALL_PARTITION_METRICS if n in value)

@@ -10,7 +10,10 @@ Two renderers read these definitions: `FreshnessCollector` builds prometheus_cli
 same bytes straight from the snapshot, once per snapshot, for /metrics.
 
 What is exported is a `SeriesSet`: the finest level (`granularity`) and, at partition level,
-which per-partition families.
+which per-partition families (`partitionMetrics`). Per-partition series dominate the size (a
+family costs ~100 bytes and one series per partition), so by default only the time-based ones
+the shipped alerts need are per partition; the others are opt-in, and their roll-ups per topic
+and group are always there.
 
 A label value that is not valid UTF-8 would make the whole exposition fail to encode (HTTP 500
 for every cluster), so such a sample is skipped and logged instead: the parser already drops
@@ -208,8 +211,11 @@ PARTITION_FAMILIES = (FRESHNESS, COMMIT_LAG, OFFSET_LAG, COMMITTED, DATA_LOSS, L
                       PARTITION_STATUS)
 #: Every per-partition family name, for `partitionMetrics`.
 ALL_PARTITION_METRICS: tuple[str, ...] = tuple(f.name for f in PARTITION_FAMILIES)
-#: The per-partition families exported unless told otherwise: all of them.
-DEFAULT_PARTITION_METRICS: tuple[str, ...] = ALL_PARTITION_METRICS
+#: The per-partition families exported unless `partitionMetrics` says otherwise: the three
+#: time-based ones (freshness, commit lag, retention headroom) the shipped alerts and recording
+#: rules read per partition. Offset lag, committed offset, data loss, lost records and Burrow's
+#: status are opt-in per partition; their topic and group roll-ups are always exported.
+DEFAULT_PARTITION_METRICS: tuple[str, ...] = (FRESHNESS.name, COMMIT_LAG.name, HEADROOM.name)
 
 # --- roll-ups and health -------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.processes import free_port
+from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
 from tests.stack_support import poll
 
 REPO = Path(__file__).resolve().parents[2]
@@ -255,6 +256,8 @@ def exporter_config(*, burrow_url: str, clusters: list[dict[str, Any]], frequenc
         f"lookup {{ timeout = {lookup_timeout}, topicConfigTtl = 1s }}\n"
         f"frequency_sec = {frequency}\n"
         "port = @PORT@\nlistenAddress = \"127.0.0.1\"\nworkerThreadCount = 4\n"
+        # every per-partition family: the suite checks each one's rules
+        f"partitionMetrics = {json.dumps(list(ALL_PARTITION_METRICS))}\n"
         f"{extra}\n"
     )
 

@@ -9,6 +9,7 @@ with ``auto.offset.reset=error``, to pin the consumer settings and the event cou
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from freshness_tracker.cycle import now_ms
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
+from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
 from tests.fakes import FakeBurrow, group, lag
 from tests.faults.conftest import groups_regex
 from tests.faults.harness import (
@@ -58,6 +60,7 @@ def build(broker: FakeBroker, burrow: FakeBurrow,
         clusters = [{{ name = {CLUSTER}, kafka {{ "bootstrap.servers" = "b:9092",
                      "auto.offset.reset" = latest }} }}]
         lookup.timeout = 5s
+        partitionMetrics = {json.dumps(list(ALL_PARTITION_METRICS))}
     """)
     consumers: list[FakeConsumer] = []
 

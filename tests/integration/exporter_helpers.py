@@ -18,8 +18,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from devstack import CommitWindow, RealStack
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
+from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
 
 Labels = frozenset[tuple[str, str]]
+
+
+#: These suites check every per-partition family's rules, so they export them all (the default
+#: set is smaller: reference.conf `partitionMetrics`).
+EVERY_FAMILY = f"partitionMetrics = {json.dumps(list(ALL_PARTITION_METRICS))}"
 
 
 def exporter_conf(
@@ -45,6 +51,7 @@ def exporter_conf(
         f"port = {port}\n"
         f"listenAddress = \"127.0.0.1\"\n"
         f"workerThreadCount = 4\n"
+        f"{EVERY_FAMILY}\n"
         f"{extra}\n"
     )
 

@@ -32,6 +32,7 @@ from tests.deploy.chart import config_data, container, hocon, render, rule_spec
 from tests.deploy.live import JOB, Prometheus, running_exporter
 from tests.deploy.promql import Query, dashboard_queries, rule_queries, substitute
 from tests.deploy.tools import DASHBOARD_FILES, RULES_FILE, free_port
+from tests.integration.exporter_helpers import EVERY_FAMILY
 
 pytestmark = pytest.mark.integration
 
@@ -81,7 +82,7 @@ def live(stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                    "filters": {"groups": {"allow": [f"grp-.*-{run}"], "deny": []},
                                "topics": {"allow": [".*"], "deny": []}},
                    "lookup": {"commitLagWhenCaughtUp": True},
-                   "extra": 'listenAddress = "127.0.0.1"'},
+                   "extra": f'listenAddress = "127.0.0.1"\n{EVERY_FAMILY}'},
     }
     settings = load_settings(text=hocon(render(values)))
     # the rules as the chart renders them, with thresholds this data crosses (alert side)

@@ -23,6 +23,7 @@ from freshness_tracker.domain.filters import Shard
 from tests.deploy.chart import hocon, render
 from tests.deploy.live import JOB, Prometheus, running_exporter
 from tests.deploy.tools import free_port
+from tests.integration.exporter_helpers import EVERY_FAMILY
 
 NAMES = [f"{prefix}-{i}" for prefix in ("orders", "billing", "etl.events", "ü-groupe")
          for i in range(500)]
@@ -113,7 +114,7 @@ def replicas(stack: RealStack, tmp_path_factory: pytest.TempPathFactory
             "config": {"port": free_port(), "frequencySec": 1,
                        "filters": {"groups": {"allow": [f"shard-{run}-.*"], "deny": []},
                                    "topics": {"allow": [".*"], "deny": []}},
-                       "extra": 'listenAddress = "127.0.0.1"'},
+                       "extra": f'listenAddress = "127.0.0.1"\n{EVERY_FAMILY}'},
         }
         settings.append(_replica_settings(values, index))
     assert [s.shard for s in settings] == [Shard(0, 2), Shard(1, 2)]

@@ -10,7 +10,7 @@ from devstack import RealStack
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult
-from tests.integration.exporter_helpers import Scrape, exporter
+from tests.integration.exporter_helpers import EVERY_FAMILY, Scrape, exporter
 
 FRESHNESS = "kafka_consumer_freshness_ms"
 COMMIT_LAG = "kafka_consumer_commit_lag_ms"
@@ -54,7 +54,7 @@ def exporter_with(
         f"kafka {{ {block} }} }}]\n"
         f"filters.groups.allow = [{json.dumps(groups_allow)}]\n"
         f"lookup {{ timeout = 4s }}\nfrequency_sec = 1\nport = 0\n"
-        f'listenAddress = "127.0.0.1"\nworkerThreadCount = 4\n{extra}\n'
+        f'listenAddress = "127.0.0.1"\nworkerThreadCount = 4\n{EVERY_FAMILY}\n{extra}\n'
     )
     exp = Exporter(load_settings(text=text))
     try:

@@ -23,7 +23,7 @@ from freshness_tracker.domain.filters import Shard
 from freshness_tracker.domain.model import ClusterSnapshot
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import FreshnessCollector
+from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from tests.fakes import FakeBurrow, FakeReader, group, lag
 from tests.faults.fake_burrow_server import FaultyBurrow
@@ -85,7 +85,7 @@ def rig() -> Iterator[Rig]:
     client = BurrowClient(BurrowSettings(url=server.url, timeout_s=5, retries=0))
     registry = CollectorRegistry()
     holder = SnapshotHolder()
-    registry.register(FreshnessCollector(holder))
+    registry.register(FreshnessCollector(holder, SeriesSet.everything()))  # every family's rules
     metrics = SelfMetrics(registry, ["c", "d"])
     try:
         yield Rig(server, client, registry, holder, metrics)

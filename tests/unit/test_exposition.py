@@ -34,10 +34,13 @@ from freshness_tracker.domain.model import (
     PartitionStatus,
     TopicResult,
 )
+from freshness_tracker.errors import ConfigError
 from freshness_tracker.http import MetricsServer, make_app
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.exposition import CachedExposition
 from freshness_tracker.sinks.prometheus import (
+    ALL_PARTITION_METRICS,
+    DEFAULT_PARTITION_METRICS,
     FreshnessCollector,
     Granularity,
     SeriesSet,
@@ -252,8 +255,43 @@ def test_a_render_made_for_an_older_cycle_never_replaces_a_newer_one() -> None:
     assert exposition.counts.renders == 2  # no third render: the held one is the published one
 
 
+# --- the default series ----------------------------------------------------------------------
+
+
+def exported_families(text: str) -> set[str]:
+    return {line.split("{")[0] for line in text.splitlines() if line and line[0] != "#"}
+
+
+def test_default_series_are_freshness_commit_lag_and_headroom_per_partition() -> None:
+    _, exposition, _ = published(snapshot())
+    families = exported_families(exposition.answer().body.decode())
+    per_partition = {f for f in families if f in ALL_PARTITION_METRICS}
+    assert per_partition == set(DEFAULT_PARTITION_METRICS) == {
+        "kafka_consumer_freshness_ms", "kafka_consumer_commit_lag_ms",
+        "kafka_consumer_retention_headroom_ms"}
+    # every roll-up stays: alerts on groups and topics need no per-partition opt-in
+    assert {"kafka_consumer_topic_max_freshness_ms", "kafka_consumer_topic_offset_lag",
+            "kafka_consumer_group_max_freshness_ms", "kafka_consumer_group_offset_lag",
+            "kafka_consumer_group_burrow_status", "kafka_consumer_group_unmeasured_partitions",
+            "kafka_consumer_group_data_loss_partitions", "freshness_tracker_cluster_up"} \
+        <= families
+
+
 BASE = 'burrow.url = "http://burrow:8000"\nclusters = [{ name = c, kafka { ' \
        '"bootstrap.servers" = "k:1" } }]\n'
+
+
+def test_the_config_default_is_that_set_and_every_family_can_be_opted_in() -> None:
+    assert load_settings(text=BASE).partition_metrics == DEFAULT_PARTITION_METRICS
+    everything = load_settings(text=BASE + "partitionMetrics = " + str(
+        list(reversed(ALL_PARTITION_METRICS))).replace("'", '"'))
+    assert everything.partition_metrics == ALL_PARTITION_METRICS  # exposition order
+    only = load_settings(text=BASE + "partitionMetrics = [kafka_consumer_offset_lag]")
+    assert only.partition_metrics == ("kafka_consumer_offset_lag",)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(text=BASE + "partitionMetrics = [kafka_consumer_freshness_ms, lag]")
+    assert caught.value.key == "partitionMetrics[1]" and "kafka_consumer_offset_lag" in str(
+        caught.value)
 
 
 # --- the exporter and the listener ------------------------------------------------------------

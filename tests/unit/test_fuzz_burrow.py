@@ -38,7 +38,7 @@ from freshness_tracker.domain.names import group_name_problem, topic_name_proble
 from freshness_tracker.errors import BurrowResponseError
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import FreshnessCollector
+from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from tests.fakes import FakeReader
 from tests.faults.fake_burrow_server import FaultyBurrow
@@ -224,7 +224,7 @@ def cycle(burrow_server: FaultyBurrow) -> Iterator[tuple[ClusterMeasurer, Collec
         "c", {"bootstrap.servers": "k:1"})), client, lambda _k: reader, clock=lambda: NOW)
     registry = CollectorRegistry()
     holder = SnapshotHolder()
-    registry.register(FreshnessCollector(holder))
+    registry.register(FreshnessCollector(holder, SeriesSet.everything()))  # every family's rules
     self_metrics = SelfMetrics(registry, ["c"])
     try:
         yield measurer, registry, holder, self_metrics
