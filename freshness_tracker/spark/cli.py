@@ -64,6 +64,12 @@ def add_spark_commands(parser: argparse.ArgumentParser) -> None:
                            "cycle time replaces its rows instead of adding new ones")
     snap.add_argument("--max-tasks", type=int, help="Spark tasks per cluster (default: the "
                                                     "default parallelism)")
+    snap.add_argument("--every", type=_duration_ms, metavar="DURATION",
+                      help="keep running, one cycle every DURATION, in one Spark application: "
+                           "its executors and Python workers (with their Kafka consumers) stay "
+                           "warm between cycles instead of a cold start per run")
+    snap.add_argument("--cycles", type=int, metavar="N",
+                      help="with --every: stop after N cycles (default: run until stopped)")
     snap.set_defaults(spark_handler=_snapshot)
 
     rep = sub.add_parser("report", help="SLO report over the history table: Parquet, CSV, HTML")
@@ -105,17 +111,49 @@ def _snapshot(args: argparse.Namespace) -> int:
         import pyspark  # noqa: F401
 
         from freshness_tracker.spark.session import get_session
-        from freshness_tracker.spark.snapshot_job import run_snapshot
     except ImportError:
         return _spark_missing()
+    if args.every is not None and args.cycle_time is not None:
+        raise ConfigError("--every", "a repeating run has no single --cycle-time",
+                          "drop --cycle-time (each cycle starts at its own time)")
+    if args.every is not None and args.every <= 0:
+        raise ConfigError("--every", "the interval must be positive", "e.g. --every 60s")
     spark = get_session(args.master, "freshness-tracker snapshot")
+    if args.every is None:
+        return _snapshot_once(spark, settings, history, args)
+    from freshness_tracker.spark.snapshot_job import keep_warm
+
+    ok, done, every_s = True, 0, args.every / 1000
+    next_at = time.monotonic()
+    try:
+        while True:
+            ok = _snapshot_once(spark, settings, history, args) == 0 and ok
+            done += 1
+            if args.cycles is not None and done >= args.cycles:
+                break
+            next_at += every_s
+            if next_at < time.monotonic():
+                log.warning("snapshot cycle took longer than --every %.1f s; next one now",
+                            every_s)
+                next_at = time.monotonic()
+            keep_warm(spark, until=next_at)
+    except KeyboardInterrupt:
+        log.info("snapshot stopped after %d cycles", done)
+    return 0 if ok else 1
+
+
+def _snapshot_once(spark: Any, settings: Any, history: str, args: argparse.Namespace) -> int:
+    from freshness_tracker.spark.snapshot_job import run_snapshot
+
     result = run_snapshot(spark, settings, history, cycle_time_ms=args.cycle_time,
                           max_tasks=args.max_tasks)
     for snap in result.snapshots:
         h = snap.health
         error = f" error={h.error!r}" if h.error else ""
+        pids = result.lookups.get(snap.cluster, {}).get("worker_pids", [])
         print(f"cluster={snap.cluster} up={str(h.up).lower()} groups={h.groups} "  # noqa: T201
               f"partitions={h.partitions} reads={h.kafka_reads} failures={h.kafka_read_failures}"
+              f" python_workers={','.join(map(str, pids)) or '-'}"
               f" file={result.files.get(snap.cluster)}{error}")
     return 0 if result.ok else 1
 

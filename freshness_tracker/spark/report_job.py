@@ -3,10 +3,11 @@
 Spark does the heavy lifting: it reads only the date partitions of the window, folds the
 partition rows into one series per (cluster, consumer, topic) and per (cluster, consumer) (the
 worst partition at each sample time, over the topics the consumer's objective selects), and
-aggregates every partition for data loss and the worst partitions. The SLO math itself is
-`domain.slo`, called once per series through `applyInPandas`, so the report and its unit tests
-share one implementation. The small results are collected and written as Parquet, CSV and one
-HTML page (`report_html`).
+aggregates every partition for data loss and the worst partitions. The SLO math is
+`domain.slo`'s, written as Spark SQL expressions (`evaluate`: window functions, gaps and
+islands, no Python per series) and checked against it (tests/spark/test_report_engine.py).
+The small results are collected and written as Parquet, CSV and one HTML page
+(`report_html`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,18 @@ from freshness_tracker.domain.slo import (
     objective_for_topic,
 )
 from freshness_tracker.errors import FreshnessTrackerError
-from freshness_tracker.sinks.history import HISTORY_SCHEMA
+from freshness_tracker.sinks.history import HISTORY_SCHEMA, READ_SLACK_DAYS
 
-__all__ = ["ReportOptions", "ReportSummary", "history_frame", "run_report", "spark_schema"]
+__all__ = [
+    "ReportOptions",
+    "ReportSummary",
+    "evaluate",
+    "evaluate_tables",
+    "history_frame",
+    "read_series",
+    "run_report",
+    "spark_schema",
+]
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +90,12 @@ def spark_schema() -> Any:
 
 def history_frame(spark: Any, history: str, start_ms: int, end_ms: int) -> Any:
     """Rows with sample_time in [start, end), reading only the date partitions that can hold
-    them; `t` is the sample time in epoch ms."""
+    them (a file is filed under its earliest sample's day: from day(start) − 1, for cycles
+    across midnight); `t` is the sample time in epoch ms."""
     from pyspark.sql import functions as F
 
-    first = dt.datetime.fromtimestamp(start_ms / 1000, tz=dt.UTC).date()
+    first = dt.datetime.fromtimestamp(start_ms / 1000, tz=dt.UTC).date() - dt.timedelta(
+        days=READ_SLACK_DAYS)
     last = dt.datetime.fromtimestamp((end_ms - 1) / 1000, tz=dt.UTC).date()
     frame = spark.read.schema(spark_schema()).parquet(history)
     t = F.unix_millis("sample_time")
@@ -283,16 +295,13 @@ def _group_series(spark: Any, topic_series: Any, objectives: Sequence[Objective]
 # --- the job -----------------------------------------------------------------------------
 
 
-def run_report(spark: Any, history: str, out: str, objectives: Sequence[Objective],
-               options: ReportOptions) -> ReportSummary:
+def read_series(spark: Any, history: str, options: ReportOptions) -> tuple[Any, Any]:
+    """(partition rows of the window and its look-back, the per-topic series: the worst
+    partition at each sample time, persisted: several jobs use it; unpersist when done)."""
     from pyspark import StorageLevel
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
-    from freshness_tracker.spark import report_html
-
-    began = time.monotonic()
-    summary = ReportSummary(out=out)
     try:
         rows = history_frame(spark, history, options.start_ms - options.lookback_ms,
                              options.end_ms).select(
@@ -301,17 +310,41 @@ def run_report(spark: Any, history: str, out: str, objectives: Sequence[Objectiv
     except AnalysisException as exc:
         raise FreshnessTrackerError(f"cannot read the history table at {history}: "
                                     f"{str(exc).splitlines()[0]}") from exc
-    # One series per topic: the worst partition at each sample time. Cached: three jobs use it.
     topic_series = (rows.groupBy(*_TOPIC, "t").agg(F.max("freshness_ms").alias("value"))
                     .persist(StorageLevel.MEMORY_AND_DISK))
+    return rows, topic_series
+
+
+def evaluate_tables(spark: Any, rows: Any, topic_series: Any, objectives: Sequence[Objective],
+                    options: ReportOptions, began: float | None = None
+                    ) -> tuple[Any, Any, Any, Any]:
+    """(topics, consumers, partitions) collected as pandas frames, and the per-consumer series
+    (a Spark DataFrame, for the charts)."""
+    from pyspark.sql import functions as F
+
+    began = time.monotonic() if began is None else began
+    with _stage(spark, "evaluate-topics", began):
+        topics = _evaluate_topics(spark, topic_series, objectives, options).toPandas()
+    with _stage(spark, "evaluate-consumers", began):
+        group_series = _group_series(spark, topic_series, objectives)
+        consumers = _evaluate_groups(spark, group_series, objectives, options).toPandas()
+    with _stage(spark, "partitions", began):
+        partitions = _partition_stats(rows.where(F.col("t") >= options.start_ms)).toPandas()
+    return topics, consumers, partitions, group_series
+
+
+def run_report(spark: Any, history: str, out: str, objectives: Sequence[Objective],
+               options: ReportOptions) -> ReportSummary:
+    from pyspark.sql import functions as F
+
+    from freshness_tracker.spark import report_html
+
+    began = time.monotonic()
+    summary = ReportSummary(out=out)
+    rows, topic_series = read_series(spark, history, options)
     try:
-        with _stage(spark, "evaluate-topics", began):
-            topics = _evaluate_topics(spark, topic_series, objectives, options).toPandas()
-        with _stage(spark, "evaluate-consumers", began):
-            group_series = _group_series(spark, topic_series, objectives)
-            consumers = _evaluate_groups(spark, group_series, objectives, options).toPandas()
-        with _stage(spark, "partitions", began):
-            partitions = _partition_stats(rows.where(F.col("t") >= options.start_ms)).toPandas()
+        topics, consumers, partitions, group_series = evaluate_tables(
+            spark, rows, topic_series, objectives, options, began)
         summary.rows = int(partitions["rows"].sum()) if len(partitions) else 0
         tables = report_html.build_tables(consumers, topics, partitions, options)
         with _stage(spark, "charts", began):

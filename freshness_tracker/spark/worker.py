@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
@@ -88,8 +89,9 @@ def _build(payload: Mapping[str, Any]) -> _Engine:
     lookup = LookupSettings(**payload["lookup"])
     pool = ConsumerPool(kafka, lookup)
     executor = ThreadPoolExecutor(kafka.num_consumers, thread_name_prefix=f"lookup-{kafka.name}")
-    log.info("worker pid=%d: lookup engine for cluster=%s consumers=%d", os.getpid(), kafka.name,
-             kafka.num_consumers)
+    # To stderr, which Spark keeps as the executor's log: where each engine was built.
+    print(f"freshness-tracker python worker pid={os.getpid()}: lookup engine for "  # noqa: T201
+          f"cluster={kafka.name} consumers={kafka.num_consumers}", file=sys.stderr, flush=True)
     return _Engine(pool, executor, KafkaRecordReader(kafka, lookup, pool, executor))
 
 

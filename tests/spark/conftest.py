@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from devstack import RealStack
+from freshness_tracker.burrow.client import BurrowClient
+from freshness_tracker.config import load_settings
+from freshness_tracker.config.settings import Settings
+from freshness_tracker.domain.model import ClusterLags
 from tests.stack_support import unique_namer
+
+N = 12  # records per partition of the fleet
 
 #: Measured to matter for short local runs (shared/reference/spark-notes.md).
 TEST_CONF = {
@@ -53,3 +63,83 @@ def spark() -> Iterator[Any]:
 @pytest.fixture
 def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
     return unique_namer(request, width=30)
+
+
+class RecordedBurrow:
+    """Asks the real Burrow once per question and replays the answer: both runs measure the
+    very same Burrow snapshot (Burrow re-evaluates statuses as time passes)."""
+
+    def __init__(self, client: BurrowClient) -> None:
+        self._client = client
+        self._answers: dict[tuple[str, tuple[Any, ...]], Any] = {}
+
+    def _ask(self, name: str, *args: Any) -> Any:
+        key = (name, args)
+        if key not in self._answers:
+            self._answers[key] = getattr(self._client, name)(*args)
+        return self._answers[key]
+
+    def clusters(self) -> list[str]:
+        return list(self._ask("clusters"))
+
+    def cluster_servers(self, cluster: str) -> list[str]:
+        return list(self._ask("cluster_servers", cluster))
+
+    def consumers(self, cluster: str) -> list[str]:
+        return list(self._ask("consumers", cluster))
+
+    def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
+        lags: ClusterLags = self._ask("cluster_lags", cluster, tuple(sorted(groups)))
+        return lags
+
+
+@dataclass
+class Fleet:
+    settings: Settings
+    config: Path
+    timestamps: dict[tuple[str, int], list[int]]  # (topic, partition) -> record timestamps
+    # (group, topic, p) -> (offset, commit time: the broker's stamp, as Burrow reports it)
+    commits: dict[tuple[str, str, int], tuple[int, int]]
+    now_ms: int
+
+
+@pytest.fixture(scope="session")
+def fleet(stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Fleet:
+    """Two topics, three groups: lagging, caught up and a second lagging group sharing reads."""
+    suffix = os.urandom(4).hex()
+    orders, audit = f"orders-{suffix}", f"audit-{suffix}"
+    stack.create_topic(orders, partitions=3)
+    stack.create_topic(audit, partitions=2)
+    base = int(time.time() * 1000) - 3_600_000
+    timestamps: dict[tuple[str, int], list[int]] = {}
+    for topic, parts in ((orders, 3), (audit, 2)):
+        for p in range(parts):
+            ts = [base + 60_000 * i + 1_000 * p for i in range(N)]
+            assert stack.produce(topic, p, ts) == list(range(N))
+            timestamps[(topic, p)] = ts
+    lagging, caught, second = f"lagging-{suffix}", f"caught-{suffix}", f"second-{suffix}"
+    offsets = {
+        (lagging, orders, 0): 2, (lagging, orders, 1): 5, (lagging, orders, 2): 9,
+        (lagging, audit, 0): 0, (lagging, audit, 1): N,
+        (caught, orders, 0): N, (caught, orders, 1): N, (caught, orders, 2): N,
+        (second, orders, 0): 2, (second, audit, 1): 7,
+    }  # fmt: skip
+    windows = {key: stack.commit(*key, offset) for key, offset in offsets.items()}
+    commits: dict[tuple[str, str, int], tuple[int, int]] = {}
+    for (group, topic, p), offset in offsets.items():
+        part = stack.wait_for_burrow_lag(group, topic, p, committed_offset=offset,
+                                         current_lag=N - offset, timeout_s=60)
+        stamp = int(part["end"]["timestamp"])
+        window = windows[(group, topic, p)]
+        assert window.before_ms <= stamp <= window.after_ms, (group, topic, p, window, part)
+        commits[(group, topic, p)] = (offset, stamp)
+    config = tmp_path_factory.mktemp("fleet") / "exporter.conf"
+    config.write_text(
+        f'burrow.url = "{stack.burrow_url}"\n'
+        f'clusters = [{{ name = "{stack.cluster}", numConsumers = 2, '
+        f'kafka {{ "bootstrap.servers" = "{stack.bootstrap_servers}" }} }}]\n'
+        f'filters.groups.allow = ["{lagging}", "{caught}", "{second}"]\n'
+        f'filters.topics.allow = ["{orders}", "{audit}"]\n'
+        "lookup.commitLagWhenCaughtUp = true\nlookup.timeout = 15s\n")
+    return Fleet(load_settings(config), config, timestamps, commits,
+                 int(time.time() * 1000))
