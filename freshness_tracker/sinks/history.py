@@ -6,12 +6,18 @@ One row per (cycle, cluster, consumer, topic, partition). `HISTORY_SCHEMA` is a 
 
 Layout, hive-style so Spark, pyarrow, DuckDB and Trino read it as a partitioned table:
 
-    <root>/date=YYYY-MM-DD/cluster=<name>/cycle-<cycle start ms>[-shard<i>of<n>].parquet
+    <root>/date=YYYY-MM-DD/cluster=<name>/cycle-<cycle start ms>[-shard<i>of<n>]-<writer>.parquet
 
-`date` (UTC day of the cycle start) and `cluster` live in the path, not in the files. The file
-name is derived from the cluster and the cycle start, so writing the same cycle again replaces
-the file instead of duplicating rows (the Spark job's `--cycle-time` relies on it). Files are
-written under a hidden temporary name and renamed into place, so a reader never sees half a file.
+`date` and `cluster` live in the path, not in the files. `date` is the UTC day of the file's
+earliest `sample_time` (when Burrow's offsets were observed), so a late or backfilled run is
+filed under the day its samples belong to, and every row's sample_time is on that day or, for a
+cycle across midnight, the next: a reader selecting sample times in [T1, T2) reads the date
+folders from day(T1) − 1 to day(T2). The file name carries the writer (`exporter-<host>` for
+the exporter's sink, `spark` for the Spark job), so two writers never replace each other's
+files; the same writer re-writing the same cycle replaces its own file (the Spark job's
+`--cycle-time` retries rely on it), wherever the earlier attempt was filed, and says so in the
+log. Files are written under a hidden temporary name and renamed into place, so a reader never
+sees half a file.
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ import datetime as dt
 import json
 import logging
 import os
+import re
+import socket
 import uuid
 from pathlib import Path
 from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
@@ -40,9 +49,12 @@ __all__ = [
     "HISTORY_SCHEMA",
     "HISTORY_SCHEMA_VERSION",
     "PARTITION_COLUMNS",
+    "READ_SLACK_DAYS",
+    "SPARK_WRITER",
     "HistorySink",
     "compacted_sources",
     "cycle_id_for",
+    "exporter_writer",
     "read_history",
     "snapshot_table",
     "write_snapshot",
@@ -88,6 +100,13 @@ HISTORY_SCHEMA: pa.Schema = pa.schema(
 
 PARTITION_COLUMNS = ("date", "cluster")
 
+#: A row's `date` folder is its file's earliest sample day: a reader of sample times from T1
+#: reads from day(T1) minus this many days.
+READ_SLACK_DAYS = 1
+
+#: The writer of the Spark snapshot job's files.
+SPARK_WRITER = "spark"
+
 #: What each Parquet file holds: everything but the path partition columns.
 FILE_SCHEMA: pa.Schema = pa.schema(
     [f for f in HISTORY_SCHEMA if f.name not in PARTITION_COLUMNS],
@@ -99,10 +118,14 @@ class CompactedCycleError(FreshnessTrackerError):
     """Re-writing a cycle that compaction already folded into its day's compacted file."""
 
 
-def compacted_sources(directory: str | os.PathLike[str]) -> frozenset[str]:
+def compacted_sources(directory: str | os.PathLike[str],
+                      fs: pafs.FileSystem | None = None) -> frozenset[str]:
     """Cycle file names already folded into this partition's compacted file (empty if none)."""
     try:
-        return frozenset(json.loads((Path(directory) / MANIFEST).read_text())["sources"])
+        if fs is None:
+            return frozenset(json.loads((Path(directory) / MANIFEST).read_text())["sources"])
+        with fs.open_input_stream(f"{directory}/{MANIFEST}") as f:
+            return frozenset(json.loads(f.read())["sources"])
     except FileNotFoundError:
         return frozenset()
 
@@ -151,9 +174,19 @@ def _utc_date(ms: int) -> dt.date:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).date()
 
 
-def _file_name(cycle_start_ms: int, shard: Shard | None) -> str:
+def exporter_writer() -> str:
+    """`exporter-<host>`: the exporter sink's writer name (a pod name under Kubernetes)."""
+    return "exporter-" + _safe(socket.gethostname() or "host")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:64] or "_"
+
+
+def _file_name(cycle_start_ms: int, shard: Shard | None, writer: str | None = None) -> str:
     suffix = f"-shard{shard.index}of{shard.count}" if shard is not None and shard.count > 1 else ""
-    return f"cycle-{cycle_start_ms}{suffix}.parquet"
+    who = f"-{_safe(writer)}" if writer else ""
+    return f"cycle-{cycle_start_ms}{suffix}{who}.parquet"
 
 
 def _filesystem(root: str) -> tuple[pafs.FileSystem, str, bool]:
@@ -170,13 +203,26 @@ def partition_path(root: str, date: dt.date, cluster: str) -> str:
     return f"{root.rstrip('/')}/date={date.isoformat()}/cluster={quote(cluster, safe='')}"
 
 
+def _sample_day(table: pa.Table, fallback_ms: int) -> dt.date:
+    earliest = pc.min(table.column("sample_time")).value
+    return _utc_date(int(earliest) if earliest is not None else fallback_ms)
+
+
+def _exists(fs: pafs.FileSystem, path: str) -> bool:
+    return bool(fs.get_file_info(path).type == pafs.FileType.File)
+
+
 def write_snapshot(root: str, snapshot: ClusterSnapshot, *, cycle_start_ms: int | None = None,
-                   shard: Shard | None = None) -> str | None:
-    """Write (or replace) the snapshot's cycle file; returns its path, None if nothing to write.
+                   shard: Shard | None = None, writer: str | None = None) -> str | None:
+    """Write (or replace) this writer's file of the snapshot's cycle; returns its path, None if
+    there is nothing to write. `writer` names the writer in the file name (the exporter's sink
+    and the Spark job always pass theirs; None writes the name without one).
 
     A cycle after which the cluster is down (Burrow unreadable, or no Kafka read succeeded) is
     not written, as its series disappear from /metrics: the report sees the gap as "no data",
-    never as good.
+    never as good. The file goes under the UTC day of its earliest sample time. The same
+    writer's earlier file of the same cycle is replaced, also when it was filed under another
+    day (a retry or backfill run later): it is removed once the new file is in place.
     """
     if not snapshot.health.up:
         return None
@@ -185,24 +231,45 @@ def write_snapshot(root: str, snapshot: ClusterSnapshot, *, cycle_start_ms: int 
         return None
     start = snapshot.started_ms if cycle_start_ms is None else cycle_start_ms
     fs, base, local = _filesystem(root)
-    directory = partition_path(base, _utc_date(start), snapshot.cluster)
-    final = f"{directory}/{_file_name(start, shard)}"
+    day = _sample_day(table, snapshot.finished_ms)
+    name = _file_name(start, shard, writer)
+    directory = partition_path(base, day, snapshot.cluster)
+    final = f"{directory}/{name}"
+    # Where an earlier attempt of this cycle by this writer may be: the cycle's day through
+    # this sample day (a run never precedes its cycle), a day either side for midnight.
+    first, last = sorted((_utc_date(start), day))
+    others = [partition_path(base, first + dt.timedelta(days=d), snapshot.cluster)
+              for d in range(-1, (last - first).days + 2)]
+    others = [d for d in others if d != directory]
+    for where in (directory, *others):
+        if name in compacted_sources(where, fs):
+            raise CompactedCycleError(
+                f"cycle {cycle_id_for(snapshot.cluster, start, shard)} by {writer} is already in "
+                f"the compacted file of {where}; writing it again would count it twice. Re-run "
+                f"a compacted day into a fresh history path, or pick a cycle time that was not "
+                f"written")
+    replaced = _exists(fs, final)
     fs.create_dir(directory, recursive=True)
     if not local:  # object stores replace a key atomically on PUT
         pq.write_table(table, final, filesystem=fs, compression="zstd")
-        return final
-    if _file_name(start, shard) in compacted_sources(directory):
-        raise CompactedCycleError(
-            f"cycle {cycle_id_for(snapshot.cluster, start, shard)} is already in the compacted "
-            f"file of {directory}; writing it again would count it twice. Re-run a compacted day "
-            f"into a fresh history path, or pick a cycle time that was not written")
-    temporary = f"{directory}/.{uuid.uuid4().hex}.tmp"  # hidden: readers skip dot files
-    try:
-        pq.write_table(table, temporary, filesystem=fs, compression="zstd")
-        os.replace(temporary, final)
-    finally:
-        if os.path.exists(temporary):
-            os.remove(temporary)
+    else:
+        temporary = f"{directory}/.{uuid.uuid4().hex}.tmp"  # hidden: readers skip dot files
+        try:
+            pq.write_table(table, temporary, filesystem=fs, compression="zstd")
+            os.replace(temporary, final)
+        finally:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+    for where in others:
+        earlier = f"{where}/{name}"
+        if _exists(fs, earlier):
+            fs.delete_file(earlier)
+            replaced = True
+            log.info("history: cycle %s re-written under %s; its earlier file %s removed",
+                     cycle_id_for(snapshot.cluster, start, shard), directory, earlier)
+    if replaced:
+        log.info("history: cycle %s by %s replaced its earlier rows (%s)",
+                 cycle_id_for(snapshot.cluster, start, shard), writer, final)
     return final
 
 
@@ -212,14 +279,18 @@ class HistorySink:
     With sharded replicas pass `shard` so replicas of one cluster never overwrite each other.
     """
 
-    def __init__(self, path: str, *, shard: Shard | None = None) -> None:
+    def __init__(self, path: str, *, shard: Shard | None = None,
+                 writer: str | None = None) -> None:
         if not path:
             raise ValueError("history path must not be empty")
         self.path = path
         self.shard = shard
+        #: In every file name: another writer (the Spark job, another replica) never replaces
+        #: this one's files.
+        self.writer = writer or exporter_writer()
 
     def __call__(self, snapshot: ClusterSnapshot) -> None:
-        written = write_snapshot(self.path, snapshot, shard=self.shard)
+        written = write_snapshot(self.path, snapshot, shard=self.shard, writer=self.writer)
         if written:
             log.debug("history cluster=%s rows=%d file=%s", snapshot.cluster,
                       len(snapshot.partitions), written)

@@ -22,10 +22,10 @@ from freshness_tracker.domain.model import ClusterSnapshot
 from freshness_tracker.domain.ports import BurrowSource, RetentionSource
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
-from freshness_tracker.sinks.history import write_snapshot
+from freshness_tracker.sinks.history import SPARK_WRITER, write_snapshot
 from freshness_tracker.spark.reader import SparkRecordReader
 
-__all__ = ["SnapshotResult", "run_snapshot"]
+__all__ = ["SnapshotResult", "keep_warm", "run_snapshot"]
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def run_snapshot(
             result.snapshots = list(pool.map(lambda m: m.measure(), measurers))
         for snapshot in result.snapshots:
             path = write_snapshot(history_path, snapshot, cycle_start_ms=cycle_time_ms,
-                                  shard=settings.shard)
+                                  shard=settings.shard, writer=SPARK_WRITER)
             result.files[snapshot.cluster] = path
             reader = readers.get(snapshot.cluster)
             result.lookups[snapshot.cluster] = dict(reader.last_run) if reader else {}
@@ -109,3 +109,37 @@ def run_snapshot(
     log.info("stage=done clusters=%d ok=%s duration_ms=%d", len(result.snapshots),
              str(result.ok).lower(), int((time.monotonic() - began) * 1000))
     return result
+
+
+#: Spark stops a Python worker idle for a minute (hard-coded); pinging more often keeps them.
+KEEP_WARM_S = 20.0
+
+
+def _pid(batches: Any) -> Any:
+    import os
+
+    import pandas as pd
+
+    for _ in batches:
+        yield pd.DataFrame({"pid": [os.getpid()]})
+
+
+def keep_warm(spark: Any, until: float, every_s: float = KEEP_WARM_S) -> None:
+    """Wait until `until` (monotonic), running a one-row task per core every `every_s` so the
+    executors' Python workers (and the lookup engines cached in them) are not reaped as idle
+    between cycles of `spark snapshot --every`."""
+    while True:
+        left = until - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, every_s))
+        if until - time.monotonic() <= 1.0:
+            return
+        cores = max(1, int(spark.sparkContext.defaultParallelism))
+        spark.sparkContext.setJobDescription("freshness snapshot: keep Python workers warm")
+        try:
+            spark.range(0, cores, 1, cores).mapInPandas(_pid, "pid int").collect()
+        except Exception as exc:  # never stop the loop for a ping
+            log.warning("keep-warm ping failed: %s", str(exc).splitlines()[0][:200])
+        finally:
+            spark.sparkContext.setJobDescription(None)

@@ -87,3 +87,20 @@ def test_spark_reads_a_compacted_day_with_every_row_once(spark: Any, tmp_path: P
     after = sorted(r.asDict()["t"] for r in history_frame(spark, str(tmp_path), *window).collect())
     assert after == before and len(after) == 30 == len(set(after))
     assert spark.read.parquet(str(tmp_path)).schema.simpleString() == GOLDEN
+
+
+def test_the_documented_spark_query_keeps_numeric_cluster_names_strings(
+        spark: Any, tmp_path: Path) -> None:
+    """Spark inferred `cluster=123` as an int (and `007` as 7): with the schema given, as
+    docs/spark.md says, it is the string every other reader sees."""
+    rows = (PartitionResult(PartitionKey("123", "g", "t", 0), PartitionStatus.OK, "OK", 10, 15,
+                            5, START - 2_000, START - 61_000, 61_250, 59_000),)
+    for cluster in ("123", "007"):
+        health = ClusterHealth(cluster, True, START, START + 250, 250)
+        write_snapshot(str(tmp_path), ClusterSnapshot(cluster, 1, START, START + 250, health,
+                                                      rows))
+    documented = spark.read.schema(spark_schema()).parquet(str(tmp_path))
+    assert sorted(r["cluster"] for r in documented.select("cluster").collect()) == ["007", "123"]
+    assert dict(documented.dtypes)["cluster"] == "string"
+    frame = history_frame(spark, str(tmp_path), START, START + 1_000)
+    assert sorted(r["cluster"] for r in frame.select("cluster").collect()) == ["007", "123"]

@@ -4,112 +4,25 @@ history rows."""
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from devstack import RealStack
 from devstack.stack import DEFAULT_RETENTION_MS
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
-from freshness_tracker.config.settings import Settings
-from freshness_tracker.domain.model import ClusterLags
 from freshness_tracker.sinks.history import HistorySink, read_history
 from freshness_tracker.spark.snapshot_job import run_snapshot
+from tests.spark.conftest import Fleet, N, RecordedBurrow
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
-
-N = 12  # records per partition
-
-
-class RecordedBurrow:
-    """Asks the real Burrow once per question and replays the answer: both runs measure the
-    very same Burrow snapshot (Burrow re-evaluates statuses as time passes)."""
-
-    def __init__(self, client: BurrowClient) -> None:
-        self._client = client
-        self._answers: dict[tuple[str, tuple[Any, ...]], Any] = {}
-
-    def _ask(self, name: str, *args: Any) -> Any:
-        key = (name, args)
-        if key not in self._answers:
-            self._answers[key] = getattr(self._client, name)(*args)
-        return self._answers[key]
-
-    def clusters(self) -> list[str]:
-        return list(self._ask("clusters"))
-
-    def cluster_servers(self, cluster: str) -> list[str]:
-        return list(self._ask("cluster_servers", cluster))
-
-    def consumers(self, cluster: str) -> list[str]:
-        return list(self._ask("consumers", cluster))
-
-    def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
-        lags: ClusterLags = self._ask("cluster_lags", cluster, tuple(sorted(groups)))
-        return lags
-
-
-@dataclass
-class Fleet:
-    settings: Settings
-    config: Path
-    timestamps: dict[tuple[str, int], list[int]]  # (topic, partition) -> record timestamps
-    # (group, topic, p) -> (offset, commit time: the broker's stamp, as Burrow reports it)
-    commits: dict[tuple[str, str, int], tuple[int, int]]
-    now_ms: int
-
-
-@pytest.fixture(scope="module")
-def fleet(stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Fleet:
-    """Two topics, three groups: lagging, caught up and a second lagging group sharing reads."""
-    suffix = os.urandom(4).hex()
-    orders, audit = f"orders-{suffix}", f"audit-{suffix}"
-    stack.create_topic(orders, partitions=3)
-    stack.create_topic(audit, partitions=2)
-    base = int(time.time() * 1000) - 3_600_000
-    timestamps: dict[tuple[str, int], list[int]] = {}
-    for topic, parts in ((orders, 3), (audit, 2)):
-        for p in range(parts):
-            ts = [base + 60_000 * i + 1_000 * p for i in range(N)]
-            assert stack.produce(topic, p, ts) == list(range(N))
-            timestamps[(topic, p)] = ts
-    lagging, caught, second = f"lagging-{suffix}", f"caught-{suffix}", f"second-{suffix}"
-    offsets = {
-        (lagging, orders, 0): 2, (lagging, orders, 1): 5, (lagging, orders, 2): 9,
-        (lagging, audit, 0): 0, (lagging, audit, 1): N,
-        (caught, orders, 0): N, (caught, orders, 1): N, (caught, orders, 2): N,
-        (second, orders, 0): 2, (second, audit, 1): 7,
-    }  # fmt: skip
-    windows = {key: stack.commit(*key, offset) for key, offset in offsets.items()}
-    commits: dict[tuple[str, str, int], tuple[int, int]] = {}
-    for (group, topic, p), offset in offsets.items():
-        part = stack.wait_for_burrow_lag(group, topic, p, committed_offset=offset,
-                                         current_lag=N - offset, timeout_s=60)
-        stamp = int(part["end"]["timestamp"])
-        window = windows[(group, topic, p)]
-        assert window.before_ms <= stamp <= window.after_ms, (group, topic, p, window, part)
-        commits[(group, topic, p)] = (offset, stamp)
-    config = tmp_path_factory.mktemp("fleet") / "exporter.conf"
-    config.write_text(
-        f'burrow.url = "{stack.burrow_url}"\n'
-        f'clusters = [{{ name = "{stack.cluster}", numConsumers = 2, '
-        f'kafka {{ "bootstrap.servers" = "{stack.bootstrap_servers}" }} }}]\n'
-        f'filters.groups.allow = ["{lagging}", "{caught}", "{second}"]\n'
-        f'filters.topics.allow = ["{orders}", "{audit}"]\n'
-        "lookup.commitLagWhenCaughtUp = true\nlookup.timeout = 15s\n")
-    return Fleet(load_settings(config), config, timestamps, commits,
-                 int(time.time() * 1000))
-
 
 def _sorted(table: pa.Table) -> list[dict[str, Any]]:
     return sorted(table.to_pylist(), key=lambda r: (r["consumer"], r["topic"], r["partition"]))
@@ -198,7 +111,10 @@ def test_cli_snapshot_with_a_cycle_time_is_idempotent(
     table = read_history(history)
     assert table.num_rows == 13
     assert set(table.column("cycle_id").to_pylist()) == {"local@1767323045000"}
-    assert set(table.column("date").to_pylist()) == {dt.date(2026, 1, 2)}
+    # filed under the day of its samples (today), not of the logical cycle time: a short
+    # window over today finds a late or backfilled run
+    assert set(table.column("date").to_pylist()) == {
+        t.date() for t in table.column("sample_time").to_pylist()}
     # freshness is measured at the real clock, not at the logical cycle time
     assert min(r for r in table.column("freshness_ms").to_pylist() if r) > 30 * 60_000
 
@@ -227,3 +143,61 @@ def unused_port() -> Callable[[], int]:
             return int(s.getsockname()[1])
 
     return pick
+
+
+def test_a_slow_lookup_does_not_change_the_spark_jobs_values(
+        spark: Any, fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Freshness is measured as of Burrow's answer: lookups slowed by 3 s on purpose give the
+    very same values (the cold start of a spark-submit used to add 12-30 s to every one)."""
+    from freshness_tracker.cycle import now_ms
+    from freshness_tracker.spark.reader import SparkRecordReader
+
+    burrow = RecordedBurrow(BurrowClient(fleet.settings.burrow, clock=now_ms))
+    fast = run_snapshot(spark, fleet.settings, str(tmp_path / "fast"), burrow=burrow)
+    real_read = SparkRecordReader.read
+
+    def slow_read(self: SparkRecordReader, requests: Any) -> Any:
+        time.sleep(3)
+        return real_read(self, requests)
+
+    monkeypatch.setattr(SparkRecordReader, "read", slow_read)
+    began = time.monotonic()
+    slow = run_snapshot(spark, fleet.settings, str(tmp_path / "slow"), burrow=burrow)
+    assert time.monotonic() - began >= 3 and fast.ok and slow.ok
+
+    def values(snapshot: Any) -> dict[tuple[str, str, int], tuple[Any, ...]]:
+        return {(r.key.consumer, r.key.topic, r.key.partition):
+                (r.freshness_ms, r.sample_time_ms) for r in snapshot.partitions}
+
+    got = values(slow.snapshots[0])
+    assert got == values(fast.snapshots[0])
+    for row in slow.snapshots[0].partitions:
+        if row.freshness_ms and row.record_timestamp_ms is not None:
+            assert row.sample_time_ms is not None
+            assert row.freshness_ms == row.sample_time_ms - row.record_timestamp_ms
+            # Burrow's answer came before the 3 s the reads took
+            assert row.sample_time_ms <= slow.snapshots[0].finished_ms - 3_000
+    # and the history rows carry that time
+    times = {int(t.timestamp() * 1000) for t in read_history(str(tmp_path / "slow"))
+             .column("sample_time").to_pylist()}
+    assert times == {v[1] for v in got.values()}
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_every_keeps_one_application_and_its_python_workers_warm(
+        spark: Any, fleet: Fleet, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    history = str(tmp_path / "history")
+    assert main(["spark", "snapshot", "--config", str(fleet.config), "--history", history,
+                 "--every", "1s", "--cycles", "3", "--max-tasks", "1"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("cluster=")]
+    assert len(lines) == 3 and all("up=true" in x for x in lines)
+    workers = [x.split("python_workers=")[1].split()[0] for x in lines]
+    assert workers[1] == workers[2] != "-"  # the same warm Python worker answered
+    table = read_history(history)
+    assert table.num_rows == 3 * 13 and len(set(table.column("cycle_id").to_pylist())) == 3
+
+
+def test_every_refuses_a_fixed_cycle_time(fleet: Fleet, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    assert main(["spark", "snapshot", "--config", str(fleet.config), "--history", "/tmp/x",
+                 "--every", "1m", "--cycle-time", "2026-01-01"]) == 2

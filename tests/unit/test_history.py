@@ -129,8 +129,8 @@ def test_rewriting_a_cycle_replaces_it_and_new_cycles_append(tmp_path: Path) -> 
 def test_layout_is_hive_partitioned_by_utc_date_and_escaped_cluster(tmp_path: Path) -> None:
     last_ms_of_day = int(dt.datetime(2024, 2, 29, 23, 59, 59, 999_000, tzinfo=dt.UTC)
                          .timestamp() * 1000)
-    path = write_snapshot(str(tmp_path), snapshot(result(), cluster="eu/west=1 a",
-                                                  start=last_ms_of_day))
+    path = write_snapshot(str(tmp_path), snapshot(result(sample_time_ms=last_ms_of_day),
+                                                  cluster="eu/west=1 a", start=last_ms_of_day))
     assert path is not None
     rel = Path(path).relative_to(tmp_path).as_posix()
     assert rel == f"date=2024-02-29/cluster=eu%2Fwest%3D1%20a/cycle-{last_ms_of_day}.parquet"
@@ -157,7 +157,7 @@ def test_cycle_start_override_and_shards(tmp_path: Path) -> None:
     path = write_snapshot(str(tmp_path), snapshot(result()), cycle_start_ms=START - 86_400_000,
                           shard=shard)
     assert path is not None and path.endswith(f"cycle-{START - 86_400_000}-shard1of3.parquet")
-    assert "date=2023-11-13" in path
+    assert "date=2023-11-14" in path  # the day of its samples, not of the logical cycle time
     row = read_history(str(tmp_path)).to_pylist()[0]
     assert row["cycle_id"] == cycle_id_for("c", START - 86_400_000, shard) == \
         f"c@{START - 86_400_000}#1of3"
@@ -166,6 +166,7 @@ def test_cycle_start_override_and_shards(tmp_path: Path) -> None:
 
 def test_sink_is_a_snapshot_callable(tmp_path: Path) -> None:
     sink = HistorySink(str(tmp_path / "h"))
+    assert sink.writer.startswith("exporter-")
     sink(snapshot(result()))
     sink(snapshot(result(), start=START + 1))
     assert read_history(str(tmp_path / "h")).num_rows == 2
