@@ -1,10 +1,13 @@
-"""Issue 2's benchmark: one exporter cycle, batched lookups against the naive baseline.
+"""Issue 2's benchmark on real Kafka: one exporter cycle, batched lookups against the naive
+baseline, on a 1-node and a 3-node Apache Kafka 4.1 (KRaft) cluster read by Burrow 1.9.5.
 
-    python3 -m benchmarks.bench_cycle [--partitions 2000] [--rtt-ms 0,1] [--reps 3]
+    python3 -m benchmarks.bench_cycle [--nodes 1,3] [--partitions 2000] [--rtt-ms 0,1] [--reps 3]
 
-Starts the local stack (tansu + RTT proxy + Burrow 1.2.1), builds the workload (benchmarks.common:
-`--partitions` lagging partitions, lag 1–3 records each, over 4 groups), then per RTT, in a child
-process (so the proxy's and the bridge's Python threads do not share the exporter's GIL):
+Per node count it starts `devstack.RealStack(nodes=N, proxied=True)` (each broker's client
+listener behind a frame proxy that adds the RTT and counts requests per API), builds the workload
+(benchmarks.common: `--partitions` lagging partitions, lag 1–3 records each, over 4 groups, real
+group commits), then per RTT, in a child process (so the proxies' Python threads do not share
+the exporter's GIL):
 
 - full cycle, batched: `Exporter.run_once()` (Burrow → plan → cache → KafkaRecordReader → measure),
   cold cache and new consumers, exactly the production wiring;
@@ -13,12 +16,15 @@ process (so the proxy's and the bridge's Python threads do not share the exporte
 - engine only: `KafkaRecordReader.read()` and `NaiveRecordReader.read()` on the same plan.
 
 Batched and naive alternate within each repetition, so both see the same machine noise; ratios are
-per repetition, and the medians are reported. Fetch requests come from the proxy's per-API frame
-counters (Burrow's own background fetching, measured before the child starts, is subtracted) and,
-in one extra untimed repetition, from librdkafka's statistics (`req.Fetch`).
+per repetition, and the medians are reported. Fetch requests come from the proxies' per-broker,
+per-API frame counters (only the benchmark's clients use the proxied listener: Burrow,
+replication and the stack's helpers use the brokers' internal listener, so nothing is
+subtracted; the idle count is printed as a check) and, in one extra untimed repetition, from
+librdkafka's statistics (`req.Fetch`). Fetch per broker per batch divides each broker's frames
+by the batches of partitions it leads (batches are cut per leader).
 
 Then `--big-partitions` partitions of 1 MiB records: one cycle in a fresh child process, whose peak
-RSS (`ru_maxrss`) is reported with the LookupSettings in force.
+RSS (VmHWM) is reported with the LookupSettings in force.
 
 Benchmarks are not tests: nothing here asserts; it prints figures (and `--json FILE`).
 """
@@ -88,6 +94,7 @@ class _PoolCounter:
         self.executor = executor
         self.interval_ms = statistics_interval_ms
         self.pools: list[Any] = []
+        self.readers: list[Any] = []
 
     def __call__(self, kafka: Any) -> Any:
         from freshness_tracker.kafka.consumers import ConsumerPool
@@ -95,7 +102,12 @@ class _PoolCounter:
 
         pool = ConsumerPool(kafka, self.settings.lookup, statistics_interval_ms=self.interval_ms)
         self.pools.append(pool)
-        return KafkaRecordReader(kafka, self.settings.lookup, pool, self.executor)
+        reader = KafkaRecordReader(kafka, self.settings.lookup, pool, self.executor)
+        self.readers.append(reader)
+        return reader
+
+    def batches(self) -> int:
+        return sum(int(reader.stats()["batches"]) for reader in self.readers)
 
     def fetch_requests(self) -> int | None:
         """Flush the last statistics interval of every live consumer, then sum `req.Fetch`."""
@@ -146,6 +158,7 @@ def _batched_cycle(
         marks.mark(f"{tag}.batched_cycle{alt}.start")
         first = _cycle_figures(*_swap(_timed(exporter.run_once)))
         marks.mark(f"{tag}.batched_cycle{alt}.end")
+        first["batches"] = factory.batches()
         fetches = factory.fetch_requests()
         marks.mark(f"{tag}.second_cycle{alt}.start")
         second = _cycle_figures(*_swap(_timed(exporter.run_once)))
@@ -337,10 +350,8 @@ def _props(items: list[str] | None) -> dict[str, str]:
 # =========================================================================================
 
 
-def _run_child(
-    stack: Any, mode: str, extra: list[str], rtt_label: str, background_per_s: float
-) -> dict[str, Any]:
-    """Run one child; answer its MARKs with proxy Fetch snapshots; attach per-phase frames."""
+def _run_child(stack: Any, mode: str, extra: list[str], rtt_label: str) -> dict[str, Any]:
+    """Run one child; answer its MARKs with per-broker Fetch snapshots; attach per-phase frames."""
     from benchmarks.common import fetch_frames
 
     cmd = [sys.executable, "-m", "benchmarks.bench_cycle", "--child", mode,
@@ -349,37 +360,45 @@ def _run_child(
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             cwd=Path(__file__).resolve().parent.parent)  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
-    marks: dict[str, tuple[float, int]] = {}
+    marks: dict[str, dict[int, int]] = {}
     result: dict[str, Any] | None = None
-    for line in proc.stdout:
-        if line.startswith("MARK "):
-            marks[line[5:].strip()] = (time.monotonic(), fetch_frames(stack))
-            proc.stdin.write("ok\n")
-            proc.stdin.flush()
-        elif line.startswith("RESULT "):
-            result = json.loads(line[7:])
+    try:
+        for line in proc.stdout:
+            if line.startswith("MARK "):
+                marks[line[5:].strip()] = fetch_frames(stack)
+                proc.stdin.write("ok\n")
+                proc.stdin.flush()
+            elif line.startswith("RESULT "):
+                result = json.loads(line[7:])
+    finally:
+        if proc.poll() is None and result is None:
+            proc.kill()
     if proc.wait() != 0 or result is None:
         raise RuntimeError(f"benchmark child {mode} failed (exit {proc.returncode})")
-    for name, (t_start, n_start) in marks.items():
-        if name.endswith(".start"):
-            end = marks.get(name[:-6] + ".end")
-            if end is None:
-                continue
-            tag, phase = name[:-6].split(".", 1)
-            frames = end[1] - n_start - background_per_s * (end[0] - t_start)
-            for rep in result.get("reps", []):
-                if rep["rep"] == tag and phase in rep:
-                    rep[phase]["proxy_fetch_frames"] = max(0.0, frames)
+    for name, start in marks.items():
+        if not name.endswith(".start"):
+            continue
+        end = marks.get(name[:-6] + ".end")
+        if end is None:
+            continue
+        tag, phase = name[:-6].split(".", 1)
+        by_broker = {str(b): end[b] - start.get(b, 0) for b in sorted(end)}
+        for rep in result.get("reps", []):
+            if rep["rep"] == tag and phase in rep:
+                rep[phase]["proxy_fetch_frames"] = sum(by_broker.values())
+                rep[phase]["proxy_fetch_by_broker"] = by_broker
     return result
 
 
-def _background_fetch_rate(stack: Any, seconds: float = 3.0) -> float:
-    """Fetch frames per second while no benchmark client runs (Burrow polling its topics)."""
+def _idle_fetch_frames(stack: Any, seconds: float = 3.0) -> int:
+    """Fetch frames through the proxies while no benchmark client runs: 0 when, as designed,
+    Burrow and replication use the internal listener (a check, nothing is subtracted)."""
     from benchmarks.common import fetch_frames
 
-    start_n, start_t = fetch_frames(stack), time.monotonic()
+    before = fetch_frames(stack)
     time.sleep(seconds)
-    return (fetch_frames(stack) - start_n) / (time.monotonic() - start_t)
+    after = fetch_frames(stack)
+    return sum(after.values()) - sum(before.values())
 
 
 def _median(values: list[float | None]) -> float:
@@ -388,8 +407,19 @@ def _median(values: list[float | None]) -> float:
     return median([v for v in values if v is not None])
 
 
-def summarize(speed: dict[str, Any]) -> dict[str, Any]:
-    """Medians over the timed reps, and per-rep ratios (naive / batched)."""
+def batches_by_broker(leaders: dict[tuple[str, int], int], batch_size: int) -> dict[str, int]:
+    """Batches the engine cuts per leader (as KafkaRecordReader._cut): ceil(led / batch_size)."""
+    led: dict[int, int] = {}
+    for leader in leaders.values():
+        led[leader] = led.get(leader, 0) + 1
+    return {str(b): -(-n // batch_size) for b, n in sorted(led.items())}
+
+
+BATCHED_PHASES = ("batched_cycle", "batched_engine", "batched_cycle_alt", "batched_engine_alt")
+
+
+def summarize(speed: dict[str, Any], batches: dict[str, int]) -> dict[str, Any]:
+    """Medians over the timed reps, per-rep ratios (naive / batched), Fetch per broker per batch."""
     timed = [r for r in speed["reps"] if r["rep"] != "count"]
     count = next(r for r in speed["reps"] if r["rep"] == "count")
     n_req = speed["requests"]
@@ -404,9 +434,25 @@ def summarize(speed: dict[str, Any]) -> dict[str, Any]:
         value = rep[phase].get(key)
         return None if value is None else value / n_req
 
+    def per_batch(phase: str) -> dict[str, float]:
+        """Broker → median over every rep of its Fetch frames ÷ the batches it leads."""
+        return {b: _median([r[phase]["proxy_fetch_by_broker"].get(b, 0) / n
+                            for r in speed["reps"] if "proxy_fetch_by_broker" in r[phase]])
+                for b, n in batches.items()}  # fmt: skip
+
+    def naive_per_partition(phase: str) -> dict[str, float]:
+        """Broker → median Fetch frames per partition it leads (naive: one partition at a time)."""
+        led = speed.get("led_by_broker", {})
+        return {b: _median([r[phase]["proxy_fetch_by_broker"].get(b, 0) / n
+                            for r in speed["reps"] if "proxy_fetch_by_broker" in r[phase]])
+                for b, n in led.items()}  # fmt: skip
+
     return {
         "partitions": speed["partitions"],
         "requests": n_req,
+        "batches_by_broker": batches,
+        "engine_batches": max(r["batched_engine"]["batches"] for r in timed),
+        "cycle_batches": max(r["batched_cycle"].get("batches", 0) for r in timed),
         "batched_cycle_s": med("batched_cycle"),
         "naive_cycle_s": med("naive_cycle"),
         "cycle_ratio": ratio("naive_cycle", "batched_cycle"),
@@ -416,6 +462,8 @@ def summarize(speed: dict[str, Any]) -> dict[str, Any]:
         "second_cycle_s": med("second_cycle"),
         "second_cycle_reads": max(r["second_cycle"]["reads"] for r in timed),
         "second_cycle_cache_hits": min(r["second_cycle"]["cache_hits"] for r in timed),
+        "second_cycle_fetch_frames": max(r["second_cycle"].get("proxy_fetch_frames", 0)
+                                         for r in speed["reps"]),
         "batched_cycle_failures": max(r["batched_cycle"]["read_failures"] for r in timed),
         "naive_cycle_failures": max(r["naive_cycle"]["read_failures"] for r in timed),
         "not_found_engine": max(
@@ -430,6 +478,9 @@ def summarize(speed: dict[str, Any]) -> dict[str, Any]:
                           "batched_cycle_alt", "batched_engine_alt")
             if phase in count
         },
+        "fetch_per_broker_per_batch": {p: per_batch(p) for p in BATCHED_PHASES if p in count},
+        "naive_fetch_per_broker_partition": {p: naive_per_partition(p)
+                                             for p in ("naive_cycle", "naive_engine")},
         **({
             "alt_batched_cycle_s": med("batched_cycle_alt"),
             "alt_batched_engine_s": med("batched_engine_alt"),
@@ -452,121 +503,184 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None or value != value else f"{value:.{digits}f}"
 
 
-def print_report(
-    args: argparse.Namespace, per_rtt: dict[str, dict[str, Any]], rss: dict[str, Any] | None
-) -> None:
-    print(f"\n== freshness-tracker cycle benchmark: {args.partitions} lagging partitions, "
-          f"lag 1–3 records, {args.reps} timed reps (medians; ratios per rep) ==")
+def _by_broker(values: dict[str, float], digits: int = 2) -> str:
+    return " ".join(f"b{b}={_fmt(v, digits)}" for b, v in values.items())
+
+
+def print_report(args: argparse.Namespace, runs: dict[str, dict[str, Any]]) -> None:
+    print(f"\n== freshness-tracker cycle benchmark on Apache Kafka 4.1 + Burrow 1.9.5: "
+          f"{args.partitions} lagging partitions, lag {args.min_lag}–{args.max_lag} records, "
+          f"{args.reps} timed reps (medians; ratios per rep) ==")
     print(f"naive: fetch.wait.max.ms={args.naive_fetch_wait_ms} {args.naive_prop or ''}; "
           f"exporter extra props: {args.kafka_prop or 'none'}")
-    header = ("RTT ms", "batched cycle s", "naive cycle s", "cycle ×", "batched engine s",
-              "naive engine s", "engine ×", "2nd cycle s", "2nd cycle reads")
+    header = ("nodes", "RTT ms", "batched cycle s", "naive cycle s", "cycle ×",
+              "batched engine s", "naive engine s", "engine ×", "2nd cycle s", "2nd cycle reads")
     print(" | ".join(header))
-    for rtt, s in per_rtt.items():
-        print(" | ".join([
-            rtt, _fmt(s["batched_cycle_s"]), _fmt(s["naive_cycle_s"]), _fmt(s["cycle_ratio"], 1),
-            _fmt(s["batched_engine_s"]), _fmt(s["naive_engine_s"]), _fmt(s["engine_ratio"], 1),
-            _fmt(s["second_cycle_s"]), str(s["second_cycle_reads"]),
-        ]))  # fmt: skip
-    print("\nFetch requests per lookup (rdkafka = librdkafka statistics req.Fetch, counting rep; "
-          "proxy = Fetch frames, Burrow's background subtracted):")
-    for rtt, s in per_rtt.items():
-        parts = [f"{phase}: rdkafka {_fmt(v['rdkafka'], 4)} proxy {_fmt(v['proxy'], 4)}"
-                 for phase, v in s["fetch_per_lookup"].items()]
-        print(f"  RTT {rtt} ms: " + "; ".join(parts))
-    for rtt, s in per_rtt.items():
-        print(f"  RTT {rtt} ms: requests={s['requests']} partitions={s['partitions']} "
-              f"failures batched/naive cycle={s['batched_cycle_failures']}/"
-              f"{s['naive_cycle_failures']} non-FOUND engine reads={s['not_found_engine']} "
-              f"2nd-cycle cache hits={s['second_cycle_cache_hits']}")
-    for rtt, s in per_rtt.items():
-        if "alt_batched_cycle_s" in s:
-            print(f"  RTT {rtt} ms, with --compare-prop {args.compare_prop}: batched cycle "
-                  f"{_fmt(s['alt_batched_cycle_s'])} s ({_fmt(s['alt_cycle_ratio'], 1)}× naive), "
-                  f"engine {_fmt(s['alt_batched_engine_s'])} s "
-                  f"({_fmt(s['alt_engine_ratio'], 1)}× naive); compare/default time: cycle "
-                  f"{_fmt(s['alt_over_default_cycle'], 2)}, engine "
-                  f"{_fmt(s['alt_over_default_engine'], 2)}; failures "
-                  f"{s['alt_cycle_failures']}")
-    if rss is not None:
+    for nodes, run in runs.items():
+        for rtt, s in run["summary"].items():
+            print(" | ".join([
+                nodes, rtt, _fmt(s["batched_cycle_s"]), _fmt(s["naive_cycle_s"]),
+                _fmt(s["cycle_ratio"], 1), _fmt(s["batched_engine_s"]), _fmt(s["naive_engine_s"]),
+                _fmt(s["engine_ratio"], 1), _fmt(s["second_cycle_s"]),
+                str(s["second_cycle_reads"]),
+            ]))  # fmt: skip
+    print("\nFetch requests (proxy = Fetch frames per broker through the client listener's "
+          "proxies; rdkafka = librdkafka statistics req.Fetch, counting rep):")
+    for nodes, run in runs.items():
+        print(f"  {nodes} node(s): partitions led {_by_broker(run['led_by_broker'], 0)}; batches "
+              f"{_by_broker(run['batches_by_broker'], 0)}; idle proxy Fetch frames in 3 s "
+              f"before each RTT: {run['idle_fetch_frames']}")
+        for rtt, s in run["summary"].items():
+            per_batch = "; ".join(f"{p} {_by_broker(v)}"
+                                  for p, v in s["fetch_per_broker_per_batch"].items())
+            naive = "; ".join(f"{p} {_by_broker(v)}"
+                              for p, v in s["naive_fetch_per_broker_partition"].items())
+            per_lookup = "; ".join(
+                f"{p} rdkafka {_fmt(v['rdkafka'], 4)} proxy {_fmt(v['proxy'], 4)}"
+                for p, v in s["fetch_per_lookup"].items())
+            print(f"    RTT {rtt} ms: Fetch per broker per batch: {per_batch}")
+            print(f"    RTT {rtt} ms: naive Fetch per partition led: {naive}")
+            print(f"    RTT {rtt} ms: Fetch per lookup: {per_lookup}")
+            print(f"    RTT {rtt} ms: requests={s['requests']} partitions={s['partitions']} "
+                  f"batches engine/cycle={s['engine_batches']}/{s['cycle_batches']} "
+                  f"failures batched/naive cycle={s['batched_cycle_failures']}/"
+                  f"{s['naive_cycle_failures']} non-FOUND engine reads={s['not_found_engine']} "
+                  f"2nd cycle: cache hits={s['second_cycle_cache_hits']} "
+                  f"Fetch frames={s['second_cycle_fetch_frames']}")
+            if "alt_batched_cycle_s" in s:
+                print(f"    RTT {rtt} ms, with --compare-prop {args.compare_prop}: batched cycle "
+                      f"{_fmt(s['alt_batched_cycle_s'])} s ({_fmt(s['alt_cycle_ratio'], 1)}× "
+                      f"naive), engine {_fmt(s['alt_batched_engine_s'])} s "
+                      f"({_fmt(s['alt_engine_ratio'], 1)}× naive); compare/default time: cycle "
+                      f"{_fmt(s['alt_over_default_cycle'], 2)}, engine "
+                      f"{_fmt(s['alt_over_default_engine'], 2)}; failures "
+                      f"{s['alt_cycle_failures']}")
+    for nodes, run in runs.items():
+        rss = run.get("rss")
+        if rss is None:
+            continue
         c = rss["cycle"]
-        print(f"\n1 MiB records, {c['partitions']} lagging partitions, {c['reads']} reads "
-              f"({c['read_failures']} failed), one cycle in {c['seconds']:.2f} s: peak RSS "
-              f"{rss['peak_rss_mib']:.0f} MiB (before the cycle {rss['rss_before_cycle_mib']:.0f}"
-              f" MiB); peaks of all runs {rss['all_peaks_mib']}")
+        print(f"\n{nodes} node(s), 1 MiB records, {c['partitions']} lagging partitions, "
+              f"{c['reads']} reads ({c['read_failures']} failed), one cycle in "
+              f"{c['seconds']:.2f} s: peak RSS {rss['peak_rss_mib']:.0f} MiB (before the cycle "
+              f"{rss['rss_before_cycle_mib']:.0f} MiB); peaks of all runs {rss['all_peaks_mib']}")
         print(f"  lookup settings: {rss['lookup']}  kafka props: {rss['kafka_props'] or '{}'}")
         if "alt" in rss:
             a = rss["alt"]
             print(f"  with {a['kafka_props']}: peak RSS {a['peak_rss_mib']:.0f} MiB (all runs "
                   f"{a['all_peaks_mib']}), cycle "
                   f"{a['cycle']['seconds']:.2f} s, {a['cycle']['read_failures']} failed reads")
+    for nodes, run in runs.items():
+        t = run["timings"]
+        print(f"{nodes} node(s): stack up {t['stack_s']:.1f} s, workload {t['workload_s']:.1f} s, "
+              f"measurements {t['measure_s']:.1f} s")
 
 
-def parent(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.common import Workload
-    from freshness_tracker.devstack import LocalStack
-
-    rtts = [r.strip() for r in args.rtt_ms.split(",") if r.strip()]
+def _child_args(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
+    """(speed child args, RSS child args, RSS child args with --compare-prop)."""
     extra = ["--groups", f"{BENCH_PREFIX}-g[0-9]+", "--reps", str(args.reps),
              "--naive-fetch-wait-ms", str(args.naive_fetch_wait_ms),
              "--stats-interval-ms", str(args.stats_interval_ms)]  # fmt: skip
+    rss_extra = ["--groups", f"{BIG_PREFIX}-g[0-9]+"]
     for prop in args.kafka_prop or []:
         extra += ["--kafka-prop", prop]
+        rss_extra += ["--kafka-prop", prop]
+    alt_extra = [*rss_extra]
     for prop in args.compare_prop or []:
         extra += ["--compare-prop", prop]
+        alt_extra += ["--kafka-prop", prop]
     for prop in args.naive_prop or []:
         extra += ["--naive-prop", prop]
-    report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()}, "rtt": {}}
-    with LocalStack(rtt_ms=0.0) as stack:
-        started = time.monotonic()
-        Workload(stack, BENCH_PREFIX, args.partitions).build()
+    return extra, rss_extra, alt_extra
+
+
+def run_nodes(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
+    """One stack of `nodes` brokers: workload, every RTT, the 1 MiB RSS runs."""
+    from benchmarks.common import Workload
+    from devstack import RealStack
+
+    rtts = [r.strip() for r in args.rtt_ms.split(",") if r.strip()]
+    extra, rss_extra, alt_extra = _child_args(args)
+    began = time.monotonic()
+    with RealStack(nodes=nodes, proxied=True) as stack:
+        up = time.monotonic()
+        workload = Workload(stack, BENCH_PREFIX, args.partitions, min_lag=args.min_lag,
+                            max_lag=args.max_lag, records=args.max_lag + 1)  # fmt: skip
+        workload.build()
+        led: dict[str, int] = {}
+        for leader in workload.leaders().values():
+            led[str(leader)] = led.get(str(leader), 0) + 1
         big = None
         if args.big_partitions > 0:
             big = Workload(stack, BIG_PREFIX, args.big_partitions, groups=1,
-                           records=args.big_records, value_size=MiB)
+                           records=args.big_records, value_size=MiB)  # fmt: skip
             big.build()
-        print(f"workload ready in {time.monotonic() - started:.1f} s", flush=True)
-        per_rtt: dict[str, dict[str, Any]] = {}
+        ready = time.monotonic()
+        builds = {"bench": workload.timings, **({"big": big.timings} if big else {})}
+        print(f"{nodes} node(s): stack up in {up - began:.1f} s, workload ready in "
+              f"{ready - up:.1f} s {builds}; partitions led per broker {led}", flush=True)
+        run: dict[str, Any] = {"led_by_broker": dict(sorted(led.items())), "rtt": {},
+                               "summary": {}, "idle_fetch_frames": []}  # fmt: skip
         for rtt in rtts:
             stack.rtt_ms = float(rtt)
-            background = _background_fetch_rate(stack)
-            print(f"RTT {rtt} ms: Burrow background {background:.1f} Fetch/s; running…",
+            idle = _idle_fetch_frames(stack)
+            run["idle_fetch_frames"].append(idle)
+            print(f"{nodes} node(s), RTT {rtt} ms: idle proxy Fetch frames {idle}; running…",
                   flush=True)
-            speed = _run_child(stack, "speed", [*extra, "--rtt-label", rtt], rtt, background)
-            report["rtt"][rtt] = speed
-            per_rtt[rtt] = summarize(speed)
-        rss = None
+            speed = _run_child(stack, "speed", [*extra, "--rtt-label", rtt], rtt)
+            speed["led_by_broker"] = run["led_by_broker"]
+            batch_size = int(speed["lookup"]["batch_size"])
+            run["batches_by_broker"] = batches_by_broker(workload.leaders(), batch_size)
+            run["rtt"][rtt] = speed
+            run["summary"][rtt] = summarize(speed, run["batches_by_broker"])
         if big is not None:
             stack.rtt_ms = 0.0
-            rss_extra = ["--groups", f"{BIG_PREFIX}-g[0-9]+"]
-            for prop in args.kafka_prop or []:
-                rss_extra += ["--kafka-prop", prop]
-            alt_extra = [*rss_extra]
-            for prop in args.compare_prop or []:
-                alt_extra += ["--kafka-prop", prop]
             runs: list[dict[str, Any]] = []
             alt_runs: list[dict[str, Any]] = []
             for _ in range(args.rss_reps):  # each in a fresh process; the worst one is reported
-                runs.append(_run_child(stack, "rss", rss_extra, "0", 0.0))
+                runs.append(_run_child(stack, "rss", rss_extra, "0"))
                 if args.compare_prop:
-                    alt_runs.append(_run_child(stack, "rss", alt_extra, "0", 0.0))
+                    alt_runs.append(_run_child(stack, "rss", alt_extra, "0"))
             rss = _worst_rss(runs)
             if alt_runs:
                 rss["alt"] = _worst_rss(alt_runs)
-            report["rss"] = rss
-    report["summary"] = per_rtt
-    print_report(args, per_rtt, rss)
+            run["rss"] = rss
+        run["timings"] = {"stack_s": up - began, "workload_s": ready - up,
+                          "measure_s": time.monotonic() - ready, "build": builds}  # fmt: skip
+    return run
+
+
+def parent(args: argparse.Namespace) -> dict[str, Any]:
+    import confluent_kafka
+
+    report: dict[str, Any] = {
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "versions": {"confluent_kafka": confluent_kafka.__version__,
+                     "librdkafka": confluent_kafka.libversion()[0]},
+        "nodes": {},
+    }
+    began = time.monotonic()
+    for nodes in (int(n) for n in args.nodes.split(",") if n.strip()):
+        report["nodes"][str(nodes)] = run_nodes(args, nodes)
+    report["wall_s"] = time.monotonic() - began
+    print_report(args, report["nodes"])
+    print(f"confluent-kafka {report['versions']['confluent_kafka']}, librdkafka "
+          f"{report['versions']['librdkafka']}; wall time {report['wall_s'] / 60:.1f} min")
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m benchmarks.bench_cycle",
                                      description=__doc__.split("\n")[0])  # fmt: skip
+    parser.add_argument("--nodes", default="1,3",
+                        help="Kafka cluster sizes to run, comma-separated (1 and/or 3)")
     parser.add_argument("--partitions", type=int, default=2000, help="lagging partitions")
+    parser.add_argument("--min-lag", type=int, default=1, help="smallest lag in records")
+    parser.add_argument("--max-lag", type=int, default=3, help="largest lag in records")
     parser.add_argument("--rtt-ms", default="0,1", help="added RTTs to run, comma-separated")
     parser.add_argument("--reps", type=int, default=3, help="timed repetitions per RTT")
-    parser.add_argument("--naive-fetch-wait-ms", type=int, default=1,
-                        help="fetch.wait.max.ms of the naive reader (its best on tansu)")
+    parser.add_argument("--naive-fetch-wait-ms", type=int, default=0,
+                        help="fetch.wait.max.ms of the naive reader (its best here)")
     parser.add_argument("--stats-interval-ms", type=int, default=1000,
                         help="librdkafka statistics interval in the counting rep (small values "
                              "flood the consumer with MB-sized JSON when thousands of "

@@ -10,7 +10,8 @@ the thread-pool engine on the same plan, in one run on `local[2]`.
    breach episodes, a stuck group, a 10-minute outage (no data), unmeasured samples and data
    loss. Then `run_report` (the CLI's code path: series, applyInPandas SLOs, partitions,
    charts, outputs) over the whole window, timed without the session start: rows/s.
-2. **Lookups.** The real local stack (tansu behind the RTT proxy); `--partitions` partitions with
+2. **Lookups.** The real local stack (`devstack.RealStack`: Apache Kafka 4.1, one KRaft node;
+   behind the frame proxies when `--rtt-ms` adds a round trip); `--partitions` partitions with
    a few records each; one plan (`plan_reads` over synthetic lags of two groups: C and C−1, so
    3 distinct offsets per partition). The same plan goes to `KafkaRecordReader` (the exporter's
    thread-pool engine: `workerThreadCount` 8, 2 consumers) and to `SparkRecordReader` (tasks in
@@ -169,19 +170,19 @@ def bench_report(spark: Any, rows: int, workdir: Path, reps: int) -> dict[str, A
 
 def _stack_with_topics(partitions: int, rtt_ms: float) -> tuple[Any, list[tuple[str, int]]]:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import NewTopic
 
-    from freshness_tracker.devstack import LocalStack
+    from devstack import RealStack
 
-    stack = LocalStack(rtt_ms=rtt_ms).start()
+    stack = RealStack(rtt_ms=rtt_ms).start()
     per_topic = 100
     names = [f"bench-{i}" for i in range((partitions + per_topic - 1) // per_topic)]
     sizes = [min(per_topic, partitions - i * per_topic) for i in range(len(names))]
-    futures = stack.admin().create_topics([NewTopic(n, s, 1, config={"retention.ms": str(
-        7 * DAY_MS)}) for n, s in zip(names, sizes, strict=True)], request_timeout=60)
-    for future in futures.values():
-        future.result(timeout=60)
-    producer = Producer({"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 5})
+    for name, size in zip(names, sizes, strict=True):  # the lags are synthetic: no Burrow wait
+        stack.create_topic(name, size, retention_ms=7 * DAY_MS, wait_for_burrow=False)
+    assert stack.kafka is not None
+    # the unproxied listener: producing is set-up, not what is measured
+    producer = Producer({"bootstrap.servers": stack.kafka.internal_bootstrap_servers,
+                         "linger.ms": 5})
     now = int(time.time() * 1000)
     parts = [(n, p) for n, s in zip(names, sizes, strict=True) for p in range(s)]
     for topic, p in parts:
