@@ -7,8 +7,8 @@ of false alarms (value > threshold while the truth is below it) and missed alarm
 
 Our exporter publishes the value of its last completed cycle, so at a sample time t its value is
 the truth of a moment up to one cycle period P (``frequency_sec`` + the cycle's duration) earlier,
-measured from Burrow data up to R older still (Burrow's offset-refresh and the bridge's commit
-mirroring, ``refresh_allowance_s``). Three views of our error:
+measured from Burrow data up to R older still (Burrow's offset-refresh and its reading of the
+commit from ``__consumer_offsets``, ``refresh_allowance_s``). Three views of our error:
 
 * raw: |value(t) − truth(t)|;
 * within one cycle: min over τ in [t − P, t] of |value(t) − truth(τ)|, i.e. the error left once

@@ -22,7 +22,7 @@ from benchmarks.accuracy.sampler import ExporterProcess, Sample, Sampler, Target
 from benchmarks.accuracy.shapes import Shape, standard_shapes
 from benchmarks.accuracy.traffic import ShapeDriver
 from benchmarks.accuracy.truth import TruthLog
-from freshness_tracker.devstack import LocalStack
+from devstack import RealStack
 
 __all__ = ["HarnessConfig", "RunData", "ShapeRun", "run_harness"]
 
@@ -39,7 +39,7 @@ class HarnessConfig:
     table_limit: int = 60  # kafka-lag-exporter lookup-table.memory.size
     table_poll_s: float = 0.0  # kafka-lag-exporter poll interval (0: every sample)
     moment_window_s: float = 20.0  # "error after onset / recovery" averages this long
-    refresh_allowance_s: float = 2.0  # Burrow offset-refresh (1 s) + bridge commit mirroring
+    refresh_allowance_s: float = 2.0  # Burrow offset-refresh (1 s) + reading the commit
     low_volume_interval_s: float = 45.0
     mode: str = "full"
 
@@ -95,7 +95,7 @@ class RunData:
 def run_harness(
     config: HarnessConfig,
     shapes: list[Shape] | None = None,
-    stack: LocalStack | None = None,
+    stack: RealStack | None = None,
     workdir: Path | None = None,
     progress: Callable[[str], None] = lambda _m: None,
 ) -> RunData:
@@ -105,8 +105,8 @@ def run_harness(
         config.duration_s, config.low_volume_interval_s)
     own_stack = stack is None
     if stack is None:
-        stack = LocalStack.from_env() or LocalStack()
-        progress("starting the local stack (ZooKeeper, tansu, bridge, Burrow 1.2.1)")
+        stack = RealStack.from_env() or RealStack()
+        progress("starting the local stack (Apache Kafka 4.1 KRaft, Burrow 1.9.5)")
         stack.start()
     workdir = workdir or Path(tempfile.mkdtemp(prefix="ft-accuracy-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.demo import exporter_config
-from freshness_tracker.devstack.processes import free_port
+from devstack.processes import free_port
 
 __all__ = ["ExporterProcess", "Sample", "Sampler"]
 
@@ -41,7 +41,7 @@ class Sample:
     committed: int | None  # Burrow end.offset
     current_lag: int | None  # Burrow current_lag
     leo: int | None  # Burrow's broker offset for the partition
-    commit_ts_ms: float | None = None  # Burrow end.timestamp (the bridge's commit time)
+    commit_ts_ms: float | None = None  # Burrow end.timestamp (the broker's commit time)
 
     def to_json(self) -> list[Any]:
         return list(asdict(self).values())

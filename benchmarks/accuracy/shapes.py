@@ -67,7 +67,7 @@ NOTES = {
     "steady": (
         "Everything waits for well under a second, and every method stays within a couple of "
         "seconds. What ours shows is Burrow's view: a record already committed is still "
-        "counted as waiting until the commit reaches Burrow through the bridge, while "
+        "counted as waiting until Burrow has read the commit from __consumer_offsets, while "
         "Burrow's log end offset may already include the next records."
     ),
     "burst-idle": (

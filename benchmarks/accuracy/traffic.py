@@ -1,8 +1,9 @@
 """Plays a :class:`Shape` against the stack: one producer thread and one real consumer thread.
 
-The consumer is a confluent-kafka consumer with the shape's group id, ``assign()`` (tansu group
-joins are slow) and explicit synchronous commits into the broker; the stack's offsets bridge
-mirrors them into ``__consumer_offsets`` for Burrow, as a real group's commits would be. Every
+The consumer is a confluent-kafka consumer with the shape's group id, ``assign()`` (a standalone
+group: no rebalance to wait for, the processing speed stays the shape's) and explicit synchronous
+commits: a real group commit, which Kafka writes to ``__consumer_offsets``, stamped with the
+broker's clock, where Burrow reads it. Every
 delivery report and every commit is written to the shape's :class:`TruthLog`.
 """
 
