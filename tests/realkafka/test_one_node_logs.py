@@ -139,13 +139,24 @@ def test_compacted_away_record_at_the_commit(
         return first_offset_from(stack, topic, 0, 0) == 2
 
     poll(compacted, 90, f"the log cleaner to remove offsets 0-1 of {topic}", 0.5)
-    part = poll(lambda: _burrow_part(stack, group, topic, 0), 30, "Burrow to see the log end")
+    log_end = _log_end(stack, topic, 0)  # no append after this: Burrow must reach it
+    part = poll(lambda: (p := _burrow_part(stack, group, topic, 0)).get("current_lag") == log_end
+                and p, 30, f"Burrow to see the log end {log_end}")  # fmt: skip
     snap, _ = one_cycle(stack, group)
     r = result(snap, group, topic, 0)
     assert r.status is PartitionStatus.GAP, r
     assert r.committed_offset == 0 and r.offset_lag == part["current_lag"]
     assert_freshness_from(snap, r, ts[2])
     assert snap.health.offset_mismatches == 1 and snap.health.kafka_read_failures == 0
+
+
+def _log_end(stack: RealStack, topic: str, partition: int) -> int:
+    consumer = Consumer({"bootstrap.servers": stack.bootstrap_servers, "group.id": "ft-peek"})
+    try:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=15)
+        return int(high)
+    finally:
+        consumer.close()
 
 
 def _burrow_part(stack: RealStack, group: str, topic: str, partition: int) -> dict[str, int]:
