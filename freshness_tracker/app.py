@@ -248,6 +248,7 @@ class Exporter:
         except Exception:  # a bug: the first scrape renders it (and fails) instead
             log.exception("cluster=%s rendering /metrics failed", snapshot.cluster)
         self.holder.publish(snapshot)
+        self.exposition.published()
         self.self_metrics.observe(snapshot)
         return snapshot
 
