@@ -1,8 +1,11 @@
 """Issue 2's benchmark on real Kafka: one exporter cycle, batched lookups against the naive
-baseline, on a 1-node and a 3-node Apache Kafka 4.1 (KRaft) cluster read by Burrow 1.9.5.
+baseline, on a 1-node and a 3-node Apache Kafka (KRaft) cluster read by Burrow.
 
     python3 -m benchmarks.bench_cycle [--nodes 1,3] [--partitions 2000] [--rtt-ms 0,1] [--reps 3]
+    FT_BURROW_BIN=/path/to/Burrow-1.9.5 python3 -m benchmarks.bench_cycle --kafka-version 4.1.1
 
+The stack is devstack's: by default Kafka 3.9.1 + Debian's Burrow 1.2.1 (what a fresh machine
+installs); `--kafka-version 4.1.1` runs Kafka 4.1 with the Burrow >= 1.9.5 in `FT_BURROW_BIN`.
 Per node count it starts `devstack.RealStack(nodes=N, proxied=True)` (each broker's client
 listener behind a frame proxy that adds the RTT and counts requests per API), builds the workload
 (benchmarks.common: `--partitions` lagging partitions, lag 1–3 records each, over 4 groups, real
@@ -508,7 +511,9 @@ def _by_broker(values: dict[str, float], digits: int = 2) -> str:
 
 
 def print_report(args: argparse.Namespace, runs: dict[str, dict[str, Any]]) -> None:
-    print(f"\n== freshness-tracker cycle benchmark on Apache Kafka 4.1 + Burrow 1.9.5: "
+    stacks = sorted({f"Apache Kafka {r['kafka_version']} + Burrow {r['burrow']}"
+                     for r in runs.values()})  # fmt: skip
+    print(f"\n== freshness-tracker cycle benchmark on {', '.join(stacks)}: "
           f"{args.partitions} lagging partitions, lag {args.min_lag}–{args.max_lag} records, "
           f"{args.reps} timed reps (medians; ratios per rep) ==")
     print(f"naive: fetch.wait.max.ms={args.naive_fetch_wait_ms} {args.naive_prop or ''}; "
@@ -602,8 +607,10 @@ def run_nodes(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
     rtts = [r.strip() for r in args.rtt_ms.split(",") if r.strip()]
     extra, rss_extra, alt_extra = _child_args(args)
     began = time.monotonic()
-    with RealStack(nodes=nodes, proxied=True) as stack:
+    with RealStack(nodes=nodes, proxied=True, kafka_version=args.kafka_version) as stack:
         up = time.monotonic()
+        burrow = ("Debian's 1.2.1" if stack.burrow121
+                  else f"FT_BURROW_BIN={os.environ.get('FT_BURROW_BIN', '')}")  # fmt: skip
         workload = Workload(stack, BENCH_PREFIX, args.partitions, min_lag=args.min_lag,
                             max_lag=args.max_lag, records=args.max_lag + 1)  # fmt: skip
         workload.build()
@@ -619,7 +626,8 @@ def run_nodes(args: argparse.Namespace, nodes: int) -> dict[str, Any]:
         builds = {"bench": workload.timings, **({"big": big.timings} if big else {})}
         print(f"{nodes} node(s): stack up in {up - began:.1f} s, workload ready in "
               f"{ready - up:.1f} s {builds}; partitions led per broker {led}", flush=True)
-        run: dict[str, Any] = {"led_by_broker": dict(sorted(led.items())), "rtt": {},
+        run: dict[str, Any] = {"kafka_version": stack.kafka_version, "burrow": burrow,
+                               "led_by_broker": dict(sorted(led.items())), "rtt": {},
                                "summary": {}, "idle_fetch_frames": []}  # fmt: skip
         for rtt in rtts:
             stack.rtt_ms = float(rtt)
@@ -674,6 +682,9 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n")[0])  # fmt: skip
     parser.add_argument("--nodes", default="1,3",
                         help="Kafka cluster sizes to run, comma-separated (1 and/or 3)")
+    parser.add_argument("--kafka-version", default=None,
+                        help="devstack's Kafka: 3.9.1 (default, with Debian's Burrow 1.2.1) or "
+                             "4.1.1 (with the Burrow >= 1.9.5 in FT_BURROW_BIN)")  # fmt: skip
     parser.add_argument("--partitions", type=int, default=2000, help="lagging partitions")
     parser.add_argument("--min-lag", type=int, default=1, help="smallest lag in records")
     parser.add_argument("--max-lag", type=int, default=3, help="largest lag in records")

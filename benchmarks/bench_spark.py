@@ -10,8 +10,9 @@ the thread-pool engine on the same plan, in one run on `local[2]`.
    breach episodes, a stuck group, a 10-minute outage (no data), unmeasured samples and data
    loss. Then `run_report` (the CLI's code path: series, applyInPandas SLOs, partitions,
    charts, outputs) over the whole window, timed without the session start: rows/s.
-2. **Lookups.** The real local stack (`devstack.RealStack`: Apache Kafka 4.1, one KRaft node;
-   behind the frame proxies when `--rtt-ms` adds a round trip); `--partitions` partitions with
+2. **Lookups.** The real local stack (`devstack.RealStack`: one Apache Kafka KRaft node, 3.9.1
+   unless `--kafka-version` says otherwise, no Burrow: the lags are synthetic; behind a frame
+   proxy when `--rtt-ms` adds a round trip); `--partitions` partitions with
    a few records each; one plan (`plan_reads` over synthetic lags of two groups: C and C−1, so
    3 distinct offsets per partition). The same plan goes to `KafkaRecordReader` (the exporter's
    thread-pool engine: `workerThreadCount` 8, 2 consumers) and to `SparkRecordReader` (tasks in
@@ -168,12 +169,14 @@ def bench_report(spark: Any, rows: int, workdir: Path, reps: int) -> dict[str, A
 # --- 2. lookups: Spark tasks against the thread-pool engine -----------------------------------
 
 
-def _stack_with_topics(partitions: int, rtt_ms: float) -> tuple[Any, list[tuple[str, int]]]:
+def _stack_with_topics(
+    partitions: int, rtt_ms: float, kafka_version: str | None
+) -> tuple[Any, list[tuple[str, int]]]:
     from confluent_kafka import Producer
 
     from devstack import RealStack
 
-    stack = RealStack(rtt_ms=rtt_ms).start()
+    stack = RealStack(rtt_ms=rtt_ms, kafka_version=kafka_version, burrow=False).start()
     per_topic = 100
     names = [f"bench-{i}" for i in range((partitions + per_topic - 1) // per_topic)]
     sizes = [min(per_topic, partitions - i * per_topic) for i in range(len(names))]
@@ -193,11 +196,13 @@ def _stack_with_topics(partitions: int, rtt_ms: float) -> tuple[Any, list[tuple[
     return stack, parts
 
 
-def bench_lookups(spark: Any, partitions: int, rtt_ms: float, reps: int) -> dict[str, Any]:
+def bench_lookups(
+    spark: Any, partitions: int, rtt_ms: float, reps: int, kafka_version: str | None = None
+) -> dict[str, Any]:
     from freshness_tracker.spark.reader import SparkRecordReader
     from freshness_tracker.spark.worker import close_engines
 
-    stack, parts = _stack_with_topics(partitions, rtt_ms)
+    stack, parts = _stack_with_topics(partitions, rtt_ms, kafka_version)
     try:
         kafka = ClusterKafkaSettings("local", MappingProxyType(
             {"bootstrap.servers": stack.bootstrap_servers}), num_consumers=2)
@@ -207,7 +212,7 @@ def bench_lookups(spark: Any, partitions: int, rtt_ms: float, reps: int) -> dict
         plan = plan_reads(lags, lambda _r: False)
         requests = plan.to_read
         figures: dict[str, Any] = {"partitions": len(parts), "lookups": len(requests),
-                                   "rtt_ms": rtt_ms}
+                                   "rtt_ms": rtt_ms, "kafka_version": stack.kafka_version}
 
         def threadpool(pool: ConsumerPool, executor: ThreadPoolExecutor) -> float:
             began = time.monotonic()
@@ -257,6 +262,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--partitions", type=int, default=1_000)
     parser.add_argument("--rtt-ms", type=float, default=0.0)
+    parser.add_argument("--kafka-version", default=None,
+                        help="devstack's Kafka for the lookups (default: the stack's, 3.9.1)")
     parser.add_argument("--reps", type=int, default=3, help="warm lookup repetitions")
     parser.add_argument("--report-reps", type=int, default=2, help="report runs (first is cold)")
     parser.add_argument("--master", default="local[2]")
@@ -280,7 +287,8 @@ def main() -> None:
         if not args.skip_report:
             figures["report"] = bench_report(spark, args.rows, workdir, args.report_reps)
         if not args.skip_lookups:
-            figures["lookups"] = bench_lookups(spark, args.partitions, args.rtt_ms, args.reps)
+            figures["lookups"] = bench_lookups(spark, args.partitions, args.rtt_ms, args.reps,
+                                               args.kafka_version)
     finally:
         spark.stop()
         if not args.keep:
@@ -294,7 +302,8 @@ def main() -> None:
               f"{r['history_mib']} MiB Parquet)")
     if "lookups" in figures:
         lk = figures["lookups"]
-        print(f"lookups: {lk['lookups']:,} on {lk['partitions']:,} partitions, RTT "
+        print(f"lookups (Kafka {lk['kafka_version']}): {lk['lookups']:,} on "
+              f"{lk['partitions']:,} partitions, RTT "
               f"{lk['rtt_ms']:g} ms: thread pool {lk['threadpool_warm_lookups_per_s']:,}/s warm "
               f"({lk['threadpool_cold_lookups_per_s']:,}/s cold); Spark "
               f"{lk['spark_warm_lookups_per_s']:,}/s warm ({lk['spark_cold_lookups_per_s']:,}/s "

@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--table-poll", type=float, default=0.0,
                    help="interpolation poll interval, s (0: every sample)")
     p.add_argument("--shapes", help="comma-separated subset of shapes")
+    p.add_argument("--kafka-version", help="devstack's Kafka: 3.9.1 (default, Debian's Burrow "
+                   "1.2.1) or 4.1.1 (the Burrow >= 1.9.5 in FT_BURROW_BIN)")
     p.add_argument("--out", type=Path, default=REPO / "build" / "accuracy",
                    help="report directory (default build/accuracy)")
     p.add_argument("--docs", type=Path, help="write the docs page here "
@@ -69,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"unknown shapes: {', '.join(sorted(unknown))}", file=sys.stderr)
                 return 2
             shapes = [s for s in shapes if s.name in wanted]
-        run = run_harness(config, shapes, workdir=args.out / "work", progress=print)
+        run = run_harness(config, shapes, workdir=args.out / "work", progress=print,
+                          kafka_version=args.kafka_version)
         run.save(args.out / "run.json")
     results = analyse(run)
     report = write_report(run, results, args.out)

@@ -13,7 +13,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from benchmarks.accuracy.sampler import ExporterProcess, Sample, Sampler, Target
 from benchmarks.accuracy.shapes import Shape, standard_shapes
 from benchmarks.accuracy.traffic import ShapeDriver
 from benchmarks.accuracy.truth import TruthLog
+from benchmarks.common import create_topics
 from devstack import RealStack
 
 __all__ = ["HarnessConfig", "RunData", "ShapeRun", "run_harness"]
@@ -98,15 +98,18 @@ def run_harness(
     stack: RealStack | None = None,
     workdir: Path | None = None,
     progress: Callable[[str], None] = lambda _m: None,
+    kafka_version: str | None = None,
 ) -> RunData:
-    """Start the stack (unless given), the exporter and the shapes; sample; return the run."""
+    """Start the stack (unless given; ``kafka_version`` picks devstack's Kafka line), the
+    exporter and the shapes; sample; return the run."""
     began = time.monotonic()
     shapes = shapes if shapes is not None else standard_shapes(
         config.duration_s, config.low_volume_interval_s)
     own_stack = stack is None
     if stack is None:
-        stack = RealStack.from_env() or RealStack()
-        progress("starting the local stack (Apache Kafka 4.1 KRaft, Burrow 1.9.5)")
+        stack = RealStack.from_env() or RealStack(kafka_version=kafka_version)
+        progress(f"starting the local stack (Apache Kafka {stack.kafka_version} in KRaft mode, "
+                 f"{'Burrow 1.2.1' if stack.burrow121 else 'FT_BURROW_BIN'})")
         stack.start()
     workdir = workdir or Path(tempfile.mkdtemp(prefix="ft-accuracy-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -118,8 +121,7 @@ def run_harness(
     sampler: Sampler | None = None
     try:
         progress(f"creating {len(drivers)} topics and groups (prefix {prefix})")
-        with ThreadPoolExecutor(len(drivers)) as pool:
-            list(pool.map(lambda d: stack.create_topic(d.topic), drivers))
+        create_topics(stack, [(d.topic, 1) for d in drivers])
         for d in drivers:
             d.prepare()
         for d in drivers:
