@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import TopicPartition
 
-from freshness_tracker.devstack.processes import free_port
+from devstack.processes import free_port
 from freshness_tracker.kafka.client_log import ClientLogRelay, line_kind
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
