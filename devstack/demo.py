@@ -146,10 +146,12 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
             sys.stderr.write("\n" + render_table(exporter.holder.current) + "\n")
 
         exporter = Exporter(settings, sinks=[show])
-        server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
-                                        settings.web), settings.web).start()
+        server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready,
+                                        settings.web, exporter.status_page),
+                               settings.web).start()
         sys.stderr.write(
-            f"\nfreshness-tracker demo: metrics at http://localhost:{server.port}/metrics\n"
+            f"\nfreshness-tracker demo: status page at http://localhost:{server.port}/ , "
+            f"metrics at http://localhost:{server.port}/metrics\n"
             f"config used:\n{config.read_text()}\n"
             "groups: keeps-up (fresh), slow (falling behind), stuck (freshness grows)\n"
             "Ctrl-C stops everything.\n")

@@ -18,7 +18,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -39,6 +39,7 @@ from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.exposition import CachedExposition
 from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
 from freshness_tracker.sinks.selfmetrics import KafkaClientCollector, SelfMetrics
+from freshness_tracker.sinks.status_page import render_status_page
 
 __all__ = ["Exporter"]
 
@@ -295,6 +296,11 @@ class Exporter:
         only a restart frees it. Independent of cluster size, so a big, slow cluster is never
         called stuck."""
         return 2 * self.settings.cycle_timeout_s
+
+    def status_page(self, query: Mapping[str, str]) -> bytes:
+        """The page at `/` from the current snapshot (what /metrics serves), for a person."""
+        return render_status_page(self.holder.current, self._clock(), query,
+                                  refresh_s=max(int(self.settings.frequency_s), 5))
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Liveness: no cluster's cycle is stuck and every cluster loop is alive. Burrow or Kafka

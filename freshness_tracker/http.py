@@ -24,7 +24,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 #: Returns (healthy, JSON-able details).
 HealthFn = Callable[[], tuple[bool, dict[str, Any]]]
+#: The status page for a query (``cluster``, ``group``): HTML bytes.
+StatusPageFn = Callable[[Mapping[str, str]], bytes]
 
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -116,8 +118,10 @@ def make_app(
     health: HealthFn,
     ready: HealthFn,
     web: WebSettings | None = None,
+    status_page: StatusPageFn | None = None,
 ) -> WsgiApp:
-    """Route requests; with basic auth configured every path but /healthz needs credentials."""
+    """Route requests; with basic auth configured every path but /healthz needs credentials.
+    ``status_page`` renders `/` from the query string (a plain landing page without it)."""
     metrics = (_exposition_app(metrics_source) if isinstance(metrics_source, CachedExposition)
                else make_wsgi_app(metrics_source))
     expected = b""
@@ -141,8 +145,13 @@ def make_app(
         if path == "/readyz":
             return _json(start, *ready())
         if path == "/":
-            start("200 OK", [("Content-Type", "text/html")])
-            return [LANDING]
+            if status_page is None:
+                start("200 OK", [("Content-Type", "text/html")])
+                return [LANDING]
+            query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+            start("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                             ("Cache-Control", "no-store")])
+            return [status_page(query)]
         start("404 Not Found", [("Content-Type", "text/plain")])
         return [b"Not Found\n"]
 

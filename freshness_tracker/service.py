@@ -48,7 +48,7 @@ class _Generation:
     def __init__(self, exporter: Exporter) -> None:
         self.exporter = exporter
         self.app: WsgiApp = make_app(exporter.exposition, exporter.health, exporter.ready,
-                                     exporter.settings.web)
+                                     exporter.settings.web, exporter.status_page)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=exporter.run_forever, args=(self.stop,),
                                        name=f"exporter-{next(self._numbers)}", daemon=True)

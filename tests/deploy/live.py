@@ -122,8 +122,8 @@ class Prometheus:
 def running_exporter(settings: Settings) -> Iterator[tuple[Exporter, int]]:
     """The exporter's `run` in this process: cluster loops + the HTTP listener; (exporter, port)."""
     exporter = Exporter(settings)
-    server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
-                                    settings.web), settings.web).start()
+    server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready,
+                                    settings.web, exporter.status_page), settings.web).start()
     stop = threading.Event()
     loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True,
                             name="exporter")
