@@ -208,8 +208,11 @@ def _call(app: Any, path: str, auth: str | None = None) -> tuple[str, bytes]:
 def test_listener_basic_auth_guards_everything_but_healthz() -> None:
     web = WebSettings(basic_auth_username="prom", basic_auth_password="s3cret")
     app = make_app(CollectorRegistry(), lambda: (True, {"status": "ok"}),
-                   lambda: (True, {"status": "ready"}), web)
+                   lambda: (True, {"status": "ready"}), web,
+                   status_page=lambda query: b"<html>the status page</html>")
     assert _call(app, "/healthz")[0].startswith("200")
+    assert _call(app, "/", "prom:s3cret")[1] == b"<html>the status page</html>"
+    assert b"status page" not in _call(app, "/")[1]
     for path in ("/metrics", "/readyz", "/"):
         assert _call(app, path)[0].startswith("401")
         assert _call(app, path, "prom:wrong")[0].startswith("401")
