@@ -17,6 +17,7 @@ import logging
 import math
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -174,7 +175,11 @@ def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptio
     keys = list(keys)
     in_order = Window.partitionBy(*keys).orderBy("t")
     whole = Window.partitionBy(*keys)
-    frame = series.join(F.broadcast(judges), [k for k in keys if k != "cluster"], "left")
+    judge_keys = [k for k in keys if k != "cluster"]
+    # only the objective's number rides along (numbers keep every aggregation a fast hash
+    # aggregation; strings in a buffer force a sort-based one); the rest is joined at the end
+    frame = series.join(F.broadcast(judges.select(*judge_keys, "objective_ms")), judge_keys,
+                        "left")
     frame = (frame.withColumn("nxt", F.lead("t").over(in_order))
              .withColumn("first_t", F.min("t").over(whole)))
     if options.cycle_ms:
@@ -193,27 +198,23 @@ def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptio
     lead_in = F.when((F.col("t") == F.col("first_t")) & (F.col("first_t") > start), F.struct(
         F.lit(0).alias("ord"), start.alias("st"), F.least("first_t", end).alias("en"),
         F.lit(None).cast("bigint").alias("held")))
-    in_window = (F.col("t") >= start) & (F.col("t") < end)
-    spans = (frame.select(*keys, "t", "objective", "objective_ms", "target", "target_num",
-                          "target_den", "cycle_ms",
-                          F.when(in_window, F.col("value")).alias("sample"),
+    spans = (frame.select(*keys, "t", "objective_ms", "cycle_ms",
                           F.explode(F.array(lead_in, own)).alias("span"))
              .where(F.col("span").isNotNull() & (F.col("span.en") > F.col("span.st")))
-             .select("*", "span.*").drop("span"))
-    kind = (F.when(F.col("held").isNull(), F.lit("N"))
-            .when(F.col("held") > F.col("objective_ms"), F.lit("B")).otherwise(F.lit("G")))
+             .select(*keys, "t", "objective_ms", "cycle_ms", "span.*"))
+    # kinds: 0 no data, 1 good, 2 breach
+    kind = (F.when(F.col("held").isNull(), F.lit(0))
+            .when(F.col("held") > F.col("objective_ms"), F.lit(2)).otherwise(F.lit(1)))
     by_span = Window.partitionBy(*keys).orderBy("t", "ord")
     spans = spans.withColumn("kind", kind)
     changed = F.when(F.col("kind") != F.lag("kind").over(by_span), 1).otherwise(0)
     spans = spans.withColumn("island", F.sum(changed).over(
         by_span.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
-    carried = ["objective", "objective_ms", "target", "target_num", "target_den", "cycle_ms"]
     islands = spans.groupBy(*keys, "island", "kind").agg(
         F.min("st").alias("st"), F.max("en").alias("en"), F.max("held").alias("peak"),
-        F.collect_list(F.when(F.col("ord") == 1, F.col("sample"))).alias("samples"),
-        *[F.first(c).alias(c) for c in carried])
+        F.max("cycle_ms").alias("cycle_ms"))
     duration = F.col("en") - F.col("st")
-    is_breach, is_gap = F.col("kind") == "B", F.col("kind") == "N"
+    is_breach, is_gap = F.col("kind") == 2, F.col("kind") == 0
     per = islands.groupBy(*keys).agg(
         F.coalesce(F.sum(F.when(~is_gap, duration)), F.lit(0)).alias("measured_ms"),
         F.coalesce(F.sum(F.when(is_breach, duration)), F.lit(0)).alias("over_ms"),
@@ -222,8 +223,14 @@ def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptio
         F.sort_array(F.collect_list(F.when(is_breach, F.struct("st", "en", "peak"))))
         .alias("breach"),
         F.sort_array(F.collect_list(F.when(is_gap, F.struct("st", "en")))).alias("gap"),
-        F.sort_array(F.flatten(F.collect_list("samples"))).alias("values"),
-        *[F.first(c).alias(c) for c in carried])
+        F.max("cycle_ms").alias("cycle_ms"))
+    # the window's samples, sorted, for the percentiles: on the same partitioning
+    in_window = (F.col("t") >= start) & (F.col("t") < end) & F.col("value").isNotNull()
+    samples = frame.where(in_window).groupBy(*keys).agg(
+        F.sort_array(F.collect_list("value")).alias("values"))
+    per = (per.join(samples, keys, "left")
+           .withColumn("values", F.coalesce("values", F.array().cast("array<bigint>")))
+           .join(F.broadcast(judges), judge_keys, "left"))
     window_ms = options.end_ms - options.start_ms
     n = F.size("values")
     good = F.col("measured_ms") - F.col("over_ms")
@@ -257,35 +264,19 @@ def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptio
     )
 
 
-def _evaluate_topics(spark: Any, topic_series: Any, objectives: Sequence[Objective],
-                     options: ReportOptions) -> Any:
-    pairs = [(r["consumer"], r["topic"])
-             for r in topic_series.select("consumer", "topic").distinct().collect()]
-    judges = _judges(spark, pairs, objectives, ["consumer", "topic"])
-    return evaluate(topic_series, _TOPIC, judges, options)
-
-
-def _evaluate_groups(spark: Any, group_series: Any, objectives: Sequence[Objective],
-                     options: ReportOptions) -> Any:
-    consumers = [(r["consumer"],) for r in group_series.select("consumer").distinct().collect()]
-    judges = _judges(spark, consumers, objectives, ["consumer"])
-    return evaluate(group_series, _GROUP, judges, options)
-
-
-def _group_series(spark: Any, topic_series: Any, objectives: Sequence[Objective]) -> Any:
+def _group_series(spark: Any, topic_series: Any, objectives: Sequence[Objective],
+                  pairs: Sequence[tuple[str, str]]) -> Any:
     """Per (cluster, consumer, t): the worst of the topics the consumer's objective selects.
 
     Which topics feed a consumer's series is decided in Python (`domain.slo.in_group_series`,
-    the same regexes as everywhere) for the few distinct (consumer, topic) pairs, then joined
+    the same regexes as everywhere) for the few distinct (consumer, topic) `pairs`, then joined
     back; a consumer whose objective selects none of its topics keeps its samples, without a
     value (no data), so it is reported, not dropped.
     """
     from pyspark.sql import functions as F
 
-    pairs = topic_series.select("consumer", "topic").distinct().collect()
     included = spark.createDataFrame(
-        [(r["consumer"], r["topic"], in_group_series(objectives, r["consumer"], r["topic"]))
-         for r in pairs] or [("", "", False)],
+        [(c, t, in_group_series(objectives, c, t)) for c, t in pairs] or [("", "", False)],
         "consumer string, topic string, in_group boolean")
     return (topic_series.join(F.broadcast(included), ["consumer", "topic"])
             .groupBy(*_GROUP, "t")
@@ -323,13 +314,28 @@ def evaluate_tables(spark: Any, rows: Any, topic_series: Any, objectives: Sequen
     from pyspark.sql import functions as F
 
     began = time.monotonic() if began is None else began
-    with _stage(spark, "evaluate-topics", began):
-        topics = _evaluate_topics(spark, topic_series, objectives, options).toPandas()
-    with _stage(spark, "evaluate-consumers", began):
-        group_series = _group_series(spark, topic_series, objectives)
-        consumers = _evaluate_groups(spark, group_series, objectives, options).toPandas()
-    with _stage(spark, "partitions", began):
-        partitions = _partition_stats(rows.where(F.col("t") >= options.start_ms)).toPandas()
+    with _stage(spark, "series-names", began):  # also fills the series cache
+        pairs = sorted((r["consumer"], r["topic"]) for r in
+                       topic_series.select("consumer", "topic").distinct().collect())
+    group_series = _group_series(spark, topic_series, objectives, pairs)
+    jobs = {
+        "evaluate-topics": lambda: evaluate(
+            topic_series, _TOPIC, _judges(spark, pairs, objectives, ["consumer", "topic"]),
+            options),
+        "evaluate-consumers": lambda: evaluate(
+            group_series, _GROUP, _judges(spark, sorted({(c,) for c, _ in pairs}), objectives,
+                                          ["consumer"]), options),
+        "partitions": lambda: _partition_stats(rows.where(F.col("t") >= options.start_ms)),
+    }
+
+    def collect(name: str) -> Any:
+        with _stage(spark, name, began):
+            return jobs[name]().toPandas()
+
+    # Three independent queries at once: each is a few small stages, so running them side by
+    # side keeps the cores busy while another query waits on its stage boundaries.
+    with ThreadPoolExecutor(len(jobs), thread_name_prefix="report") as pool:
+        topics, consumers, partitions = pool.map(collect, list(jobs))
     return topics, consumers, partitions, group_series
 
 
