@@ -27,7 +27,7 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[RealStack]:
-    """The session's real stack (Kafka 4.1 + Burrow 1.9.5, 1 node, proxied), shared by
+    """The session's real stack (Kafka 3.9.1 + Burrow 1.2.1, 1 node, proxied), shared by
     tests/integration and tests/spark: one JVM per run instead of one per directory on 2 cores.
     Suites that stop parts of it or need 3 nodes (faults, realkafka) override it with their own."""
     yield from running_stack()

@@ -1,4 +1,4 @@
-"""The one way test suites start the real local stack (Apache Kafka 4.1 + Burrow 1.9.5,
+"""The one way test suites start the real local stack (Apache Kafka 3.9.1 + Burrow 1.2.1,
 ``devstack.RealStack``), and the Burrow 1.2.1 compatibility stack (Kafka 3.9.1 on ZooKeeper,
 ``devstack.legacy.LegacyStack``): skip locally, FAIL under CI=true."""
 

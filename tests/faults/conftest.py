@@ -1,4 +1,4 @@
-"""Fixtures of the fault suite: its OWN real stack (Apache Kafka 4.1 KRaft + Burrow 1.9.5, the
+"""Fixtures of the fault suite: its OWN real stack (Apache Kafka 3.9.1 KRaft + Burrow 1.2.1, the
 broker's client listener behind a frame proxy; killing Burrow or cutting the broker here never
 disturbs other test modules), a seeded scenario, and the observation log.
 

@@ -21,9 +21,9 @@ INTRO = """\
 # Reliability and security
 
 An exporter people alert on must never lie: when it cannot know, it says so. This page is the
-**fault matrix**: each fault was injected into a real stack (Apache Kafka 4.1 in KRaft mode, one
+**fault matrix**: each fault was injected into a real stack (Apache Kafka 3.9.1 in KRaft mode, one
 combined broker+controller JVM whose client listener sits behind a frame proxy that can cut it
-off, and Burrow 1.9.5 reading the real `__consumer_offsets` through an internal listener; every
+off, and Burrow 1.2.1 reading the real `__consumer_offsets` through an internal listener; every
 consumer group is a real group whose commits the broker stamps), with the exporter running as a
 real process (`python3 -m freshness_tracker run --config F`, `frequency_sec` 1 s,
 `burrow.timeout` 1 s, `lookup.timeout` 2 s) and scraped over HTTP, and the table says what
@@ -95,7 +95,7 @@ LIMITS = """\
   group's reads failed: the unread partition may be the worst one, so a group whose lagging
   partitions cannot be read never looks fresh. Alert on absence too (`absent_over_time`, or
   `kafka_consumer_group_unmeasured_partitions > 0` with `freshness_tracker_cluster_up == 0`).
-- **Committed offset beyond the log end** (a recreated or truncated topic): Burrow 1.9.5 reports
+- **Committed offset beyond the log end** (a recreated or truncated topic): Burrow 1.2.1 reports
   `current_lag` 0, so freshness is 0 and no read is made; the group will reset when it next
   fetches. The exporter cannot see this without Burrow's help.
 - **The timestamp cache** answers unchanged offsets without Kafka, so with the cache on a broker

@@ -1,7 +1,7 @@
 """Committed offset below the log start (retention deleted records the group never read).
 
 On real Kafka first: ``delete_records`` moves the log start past a real group's commit, and the
-exporter process, reading the real Burrow 1.9.5, must report the loss exactly (the matrix row).
+exporter process, reading the real Burrow 1.2.1, must report the loss exactly (the matrix row).
 Then the same one level down, in process: the real lookup engine (KafkaRecordReader +
 ConsumerPool with the forced safety settings) over a fake consumer that behaves like librdkafka
 with ``auto.offset.reset=error``, to pin the consumer settings and the event counter.
@@ -180,7 +180,7 @@ def test_records_deleted_past_a_real_commit_are_data_loss(
     matrix.record(Observation(
         "Kafka", "committed offset below the log start (data loss)",
         "real records deleted (`AdminClient.delete_records`: log start 0 → 6) under a group "
-        "that committed 2; the user set `auto.offset.reset=latest`; the real Burrow 1.9.5",
+        "that committed 2; the user set `auto.offset.reset=latest`; the real Burrow 1.2.1",
         f"`data_loss` 1, `lost_records` 4, freshness {bound / 1000:.0f} s from the earliest "
         "retained record (a lower bound, never a silent reset: `auto.offset.reset` is forced to "
         f"`error`), `retention_headroom_ms` 0, `group_data_loss_partitions` 1, "

@@ -1,4 +1,4 @@
-"""Kafka (real Apache Kafka 4.1, KRaft) misbehaving under a running exporter process: the
+"""Kafka (real Apache Kafka 3.9.1, KRaft) misbehaving under a running exporter process: the
 broker cut off mid-cycle and restored, the broker's JVM stopped and restarted, a committed offset
 beyond the log end, records of several MiB, and a topic deleted while a group still has offsets.
 
@@ -158,12 +158,12 @@ def test_committed_offset_beyond_the_log_end(rig: Rig, matrix: Matrix,
     _, body = rig.stack.burrow_get(f"/v3/kafka/{CLUSTER}/consumer/{group}/lag")
     burrow_lag = body["status"]["partitions"][0]["current_lag"]
     assert scrape.up(CLUSTER) == 1
-    assert lag == 0 and burrow_lag == 0  # Burrow 1.9.5 clamps a negative lag to 0
+    assert lag == 0 and burrow_lag == 0  # Burrow 1.2.1 clamps a negative lag to 0
     assert fresh == 0  # nothing exists at or after offset 10: nothing is waiting
     matrix.record(Observation(
         "Kafka", "committed offset beyond the log end",
         "a group commits offset 10 on a partition whose log ends at 3",
-        f"Burrow 1.9.5 reports `current_lag` {burrow_lag}; the exporter serves "
+        f"Burrow 1.2.1 reports `current_lag` {burrow_lag}; the exporter serves "
         f"`committed_offset` 10, `offset_lag` {lag:g}, freshness {fresh:g} (no record waits: "
         "none exists at or after 10), no read and no error; `cluster_up` 1",
         "n/a (a state, not an outage)", "", request.node.nodeid))
@@ -243,7 +243,7 @@ def test_topic_deleted_while_a_group_has_offsets(rig: Rig, matrix: Matrix,
     topics = set(stack.admin().list_topics(timeout=10).topics)
     assert topic not in topics, "the exporter re-created the deleted topic"
 
-    # (b) the real Burrow 1.9.5, which drops the deleted topic from the group
+    # (b) the real Burrow 1.2.1, which drops the deleted topic from the group
     rig.burrow.remove_static(lag_path)
     gone = e.wait_for(lambda sc: sc.get("kafka_consumer_committed_offset", **labels) is None,
                       FREQUENCY * 3 + 10, "the deleted topic's series to vanish")
@@ -256,7 +256,7 @@ def test_topic_deleted_while_a_group_has_offsets(rig: Rig, matrix: Matrix,
         "(a) the partition is `lookup_failed` (unknown topic): no freshness, "
         "`group_unmeasured_partitions` 1, Burrow's offset still shown, `cluster_up` 1 (other "
         "reads succeed); the topic is not re-created by the exporter's reads. "
-        f"(b) Burrow 1.9.5 drops the topic from the group ({left} "
+        f"(b) Burrow 1.2.1 drops the topic from the group ({left} "
         "partitions left): every series of that partition disappears next cycle",
         "n/a", "", request.node.nodeid))
 

@@ -3,7 +3,7 @@ credentials only from the environment or an included file and never logged (DEBU
 full run with failures), the listener on a chosen address with TLS and basic auth (/healthz
 open for probes), and Kafka reads over a TLS listener with CA verification.
 
-Kafka's TLS listener: the suite's real Kafka 4.1 advertises its client listener at a frame
+Kafka's TLS listener: the suite's real Kafka 3.9.1 advertises its client listener at a frame
 proxy; for the TLS test a TLS terminator takes over the proxy's port (same advertised address,
 now TLS, plaintext to the broker behind), while Burrow keeps reading the internal listener.
 """
@@ -272,7 +272,7 @@ def test_kafka_reads_over_a_tls_listener_with_ca_verification(
     matrix.record(Observation(
         "Security", "Kafka over TLS (SSL properties passed through to librdkafka)",
         "the real broker's advertised client address served over TLS (a TLS terminator in "
-        "front of Kafka 4.1's client listener; a real commit read by Burrow 1.9.5); three "
+        "front of Kafka 3.9.1's client listener; a real commit read by Burrow 1.2.1); three "
         "clusters on it: `security.protocol=SSL` + the right CA, the same with an unrelated CA, "
         "and plaintext",
         f"right CA: exact freshness and commit lag read over TLS ({terminator.handshakes} TLS "

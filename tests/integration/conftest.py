@@ -1,4 +1,4 @@
-"""Integration fixtures. The session's real stack (``stack``: Apache Kafka 4.1 + Burrow 1.9.5,
+"""Integration fixtures. The session's real stack (``stack``: Apache Kafka 3.9.1 + Burrow 1.2.1,
 or your own via FT_STACK_*) comes from tests/conftest.py, shared with tests/spark.
 
 A component that cannot start skips the integration tests locally, with the reason; under

@@ -1,4 +1,4 @@
-"""The session's real stack (Kafka 4.1 + Burrow 1.9.5) behaves as the suites assume: a real
+"""The session's real stack (Kafka 3.9.1 + Burrow 1.2.1) behaves as the suites assume: a real
 commit reaches Burrow with the exact lag and the broker's commit time, Burrow merges commits
 less than ``min-distance`` (1 s) apart into the earlier time, Burrow restarts with a hostile
 environment and re-reads ``__consumer_offsets``, an external stack refuses what it does not

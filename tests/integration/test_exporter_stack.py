@@ -1,4 +1,4 @@
-"""The exporter core against the real stack (Apache Kafka 4.1 + Burrow 1.9.5): exact freshness
+"""The exporter core against the real stack (Apache Kafka 3.9.1 + Burrow 1.2.1): exact freshness
 and commit lag from records with known CreateTimes and real group commits (commit lag =
 Burrow's ``end.timestamp``, the broker's stamp, checked inside the window observed around the
 commit, - CreateTime of C-1), zero-lag partitions that cost no read, the timestamp cache,

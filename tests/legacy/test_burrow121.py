@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 import pytest
 
-from devstack.legacy import LegacyStack
 from devstack.burrow import BURROW121_KAFKA_VERSION
 from devstack.cache import default_kafka_version, kafka_classpath_dir
+from devstack.legacy import LegacyStack
 from devstack.stack import DEFAULT_RETENTION_MS, now_ms
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import COMMIT_LAG, FRESHNESS, assert_freshness_from, one_cycle, result

@@ -1,4 +1,4 @@
-"""Real Apache Kafka 4.1 + Burrow 1.9.5 (``devstack.RealStack``) for end-to-end proofs.
+"""Real Apache Kafka 3.9.1 + Burrow 1.2.1 (``devstack.RealStack``) for end-to-end proofs.
 
 One stack per node count per session, with a frame proxy in front of each broker's client
 listener (RTT, cut-off, Fetch counts per broker), and at most one running at a time (2 shared

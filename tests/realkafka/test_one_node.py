@@ -1,5 +1,5 @@
-"""End to end on one real Kafka 4.1 node: records with chosen CreateTimes, genuine group commits
-stamped by the broker, Burrow 1.9.5 reading ``__consumer_offsets``, one exporter cycle, and the
+"""End to end on one real Kafka 3.9.1 node: records with chosen CreateTimes, genuine group commits
+stamped by the broker, Burrow 1.2.1 reading ``__consumer_offsets``, one exporter cycle, and the
 values rendered for Prometheus.
 
     topic p0: 7 records at -60 -55 -50 -45 -40 -35 -30 s

@@ -1,4 +1,4 @@
-"""Log shapes only a real broker makes, end to end (Kafka 4.1 → Burrow 1.9.5 → one exporter
+"""Log shapes only a real broker makes, end to end (Kafka 3.9.1 → Burrow 1.2.1 → one exporter
 cycle): transaction control markers and aborted records, a compacted-away record at the
 committed offset, a deleted topic, a commit past the log end, and 1 MiB records.
 
@@ -203,7 +203,7 @@ def test_deleted_topic_drops_out_and_the_group_stays_measured(
 def test_committed_offset_beyond_the_log_end(
     stack: RealStack, unique_name: Callable[[str], str]
 ) -> None:
-    """A real group commits 10 where the log ends at 3 (Kafka accepts it). Burrow 1.9.5 clamps
+    """A real group commits 10 where the log ends at 3 (Kafka accepts it). Burrow 1.2.1 clamps
     its lag to 0; the exporter reports caught up (nothing exists at or after 10), no read."""
     topic, group = unique_name("t"), unique_name("beyond")
     stack.create_topic(topic)

@@ -1,4 +1,4 @@
-"""End to end on a real 3-node Kafka 4.1 cluster: one exporter cycle measures partitions whose
+"""End to end on a real 3-node Kafka 3.9.1 cluster: one exporter cycle measures partitions whose
 leaders are three different brokers, each value exact, reading from each leader; and a stopped
 broker's partitions are measured on their new leaders without restarting the exporter."""
 

@@ -1,4 +1,4 @@
-"""Leaders on different brokers, exactly, on a real 3-node Kafka 4.1 cluster: one batch per
+"""Leaders on different brokers, exactly, on a real 3-node Kafka 3.9.1 cluster: one batch per
 leader in a cycle (Fetch requests counted per broker at the frame proxies), and a leader
 SIGKILLed while the exporter runs: its partitions go unmeasured (no value, never the previous
 one) until the controller fences it and leadership moves, then are measured again exactly by the

@@ -1,4 +1,4 @@
-"""The Spark snapshot job against the real stack (Apache Kafka 4.1 + Burrow 1.9.5, real group
+"""The Spark snapshot job against the real stack (Apache Kafka 3.9.1 + Burrow 1.2.1, real group
 commits): same Burrow snapshot + same broker + same clock => exactly the live exporter's
 history rows."""
 

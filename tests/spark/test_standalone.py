@@ -2,7 +2,7 @@
 started from the pip package (`spark-class ...Master` / `...Worker`), the jobs submitted with
 `spark-submit --master spark://...` as a user would, with no PYSPARK_PYTHON anywhere.
 
-- the snapshot job against the real stack (Kafka 4.1 + Burrow 1.9.5): its rows equal the live
+- the snapshot job against the real stack (Kafka 3.9.1 + Burrow 1.2.1): its rows equal the live
   exporter's (`freshness-tracker once` with history.path), and its lookups ran in the
   executors' Python workers (each wrote where it built its engine into its executor's log);
 - the report job over the hand-computed history of test_report_job: the same answers.
