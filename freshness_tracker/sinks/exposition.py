@@ -17,7 +17,9 @@ immutable.
   join into one stream, as pigz does) and its CRC-32 kept: the gzip body of a snapshot is those
   pieces joined into a single gzip member, its CRC combined from theirs (zlib's crc32_combine),
   so nothing is compressed or checksummed again at a scrape, and a cluster that did not change
-  is not compressed again when another one publishes.
+  is not compressed again when another one publishes. Big segments are kept deflated only
+  (1 MB instead of 30 MB per 100,000 partitions): the first plain scrape of a published cluster
+  inflates its segments once.
 - **Assemble once.** The snapshot part of a format is its family headers interleaved with every
   cluster's segments, assembled once per snapshot (references, no copy); the listener sends the
   pieces with one vectored write (`http.py`), so a scrape waits for the GIL a handful of times,
@@ -59,6 +61,10 @@ GZIP_LEVEL = 1
 #: Sample lines joined into one bytes piece at a time: bounds the render's transient memory
 #: (a list of 100,000 lines costs 3× their bytes) without one piece per line.
 ROWS_PER_PIECE = 4096
+#: Segments up to this size keep their plain bytes (headers, roll-ups of small clusters);
+#: bigger ones are kept deflated only.
+KEEP_PLAIN_BYTES = 16_384
+_INFLATE_LOCK = threading.Lock()
 #: A gzip member header: deflate, no name, mtime 0, unknown OS.
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 #: Formats kept at once (clients choose versions and escapings; each costs only its headers).
@@ -116,28 +122,66 @@ def crc_combine(crc: int, piece_crc: int, piece_shift: int) -> int:
     return _multmodp(piece_shift, crc) ^ piece_crc
 
 
-@dataclass(frozen=True, slots=True)
 class _Segment:
-    """Bytes of the exposition made once: plain `pieces`, their sync-flushed deflate, CRC-32 and
-    `crc_shift` of their length, so gzip bodies are joined and checksummed without the bytes."""
+    """Bytes of the exposition made once: kept deflated (sync-flushed), with their CRC-32 and
+    `crc_shift` of their length, so gzip bodies are joined and checksummed without the bytes.
 
-    pieces: tuple[bytes, ...]
-    length: int
-    deflated: bytes
-    crc: int
-    shift: int
+    The plain text of a big segment is not kept: Prometheus always asks for gzip, and 100,000
+    partitions are 30 MB of text against 1 MB deflated. A plain scrape inflates it once (then it
+    is kept with the segment, until the cluster publishes again).
+    """
+
+    __slots__ = ("_plain", "crc", "deflated", "length", "shift")
+
+    def __init__(self, deflated: bytes, crc: int, length: int, plain: bytes | None) -> None:
+        self.deflated = deflated
+        self.crc = crc
+        self.length = length
+        self.shift = crc_shift(length)
+        self._plain = plain
 
     @classmethod
     def of(cls, pieces: Sequence[bytes]) -> _Segment:
-        compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
-        deflated: list[bytes] = []
-        crc = length = 0
+        writer = _SegmentWriter()
         for piece in pieces:
-            deflated.append(compressor.compress(piece))
-            crc = zlib.crc32(piece, crc)
-            length += len(piece)
-        deflated.append(compressor.flush(zlib.Z_SYNC_FLUSH))  # ends on a byte, not final
-        return cls(tuple(pieces), length, b"".join(deflated), crc, crc_shift(length))
+            writer.add(piece)
+        return writer.finish()
+
+    @property
+    def inflated(self) -> bool:
+        return self._plain is not None
+
+    def plain(self, counts: _Counts) -> bytes:
+        """The plain bytes (inflated at the first plain scrape that needs them)."""
+        with _INFLATE_LOCK:
+            if self._plain is None:
+                self._plain = zlib.decompressobj(-zlib.MAX_WBITS).decompress(self.deflated)
+                counts.inflates += 1
+            return self._plain
+
+
+class _SegmentWriter:
+    """Builds a _Segment from pieces as they are written, so a render never holds all of its
+    plain text at once."""
+
+    def __init__(self) -> None:
+        self._compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+        self._deflated: list[bytes] = []
+        self._plain: list[bytes] | None = []  # while small enough to keep
+        self._crc = 0
+        self._length = 0
+
+    def add(self, piece: bytes) -> None:
+        self._deflated.append(self._compressor.compress(piece))
+        self._crc = zlib.crc32(piece, self._crc)
+        self._length += len(piece)
+        if self._plain is not None:
+            self._plain = [*self._plain, piece] if self._length <= KEEP_PLAIN_BYTES else None
+
+    def finish(self) -> _Segment:
+        self._deflated.append(self._compressor.flush(zlib.Z_SYNC_FLUSH))  # ends on a byte
+        plain = None if self._plain is None else b"".join(self._plain)
+        return _Segment(b"".join(self._deflated), self._crc, self._length, plain)
 
 
 def _braces(text: str) -> str:
@@ -212,7 +256,7 @@ def _render(cluster: ClusterSnapshot, families: Sequence[Family], fmt: _Format
             ) -> tuple[_Segment, ...]:
     """One cluster's sample lines, one segment per family (the hot loop of a publication)."""
     lines: list[list[str]] = [[] for _ in families]
-    pieces: list[list[bytes]] = [[] for _ in families]
+    writers = [_SegmentWriter() for _ in families]
     skips = SkipLog()
     escapes: dict[str, str | None] = {}  # label value → escaped, or None: not UTF-8
 
@@ -226,7 +270,7 @@ def _render(cluster: ClusterSnapshot, families: Sequence[Family], fmt: _Format
     def flush(indices: Sequence[int]) -> None:
         for i in indices:
             if lines[i]:
-                pieces[i].append("".join(lines[i]).encode())
+                writers[i].add("".join(lines[i]).encode())
                 lines[i].clear()
 
     floats: dict[float | str, str] = {}  # sample value → its text (0.0 and -0.0 apart)
@@ -265,7 +309,7 @@ def _render(cluster: ClusterSnapshot, families: Sequence[Family], fmt: _Format
                 flush(indices)
                 rows = 0
         flush(indices)
-    return tuple(_Segment.of(family_pieces) for family_pieces in pieces)
+    return tuple(writer.finish() for writer in writers)
 
 
 @dataclass
@@ -275,6 +319,7 @@ class _Counts:
     renders: int = 0  # a cluster snapshot's sample lines written (and deflated)
     assemblies: int = 0  # a format's snapshot part put together
     gzip_parts: int = 0  # a format's snapshot part joined as gzip
+    inflates: int = 0  # a big segment's plain bytes made again (the first plain scrape)
 
 
 class _ClusterRender:
@@ -310,18 +355,18 @@ def _interleave(fmt: _Format, families: Sequence[Family], renders: Sequence[_Clu
 
 
 class _Part:
-    """The snapshot part of one format for one snapshot: plain pieces, and gzip joined once."""
+    """The snapshot part of one format for one snapshot: gzip and plain chunks, each once."""
 
     def __init__(self, segments: Sequence[_Segment], counts: _Counts) -> None:
         self._segments = segments
         self._counts = counts
-        self.chunks = tuple(p for s in segments for p in s.pieces)
         self.length = sum(s.length for s in segments)
         self._gzip: tuple[bytes, int] | None = None
+        self._plain: tuple[bytes, ...] | None = None
         self._lock = threading.Lock()
 
     def gzip(self) -> tuple[bytes, int]:
-        """(the deflated pieces joined, CRC-32 of the plain bytes), once."""
+        """(the deflated segments joined, CRC-32 of the plain bytes), once."""
         with self._lock:
             if self._gzip is None:
                 crc = 0
@@ -330,6 +375,13 @@ class _Part:
                 self._gzip = (b"".join(s.deflated for s in self._segments), crc)
                 self._counts.gzip_parts += 1
             return self._gzip
+
+    def plain(self) -> tuple[bytes, ...]:
+        """The plain chunks (segments inflated at most once each), once."""
+        with self._lock:
+            if self._plain is None:
+                self._plain = tuple(s.plain(self._counts) for s in self._segments)
+            return self._plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,7 +499,7 @@ class CachedExposition:
                     part = built
         live = fmt.encoder(self.live)
         if not gzip_accepted(accept_encoding or ""):
-            return Answer(fmt.content_type, False, (*part.chunks, live),
+            return Answer(fmt.content_type, False, (*part.plain(), live),
                           part.length + len(live))
         deflated, crc = part.gzip()
         trailer = struct.pack("<II", zlib.crc32(live, crc), (part.length + len(live)) & 0xFFFFFFFF)
@@ -460,7 +512,7 @@ class CachedExposition:
         wanted = set(names)
         segments = _interleave(fmt, self._families, renders, self.counts,
                                lambda f: f.name in wanted)
-        body = b"".join(p for s in segments for p in s.pieces)
+        body = b"".join(s.plain(self.counts) for s in segments)
         body += fmt.encoder(self.live.restricted_registry(names))
         if gzip_accepted(accept_encoding or ""):
             out = _GZIP_HEADER + _deflate_last(body) + struct.pack(
