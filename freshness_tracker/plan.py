@@ -1,10 +1,11 @@
 """Lookup planning: which records must be read from Kafka this cycle. Pure, no I/O.
 
 For each partition with committed offset C and `current_lag > 0` we need the record at C
-(freshness) and, when Burrow has a commit time, the record at C−1 (commit lag); the two are
-adjacent, so one fetch serves both. A caught-up partition costs no read at all: its commit lag
-is reported only if C−1 is already cached. Requests are deduplicated across groups (many groups
-reading one topic at the same offset share a read), and cached offsets are never re-read.
+(freshness) and the record at C−1 (commit lag and data-current-as-of: the last committed
+record); the two are adjacent, so one fetch serves both. A caught-up partition costs no read
+unless `read_caught_up_commit_lag`: its C−1 is otherwise used only if already cached. Requests
+are deduplicated across groups (many groups reading one topic at the same offset share a read),
+and cached offsets are never re-read.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _wanted(lag: PartitionLag, read_caught_up: bool) -> Iterable[tuple[ReadReque
     lagging = lag.current_lag > 0
     if lagging:
         yield ReadRequest(key.cluster, key.topic, key.partition, committed), True
-    if committed > 0 and lag.commit_time_ms is not None:
+    if committed > 0:
         yield (ReadRequest(key.cluster, key.topic, key.partition, committed - 1),
                lagging or read_caught_up)
 

@@ -3,7 +3,8 @@ BurrowResponseError, never another exception (the parser is fuzzed), and it neve
 no nesting depth can raise RecursionError here.
 
 Handles Burrow 1.2.1 (Debian) and 1.3+ shapes alike: `observedAt` is optional, `lag` may be
-null, `start`/`end` may be null, `current_lag` may exceed 32 bits. `message` strings differ
+null, `start`/`end` may be null, `current_lag` may exceed 32 bits, `owner`/`client_id` may be
+empty (1.2.1 against Kafka >= 2.1) or missing. `message` strings differ
 between the wiki and the source, so they are never read.
 
 One bad entry costs that entry only: a consumer-list entry that is no usable group name, or a
@@ -20,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from freshness_tracker.domain.model import GroupLags, PartitionKey, PartitionLag
+from freshness_tracker.domain.model import GroupLags, LagWindow, PartitionKey, PartitionLag
 from freshness_tracker.domain.names import (
     MAX_GROUP_LENGTH,
     escaped,
@@ -43,6 +44,8 @@ MAX_NAME_LENGTH = MAX_GROUP_LENGTH  # any name longer than this is garbage
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1  # Kafka partition numbers are int32
 MAX_STATUS_LENGTH = 32  # Burrow's statuses are short words (OK, WARN, STOP, ...)
+#: A group member's owner (host) or client.id; longer is garbage, kept out of the labels.
+MAX_MEMBER_LENGTH = 255
 
 
 class ConsumerList(list[str]):
@@ -118,19 +121,36 @@ def is_not_found(body: Any) -> bool:
     return isinstance(status, dict) and status.get("status") == "NOTFOUND"
 
 
-def _offset_entry(value: Any, url: str, what: str) -> tuple[int, int | None] | None:
-    """`start`/`end` → (offset, timestamp) or None for null."""
+def _offset_entry(value: Any, url: str, what: str) -> tuple[int, int | None, int | None] | None:
+    """`start`/`end` → (offset, timestamp, lag) or None for null; a null or negative lag (Burrow
+    >= 1.3 sends null when it did not know the log end) is None."""
     if value is None:
         return None
     entry = _object(value, url, what)
     offset = _int(entry.get("offset"), url, f"{what}.offset")
     ts_raw = entry.get("timestamp")
     timestamp = None if ts_raw is None else _int(ts_raw, url, f"{what}.timestamp")
+    lag_raw = entry.get("lag")
+    lag = None if lag_raw is None else _int(lag_raw, url, f"{what}.lag")
     if offset < 0:
         return None  # Kafka's "no offset" sentinel (-1): treat as no commit
     if timestamp is not None and timestamp <= 0:
         timestamp = None
-    return offset, timestamp
+    return offset, timestamp, lag if lag is None or lag >= 0 else None
+
+
+def _window(start: tuple[int, int | None, int | None] | None,
+            end: tuple[int, int | None, int | None] | None) -> LagWindow | None:
+    if start is None or end is None:
+        return None
+    return LagWindow(start_ms=start[1], start_lag=start[2], end_ms=end[1], end_lag=end[2])
+
+
+def _member(value: Any) -> str:
+    """`owner` / `client_id`: the text, or "" (unknown) for anything that is no usable name."""
+    if isinstance(value, str) and len(value) <= MAX_MEMBER_LENGTH and is_utf8(value):
+        return value
+    return ""
 
 
 def _status(value: Any) -> str:
@@ -155,6 +175,7 @@ def _partition(value: Any, cluster: str, group: str, url: str) -> PartitionLag |
     if not 0 <= partition <= INT32_MAX:
         return f"topic {topic} partition {partition}: not a Kafka partition number"
     end = _offset_entry(entry.get("end"), url, "partition.end")
+    start = _offset_entry(entry.get("start"), url, "partition.start")
     lag_raw = entry.get("current_lag", 0)
     # A negative lag is kept as it is: the domain reports it as impossible (never "caught up").
     current_lag = 0 if lag_raw is None else _int(lag_raw, url, "partition.current_lag")
@@ -167,6 +188,9 @@ def _partition(value: Any, cluster: str, group: str, url: str) -> PartitionLag |
         current_lag=current_lag if end else 0,
         burrow_status=_status(entry.get("status")),
         complete=complete,
+        window=_window(start, end),
+        owner=_member(entry.get("owner")),
+        client_id=_member(entry.get("client_id")),
     )
 
 

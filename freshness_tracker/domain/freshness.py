@@ -7,12 +7,19 @@ product's definition, so every edge case is decided in this one file:
   record); 0 when nothing is uncommitted. Never negative (producer clocks can run ahead).
 - commit lag = commit time − timestamp of the last committed record (offset − 1), clamped at 0
   because Burrow keeps the *earlier* commit time when commits arrive within `min-distance`.
+- data current as of = the timestamp of that same last committed record: the group has the
+  partition's data up to then ("billing has data up to 10:42").
+- catch-up estimate = offset lag ÷ the net rate at which the group gained on the producers over
+  Burrow's window of commits ((start lag − end lag) ÷ (end time − start time)); "not catching
+  up" when that rate is ≤ 0 or Burrow says the consumer stopped or stalled (its window is then
+  no picture of now); unknown when an input is missing. An estimate: it assumes both rates hold.
 - data loss: the committed offset fell below the log start. Freshness is then measured from the
   earliest retained record, which is a lower bound: the lost records were older still.
 - impossible inputs give no value, never a made-up one: a negative lag (the commit is past the
   log end), a log end beyond int64, a timestamp before 2000 or more than a day ahead of now.
   The partition is INVALID (unmeasured, counted) when its freshness would come from them; an
-  impossible commit time only drops the commit lag.
+  impossible commit time only drops the commit lag, an impossible timestamp at C − 1 the commit
+  lag and data-current-as-of.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from freshness_tracker.domain.model import (
+    LagWindow,
     PartitionLag,
     PartitionResult,
     PartitionStatus,
@@ -31,6 +39,8 @@ from freshness_tracker.domain.model import (
 __all__ = [
     "EARLIEST_PLAUSIBLE_MS",
     "MAX_AHEAD_MS",
+    "NOT_MOVING",
+    "catch_up",
     "commit_lag_ms",
     "freshness_ms",
     "implausible_time",
@@ -77,6 +87,42 @@ def retention_headroom_ms(retention_ms: int | None, freshness: int | None) -> in
     return retention_ms - freshness
 
 
+#: Burrow's partition statuses that say its window is no picture of now: STOP (no commit for
+#: longer than the window spans) and STALL (the offset does not move while there is lag).
+NOT_MOVING = frozenset({"STOP", "STALL"})
+
+
+def catch_up(current_lag: int, window: LagWindow | None,
+             burrow_status: str = "OK") -> tuple[int | None, bool | None]:
+    """(estimated ms until the lag is 0, whether the group is catching up) for one partition.
+
+    The group gains on the producers at (start lag − end lag) ÷ (end time − start time) records
+    per ms over Burrow's window; the estimate is `current_lag` ÷ that rate, rounded up. Nothing
+    to catch up (lag 0): (0, True). A rate ≤ 0, or Burrow's STOP or STALL: (None, False), never
+    a made-up duration. Unknown (None, None): a negative lag, a REWIND inside the window, a
+    window that is missing, has a null value, spans no time or has a negative lag.
+    """
+    if current_lag == 0:
+        return 0, True
+    if current_lag < 0:
+        return None, None
+    if burrow_status in NOT_MOVING:
+        return None, False
+    if burrow_status == "REWIND" or window is None:
+        return None, None
+    start_ms, start_lag, end_ms, end_lag = (window.start_ms, window.start_lag, window.end_ms,
+                                            window.end_lag)
+    if start_ms is None or start_lag is None or end_ms is None or end_lag is None:
+        return None, None
+    span = end_ms - start_ms
+    if span <= 0 or start_lag < 0 or end_lag < 0:
+        return None, None
+    gained = start_lag - end_lag
+    if gained <= 0:
+        return None, False
+    return -(-current_lag * span // gained), True  # lag ÷ (gained ÷ span), rounded up
+
+
 def _read_for(
     lag: PartitionLag, offset: int, reads: Mapping[ReadRequest, RecordRead]
 ) -> RecordRead | None:
@@ -84,13 +130,13 @@ def _read_for(
     return reads.get(ReadRequest(key.cluster, key.topic, key.partition, offset))
 
 
-def _commit_lag(
-    lag: PartitionLag, commit_time: int | None, reads: Mapping[ReadRequest, RecordRead],
-    now_ms: int,
+def _last_committed(
+    lag: PartitionLag, reads: Mapping[ReadRequest, RecordRead], now_ms: int,
 ) -> tuple[int | None, str | None]:
-    """(commit lag, why an input was impossible) from the record at C − 1."""
+    """(timestamp of the last committed record, at C − 1; why it was impossible). Commit lag
+    and data-current-as-of both come from it; only a record found exactly there counts."""
     committed = lag.committed_offset
-    if committed is None or committed <= 0 or commit_time is None:
+    if committed is None or committed <= 0:
         return None, None
     previous = _read_for(lag, committed - 1, reads)
     if previous is None or previous.outcome is not ReadOutcome.FOUND:
@@ -101,7 +147,7 @@ def _commit_lag(
                                f"record timestamp at offset {committed - 1}")
     if problem:
         return None, problem
-    return commit_lag_ms(commit_time, previous.timestamp_ms), None
+    return previous.timestamp_ms, None
 
 
 def _impossible_lag(lag: PartitionLag) -> str | None:
@@ -141,10 +187,14 @@ def measure_partition(
         if commit_time_problem:
             commit_time = None  # an impossible commit time: no commit lag, nothing absurd stored
     bad_offsets = _impossible_lag(lag)
-    if bad_offsets:
-        commit_lag, commit_lag_problem = None, None
+    if bad_offsets or committed is None:
+        last_ts, last_problem = None, None
+        estimate, catching_up = None, None
     else:
-        commit_lag, commit_lag_problem = _commit_lag(lag, commit_time, reads, now_ms)
+        last_ts, last_problem = _last_committed(lag, reads, now_ms)
+        estimate, catching_up = catch_up(lag.current_lag, lag.window, lag.burrow_status)
+    commit_lag = None if last_ts is None or commit_time is None else commit_lag_ms(commit_time,
+                                                                                   last_ts)
 
     def result(
         status: PartitionStatus,
@@ -170,8 +220,13 @@ def measure_partition(
             lost_records=lost,
             retention_headroom_ms=headroom,
             error=error,
-            invalid=invalid or bad_offsets or commit_time_problem or commit_lag_problem,
+            invalid=invalid or bad_offsets or commit_time_problem or last_problem,
             sample_time_ms=now_ms,
+            data_current_as_of_ms=last_ts,
+            catch_up_ms=estimate,
+            catching_up=catching_up,
+            owner=lag.owner,
+            client_id=lag.client_id,
         )
 
     if committed is None:

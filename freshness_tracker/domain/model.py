@@ -16,6 +16,7 @@ __all__ = [
     "ClusterSnapshot",
     "GroupLags",
     "GroupResult",
+    "LagWindow",
     "PartitionKey",
     "PartitionLag",
     "PartitionResult",
@@ -51,12 +52,26 @@ class PartitionKey:
 
 
 @dataclass(frozen=True, slots=True)
+class LagWindow:
+    """Burrow's window of a partition's commits (`start` and `end` of its `/lag` entry): when
+    the oldest and the newest commit it holds were made (epoch ms) and the lag Burrow computed
+    at each. Any value is None when Burrow did not send it (an entry that is null, a null `lag`
+    in Burrow >= 1.3 when it did not know the log end)."""
+
+    start_ms: int | None
+    start_lag: int | None
+    end_ms: int | None
+    end_lag: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionLag:
     """Burrow's `/lag` entry for one partition, reduced to what freshness needs.
 
     `committed_offset` is Burrow's `end.offset`: the *next* record the group will read, so the
     record at that offset is the oldest uncommitted one. It is None when Burrow stored no commit
-    (`end: null`).
+    (`end: null`). `owner` and `client_id` name the group member that holds the partition ("":
+    unknown; Burrow 1.2.1 never knows them against Kafka >= 2.1).
     """
 
     key: PartitionKey
@@ -65,6 +80,9 @@ class PartitionLag:
     current_lag: int
     burrow_status: str = "OK"
     complete: float = 1.0
+    window: LagWindow | None = None
+    owner: str = ""
+    client_id: str = ""
 
     @property
     def log_end_offset(self) -> int | None:
@@ -202,6 +220,17 @@ class PartitionResult:
     #: The time freshness was measured at: when Burrow's offsets were observed (the group's
     #: `/lag` answer), not when the cycle ended. The history table's `sample_time`.
     sample_time_ms: int | None = None
+    #: Timestamp of the last committed record (offset C − 1): the group has the partition's data
+    #: up to then. None when that record was not read (or is gone, or C is 0).
+    data_current_as_of_ms: int | None = None
+    #: Estimated time until the offset lag is 0 at the rate the group gained on the producers
+    #: over Burrow's window (0 when caught up); None when not catching up or unknown.
+    catch_up_ms: int | None = None
+    #: True: gaining on the producers (or caught up); False: not (the lag does not shrink, or
+    #: Burrow says the consumer stopped or stalled); None: unknown.
+    catching_up: bool | None = None
+    owner: str = ""
+    client_id: str = ""
 
     @property
     def freshness_is_lower_bound(self) -> bool:
@@ -233,6 +262,8 @@ class GroupResult:
     """Roll-up of one group: its worst partition and Burrow's own verdict.
 
     `offset_lag` is None while a partition's lag is unknown (impossible, or its entry unusable).
+    `data_current_as_of_ms` is the oldest of its partitions' and `catch_up_ms` the longest
+    (`domain.rollup` says when each is unknown).
     """
 
     cluster: str
@@ -243,6 +274,9 @@ class GroupResult:
     partitions: int
     unmeasured_partitions: int
     data_loss_partitions: int
+    data_current_as_of_ms: int | None = None
+    catch_up_ms: int | None = None
+    catching_up: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

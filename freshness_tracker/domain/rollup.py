@@ -38,6 +38,52 @@ def _worst(parts: Iterable[PartitionResult]) -> int | None:
     return max(known) if known else None
 
 
+def _oldest_data(parts: Iterable[PartitionResult]) -> int | None:
+    """The oldest "data current as of" of a group's partitions, or None when it is not known.
+
+    Never newer than the truth: unknown while a partition that holds committed data has no
+    value (its last committed record not read, gone, or the read failed) or has consumed
+    nothing of a partition that holds records (committed offset 0 with lag). A partition
+    without a commit, or empty (offset 0, no lag), holds nothing to be current on.
+    """
+    oldest: int | None = None
+    for p in parts:
+        if p.status is PartitionStatus.NO_COMMIT:
+            continue
+        if p.committed_offset == 0 and p.offset_lag == 0 and p.status is not \
+                PartitionStatus.INVALID:
+            continue
+        if p.data_current_as_of_ms is None:
+            return None
+        oldest = p.data_current_as_of_ms if oldest is None else min(oldest,
+                                                                     p.data_current_as_of_ms)
+    return oldest
+
+
+def _catch_up(parts: Iterable[PartitionResult], unusable: int
+              ) -> tuple[int | None, bool | None]:
+    """(the longest catch-up estimate, whether every partition is catching up).
+
+    Not catching up as soon as one partition is not (that is certain whatever the others do);
+    otherwise unknown while one partition's estimate is unknown, or an entry was unusable.
+    Partitions without a commit have no lag to catch up and are left out.
+    """
+    longest: int | None = None
+    unknown = unusable > 0
+    for p in parts:
+        if p.status is PartitionStatus.NO_COMMIT:
+            continue
+        if p.catching_up is False:
+            return None, False
+        if p.catching_up is None or p.catch_up_ms is None:
+            unknown = True
+        else:
+            longest = p.catch_up_ms if longest is None else max(longest, p.catch_up_ms)
+    if unknown or longest is None:  # longest None: no partition has a lag to catch up
+        return None, None
+    return longest, True
+
+
 def _lag(parts: Iterable[PartitionResult]) -> int | None:
     """The summed offset lag, or None when a partition's lag is impossible (not known)."""
     total = 0
@@ -74,7 +120,8 @@ def roll_up_topics(results: Sequence[PartitionResult]) -> tuple[TopicResult, ...
 def roll_up_groups(
     groups: Sequence[GroupLags], results: Sequence[PartitionResult]
 ) -> tuple[GroupResult, ...]:
-    """Per group: worst freshness, Burrow's status and the summed partition lag.
+    """Per group: worst freshness, Burrow's status, the summed partition lag, the oldest data
+    current as of and the longest catch-up estimate.
 
     The worst freshness is unknown (None) while any partition's read failed; how many
     partitions are unmeasured is always reported, so an alert can tell "fresh" from "unknown".
@@ -88,6 +135,7 @@ def roll_up_groups(
     for g in sorted(groups, key=lambda g: (g.cluster, g.consumer)):
         parts = by_group.get((g.cluster, g.consumer), [])
         unusable = g.unusable_partitions
+        estimate, catching_up = _catch_up(parts, unusable)
         out.append(
             GroupResult(
                 cluster=g.cluster,
@@ -98,6 +146,9 @@ def roll_up_groups(
                 partitions=len(parts),
                 unmeasured_partitions=unusable + sum(p.status in _UNMEASURED for p in parts),
                 data_loss_partitions=sum(p.data_loss for p in parts),
+                data_current_as_of_ms=None if unusable else _oldest_data(parts),
+                catch_up_ms=estimate,
+                catching_up=catching_up,
             )
         )
     return tuple(out)

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from freshness_tracker.burrow import parse
+from freshness_tracker.domain.model import LagWindow
 from freshness_tracker.errors import BurrowResponseError
 
 DATA = Path(__file__).parent.parent / "data"
@@ -42,6 +43,14 @@ def test_live_group_lag_121() -> None:
     assert p.log_end_offset == 134
 
 
+def test_window_and_members_121() -> None:
+    """Burrow 1.2.1 against Kafka >= 2.1: a lag at each end of the window, empty members."""
+    g = parse.parse_group_lag(body("v3_consumer_live-group_lag.json"), "local", "live-group")
+    p = g.partitions[0]
+    assert p.window == LagWindow(1795301772667, 1, 1795301781745, 1)
+    assert (p.owner, p.client_id) == ("", "")
+
+
 def test_stuck_group_lag_121() -> None:
     g = parse.parse_group_lag(body("v3_consumer_stuck-group_lag.json"), "local", "stuck-group")
     assert g.burrow_status == "ERR"
@@ -70,6 +79,31 @@ def test_19x_shape_observed_at_null_lag_null_end_and_big_lag() -> None:
     assert first.committed_offset == 2542 and first.commit_time_ms == 1511780580382
     assert second.committed_offset is None and second.commit_time_ms is None
     assert second.current_lag == 0 and second.log_end_offset is None
+    assert first.window == LagWindow(1511200836090, None, 1511780580382, None)  # lag null
+    assert (first.owner, first.client_id) == ("/10.0.0.1", "consumer-1")
+    assert second.window is None and second.owner == ""
+
+
+@pytest.mark.parametrize(("owner", "want"), [
+    ("host-1", "host-1"), (None, ""), (5, ""), ("x" * 256, ""), ("\udcff", ""),
+])
+def test_an_unusable_owner_is_unknown_never_a_failed_group(owner: Any, want: str) -> None:
+    entry = {"topic": "t", "partition": 0, "owner": owner, "client_id": owner,
+             "end": {"offset": 5, "timestamp": 1, "lag": -3}, "current_lag": 1}
+    (p,) = parse.parse_group_lag({"status": {"partitions": [entry]}}, "c", "g").partitions
+    assert (p.owner, p.client_id) == (want, want)
+    assert p.window is None  # no start
+
+
+def test_a_negative_window_lag_is_unknown_and_a_wrong_type_is_a_bad_body() -> None:
+    entry = {"topic": "t", "partition": 0, "current_lag": 1,
+             "start": {"offset": 1, "timestamp": 10, "lag": -1},
+             "end": {"offset": 5, "timestamp": 20, "lag": 2}}
+    (p,) = parse.parse_group_lag({"status": {"partitions": [entry]}}, "c", "g").partitions
+    assert p.window == LagWindow(10, None, 20, 2)
+    entry["end"] = {"offset": 5, "timestamp": 20, "lag": "2"}
+    with pytest.raises(BurrowResponseError, match=r"partition\.end\.lag"):
+        parse.parse_group_lag({"status": {"partitions": [entry]}}, "c", "g")
 
 
 @pytest.mark.parametrize("bad", [

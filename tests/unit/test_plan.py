@@ -39,9 +39,10 @@ def test_caught_up_commit_lag_read_when_enabled() -> None:
     assert cached.to_read == () and cached.from_cache == (ReadRequest("c", "t", 0, 9),)
 
 
-def test_no_previous_read_without_commit_time_or_at_zero() -> None:
+def test_previous_read_without_commit_time_none_at_zero() -> None:
+    # C − 1 is also data-current-as-of, which needs no commit time
     assert plan_reads([lag(committed=10, current_lag=1, commit_time=None)], never).to_read == (
-        ReadRequest("c", "t", 0, 10),)
+        ReadRequest("c", "t", 0, 9), ReadRequest("c", "t", 0, 10))
     assert plan_reads([lag(committed=0, current_lag=1)], never).to_read == (
         ReadRequest("c", "t", 0, 0),)
 
