@@ -180,10 +180,11 @@ class Exporter:
         # What changes between snapshots (counters, process and client figures): rendered at
         # every scrape. The snapshot's families are rendered once per publication instead.
         self.live = CollectorRegistry()
-        self.self_metrics = SelfMetrics(self.live, [c.name for c in settings.clusters])
-        self.live.register(KafkaClientCollector(self._pool_stats))
+        series = SeriesSet(settings.granularity, frozenset(settings.partition_metrics),
+                           {c.name: c.labels for c in settings.clusters if c.labels})
+        self.self_metrics = SelfMetrics(self.live, [c.name for c in settings.clusters], series)
+        self.live.register(KafkaClientCollector(self._pool_stats, series))
         ProcessCollector(registry=self.live)
-        series = SeriesSet(settings.granularity, frozenset(settings.partition_metrics))
         #: What /metrics serves (the listener's source).
         self.exposition = CachedExposition(self.holder, self.live, series)
         # The same families built per collect(): generate_latest(registry), `once`, tests.

@@ -29,6 +29,7 @@ from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSetting
 from freshness_tracker.sinks.prometheus import (
     ALL_PARTITION_METRICS,
     DEFAULT_PARTITION_METRICS,
+    RESERVED_LABELS,
     Granularity,
 )
 
@@ -58,13 +59,16 @@ class WebSettings:
 
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
-    """One configured cluster; `kafka.properties` may lack bootstrap.servers (Burrow has them)."""
+    """One configured cluster; `kafka.properties` may lack bootstrap.servers (Burrow has them).
+    `labels` are its static labels, on every series of the cluster (`clusters[].labels`)."""
 
     name: str
     kafka: ClusterKafkaSettings
+    labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def __repr__(self) -> str:
-        return f"ClusterSettings(name={self.name!r}, kafka={redact(self.kafka.properties)!r})"
+        return (f"ClusterSettings(name={self.name!r}, kafka={redact(self.kafka.properties)!r}, "
+                f"labels={dict(self.labels)!r})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +341,41 @@ def _kafka_properties(value: Any, key: str) -> dict[str, str]:
     return out
 
 
-_CLUSTER_KEYS = ("name", "numConsumers", "kafka")
+_CLUSTER_KEYS = ("name", "numConsumers", "kafka", "labels")
+#: Prometheus' label name syntax (the classic one every version and client reads).
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+def _static_labels(value: Any, key: str) -> dict[str, str]:
+    """`clusters[i].labels { env = "prod" }`: label names Prometheus accepts and the tracker
+    does not set itself, each with a string value."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(key, f"expected an object of label names and values, got "
+                          f"{_kind(value)}", 'write e.g. labels { env = "prod", region = "eu" }')
+    out: dict[str, str] = {}
+    for raw_name, item in value.items():
+        name = _unquote(raw_name)
+        where = f"{key}.{name}"
+        if not _LABEL_NAME.match(name):
+            raise ConfigError(where, f"{name!r} is not a Prometheus label name",
+                              "use letters, digits and underscores, not starting with a digit")
+        if name.startswith("__"):
+            raise ConfigError(where, "names starting with __ are reserved for Prometheus' "
+                              "own labels", "choose a name without the leading underscores")
+        if name in RESERVED_LABELS:
+            raise ConfigError(where, f"{name!r} is a label the tracker or Prometheus sets itself "
+                              f"({', '.join(sorted(RESERVED_LABELS))})",
+                              f"choose another name, e.g. {name}_name or kafka_{name}")
+        if isinstance(item, Mapping | list) or item is None:
+            raise ConfigError(where, f"expected a string, got {_kind(item)}",
+                              'write the value in double quotes, e.g. env = "prod"')
+        if not isinstance(item, str):
+            raise ConfigError(where, f"expected a string, got {_scalar_kind(item)}",
+                              "write the value in double quotes")
+        out[name] = item
+    return out
 
 
 def _clusters(tree: Any, warnings: list[str]) -> tuple[ClusterSettings, ...]:
@@ -362,9 +400,11 @@ def _clusters(tree: Any, warnings: list[str]) -> tuple[ClusterSettings, ...]:
         seen.add(name)
         num = reader.whole("numConsumers", 1, 256) if "numConsumers" in entry else 2
         props = _kafka_properties(entry.get("kafka", None), f"{key}.kafka")
+        labels = _static_labels(entry.get("labels", None), f"{key}.labels")
         for unknown in set(entry) - set(_CLUSTER_KEYS):
             warnings.append(_unknown_message(f"{key}.{_unquote(unknown)}", unknown, _CLUSTER_KEYS))
-        out.append(ClusterSettings(name, ClusterKafkaSettings(name, MappingProxyType(props), num)))
+        out.append(ClusterSettings(name, ClusterKafkaSettings(name, MappingProxyType(props), num),
+                                   MappingProxyType(labels)))
     return tuple(out)
 
 

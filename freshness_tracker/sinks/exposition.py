@@ -199,7 +199,7 @@ class _Probe(Collector):
         self._family = family
 
     def collect(self) -> list[Metric]:
-        labels = self._family.level.labels
+        labels = self._family.labels
         metric = GaugeMetricFamily(self._family.name, self._family.doc, labels=list(labels))
         metric.add_metric([_PLACEHOLDER.format(i) for i in range(len(labels))], 0.0)
         return [metric]
@@ -252,9 +252,10 @@ class _Format:
         self.samples_key = tuple((s.head, s.order, s.between, s.tail) for s in self.syntax)
 
 
-def _render(cluster: ClusterSnapshot, families: Sequence[Family], fmt: _Format
-            ) -> tuple[_Segment, ...]:
-    """One cluster's sample lines, one segment per family (the hot loop of a publication)."""
+def _render(cluster: ClusterSnapshot, families: Sequence[Family], fmt: _Format,
+            static: tuple[str, ...] = ()) -> tuple[_Segment, ...]:
+    """One cluster's sample lines, one segment per family (the hot loop of a publication);
+    `static` are the cluster's static label values, after each row's own."""
     lines: list[list[str]] = [[] for _ in families]
     writers = [_SegmentWriter() for _ in families]
     skips = SkipLog()
@@ -288,7 +289,7 @@ def _render(cluster: ClusterSnapshot, families: Sequence[Family], fmt: _Format
         label_values = level.labeller
         rows = 0
         for row in level.rows(cluster):
-            values = label_values(row)
+            values = label_values(row) + static
             try:
                 texts = [escapes[values[i]] for i in order]
             except KeyError:
@@ -325,8 +326,9 @@ class _Counts:
 class _ClusterRender:
     """One published cluster snapshot, rendered once per samples syntax."""
 
-    def __init__(self, snapshot: ClusterSnapshot) -> None:
+    def __init__(self, snapshot: ClusterSnapshot, static: tuple[str, ...] = ()) -> None:
         self.snapshot = snapshot
+        self.static = static  # the cluster's static label values
         self._lock = threading.Lock()
         self._segments: dict[tuple[Any, ...], tuple[_Segment, ...]] = {}
 
@@ -335,7 +337,7 @@ class _ClusterRender:
         with self._lock:
             found = self._segments.get(fmt.samples_key)
             if found is None:
-                found = _render(self.snapshot, families, fmt)
+                found = _render(self.snapshot, families, fmt, self.static)
                 self._segments[fmt.samples_key] = found
                 counts.renders += 1
             return found
@@ -427,7 +429,7 @@ class CachedExposition:
 
     def prepare(self, snapshot: ClusterSnapshot) -> None:
         """Render a cluster snapshot about to be published (call before holder.publish)."""
-        render = _ClusterRender(snapshot)
+        render = _ClusterRender(snapshot, self.series.static_values(snapshot.cluster))
         render.segments(self._default, self._families, self.counts)
         with self._lock:
             self._keep(render)
@@ -459,7 +461,7 @@ class CachedExposition:
             for render in self._renders.get(cluster.cluster, ()):
                 if render.snapshot is cluster:
                     return render
-            render = _ClusterRender(cluster)
+            render = _ClusterRender(cluster, self.series.static_values(cluster.cluster))
             self._keep(render)
             return render
 

@@ -27,10 +27,11 @@ those names (counted), this is the last line of defence.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum, StrEnum
 from operator import attrgetter
+from types import MappingProxyType
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -51,6 +52,7 @@ __all__ = [
     "GROUP_FAMILIES",
     "HEALTH_FAMILIES",
     "PARTITION_FAMILIES",
+    "RESERVED_LABELS",
     "TOPIC_FAMILIES",
     "Family",
     "FreshnessCollector",
@@ -75,6 +77,8 @@ class Level(Enum):
     """What one row of a family is, and so its labels."""
 
     PARTITION = ("cluster", "consumer", "topic", "partition")
+    #: One row per partition whose group member Burrow names (`owner` not empty).
+    PARTITION_OWNER = ("cluster", "consumer", "topic", "partition", "owner", "client_id")
     TOPIC = ("cluster", "consumer", "topic")
     GROUP = ("cluster", "consumer")
     CLUSTER = ("cluster",)
@@ -88,6 +92,8 @@ class Level(Enum):
     def rows(self, cluster: ClusterSnapshot) -> Sequence[Any]:
         if self is Level.PARTITION:
             return cluster.partitions
+        if self is Level.PARTITION_OWNER:
+            return [r for r in cluster.partitions if r.owner]
         if self is Level.TOPIC:
             return cluster.topics
         if self is Level.GROUP:
@@ -108,8 +114,18 @@ class Level(Enum):
         return _LABEL_VALUES[self]
 
 
+#: Label names a cluster's static labels (`clusters[].labels`) may not take: the tracker's own
+#: (every level's, and its self-metrics' `version`, histogram `le`, summary `quantile`) and the
+#: target labels Prometheus adds at the scrape (`job`, `instance`: it would rename ours to
+#: `exported_job`). Names starting with `__` are Prometheus' own.
+RESERVED_LABELS: frozenset[str] = frozenset(
+    {name for level in Level for name in level.labels} | {"version", "le", "quantile", "job",
+                                                          "instance"})
+
 _LABEL_VALUES: dict[Level, Callable[[Any], tuple[str, ...]]] = {
     Level.PARTITION: lambda r: (r.key.cluster, r.key.consumer, r.key.topic, str(r.key.partition)),
+    Level.PARTITION_OWNER: lambda r: (r.key.cluster, r.key.consumer, r.key.topic,
+                                      str(r.key.partition), r.owner, r.client_id),
     Level.TOPIC: lambda t: (t.cluster, t.consumer, t.topic),
     Level.GROUP: lambda g: (g.cluster, g.consumer),
     Level.CLUSTER: lambda h: (h.cluster,),
@@ -119,12 +135,21 @@ _LABEL_VALUES: dict[Level, Callable[[Any], tuple[str, ...]]] = {
 
 @dataclass(frozen=True, slots=True)
 class Family:
-    """One gauge family: its name, HELP, row level and the sample of a row (None: none)."""
+    """One gauge family: its name, HELP, row level and the sample of a row (None: none).
+
+    `static_labels` are the names of the clusters' own labels (`clusters[].labels`), written
+    after the level's on every sample (`SeriesSet.families` sets them).
+    """
 
     name: str
     doc: str
     level: Level
     value: Callable[[Any], float | None]
+    static_labels: tuple[str, ...] = ()
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.level.labels + self.static_labels
 
 
 _LAST = " From the last completed cycle of the cluster."
@@ -157,12 +182,21 @@ def _loss(value: Callable[[PartitionResult], int]) -> Callable[[PartitionResult]
     return sample
 
 
-def _optional(attribute: str) -> Callable[[Any], float | None]:
+def _optional(attribute: str, scale: float = 1.0) -> Callable[[Any], float | None]:
     get = attrgetter(attribute)
 
     def sample(row: Any) -> float | None:
         v = get(row)
-        return None if v is None else float(v)
+        return None if v is None else v / scale
+    return sample
+
+
+def _flag(attribute: str) -> Callable[[Any], float | None]:
+    get = attrgetter(attribute)
+
+    def sample(row: Any) -> float | None:
+        v = get(row)
+        return None if v is None else 1.0 if v else 0.0
     return sample
 
 
@@ -207,8 +241,27 @@ PARTITION_STATUS = Family(
     "index)." + _LAST,
     Level.PARTITION, lambda r: _status_code(r.burrow_status))
 
+DATA_AS_OF = Family(
+    "kafka_consumer_data_current_as_of_timestamp_seconds",
+    "When the last committed record was appended (its timestamp, Unix seconds): the group has "
+    "the partition's data up to then. Absent when that record was not read (a caught-up "
+    "partition with lookup.commitLagWhenCaughtUp off and nothing cached) or is gone." + _LAST,
+    Level.PARTITION, _optional("data_current_as_of_ms", 1000.0))
+CATCH_UP = Family(
+    "kafka_consumer_catch_up_estimate_seconds",
+    "Estimated seconds until the offset lag is 0: the lag divided by the rate the group gained "
+    "on the producers over Burrow's window of commits; 0 when caught up. Absent when not "
+    "catching up (see kafka_consumer_group_catching_up) or unknown. An estimate." + _LAST,
+    Level.PARTITION, _optional("catch_up_ms", 1000.0))
+OWNER_INFO = Family(
+    "kafka_consumer_partition_owner_info",
+    "1 per partition with the group member Burrow says consumes it (owner, client_id); absent "
+    "when Burrow does not know it (Burrow 1.2.1 against Kafka >= 2.1). Join it on the "
+    "partition's labels to see who is lagging." + _LAST,
+    Level.PARTITION_OWNER, lambda _r: 1.0)
+
 PARTITION_FAMILIES = (FRESHNESS, COMMIT_LAG, OFFSET_LAG, COMMITTED, DATA_LOSS, LOST, HEADROOM,
-                      PARTITION_STATUS)
+                      PARTITION_STATUS, DATA_AS_OF, CATCH_UP, OWNER_INFO)
 #: Every per-partition family name, for `partitionMetrics`.
 ALL_PARTITION_METRICS: tuple[str, ...] = tuple(f.name for f in PARTITION_FAMILIES)
 #: The per-partition families exported unless `partitionMetrics` says otherwise: the three
@@ -250,6 +303,23 @@ GROUP_FAMILIES = (
     Family("kafka_consumer_group_data_loss_partitions",
            "Partitions of the group whose unread records were deleted by retention." + _LAST,
            Level.GROUP, _optional("data_loss_partitions")),
+    Family("kafka_consumer_group_data_current_as_of_timestamp_seconds",
+           "The oldest of the group's partitions' last committed record timestamps (Unix "
+           "seconds): the group has all its data up to then. Absent while a partition holding "
+           "data has no value (its last committed record unread, gone, or nothing of it "
+           "consumed)." + _LAST,
+           Level.GROUP, _optional("data_current_as_of_ms", 1000.0)),
+    Family("kafka_consumer_group_catch_up_estimate_seconds",
+           "Estimated seconds until the group's offset lag is 0: the slowest partition's lag "
+           "divided by the rate it gained on the producers over Burrow's window (an estimate: "
+           "both rates are assumed to hold); 0 when caught up. Absent when not catching up or "
+           "unknown." + _LAST,
+           Level.GROUP, _optional("catch_up_ms", 1000.0)),
+    Family("kafka_consumer_group_catching_up",
+           "1 when every partition of the group has no lag or gained on its producers over "
+           "Burrow's window; 0 when one did not (its lag did not shrink, or Burrow says it "
+           "stopped or stalled); absent when unknown." + _LAST,
+           Level.GROUP, _flag("catching_up")),
 )
 
 
@@ -280,16 +350,37 @@ HEALTH_FAMILIES = (
 
 @dataclass(frozen=True, slots=True)
 class SeriesSet:
-    """Which families a snapshot exports: the finest level, and the per-partition families."""
+    """Which families a snapshot exports: the finest level, the per-partition families, and
+    each cluster's static labels (`clusters[].labels`).
+
+    Clusters may have different static labels. Every family then carries the union of their
+    names (sorted, after the level's own labels) and a cluster writes "" for a name it lacks,
+    as kafka-lag-exporter does: one label set per family, so prometheus_client (whose families
+    have one) and every consumer of the text formats read it, and Prometheus stores an empty
+    label as no label at all, so a series looks exactly as if it had only its own.
+    """
 
     granularity: Granularity = Granularity.PARTITION
     partition_metrics: frozenset[str] = field(
         default_factory=lambda: frozenset(DEFAULT_PARTITION_METRICS))
+    cluster_labels: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     @classmethod
     def everything(cls) -> SeriesSet:
-        """Every family at partition level (the exporter's set before issue 11)."""
+        """Every family at partition level (the exporter's set before issue 11, and since)."""
         return cls(Granularity.PARTITION, frozenset(ALL_PARTITION_METRICS))
+
+    @property
+    def static_labels(self) -> tuple[str, ...]:
+        """The names of every cluster's static labels, sorted."""
+        return tuple(sorted({name for labels in self.cluster_labels.values()
+                             for name in labels}))
+
+    def static_values(self, cluster: str) -> tuple[str, ...]:
+        """A cluster's static label values in `static_labels` order ("" for a name it lacks)."""
+        own = self.cluster_labels.get(cluster, {})
+        return tuple(own.get(name, "") for name in self.static_labels)
 
     def families(self) -> tuple[Family, ...]:
         """The exported families, in exposition order."""
@@ -298,7 +389,11 @@ class SeriesSet:
             out += [f for f in PARTITION_FAMILIES if f.name in self.partition_metrics]
         if self.granularity in (Granularity.PARTITION, Granularity.TOPIC):
             out += TOPIC_FAMILIES
-        return (*out, *GROUP_FAMILIES, *HEALTH_FAMILIES)
+        families = (*out, *GROUP_FAMILIES, *HEALTH_FAMILIES)
+        static = self.static_labels
+        if not static:
+            return families
+        return tuple(replace(f, static_labels=static) for f in families)
 
 
 class SkipLog:
@@ -338,10 +433,11 @@ class FreshnessCollector(Collector):
         skips = SkipLog()  # one warning per scrape at most
         for family in self.series.families():
             level = family.level
-            metric = GaugeMetricFamily(family.name, family.doc, labels=list(level.labels))
+            metric = GaugeMetricFamily(family.name, family.doc, labels=list(family.labels))
             for cluster in clusters:
+                static = self.series.static_values(cluster.cluster)
                 for row in level.rows(cluster):
-                    labels = level.label_values(row)
+                    labels = level.label_values(row) + static
                     value = family.value(row)
                     if value is not None and skips.exportable(labels):
                         metric.add_metric(list(labels), value)

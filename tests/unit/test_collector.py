@@ -31,15 +31,17 @@ def result(partition: int, status: PartitionStatus, freshness: int | None,
 
 def snapshot(up: bool = True) -> ClusterSnapshot:
     parts = (
-        result(0, PartitionStatus.OK, 1234, retention_headroom_ms=5000),
-        result(1, PartitionStatus.LOOKUP_FAILED, None, commit_lag_ms=None),
+        result(0, PartitionStatus.OK, 1234, retention_headroom_ms=5000,
+               data_current_as_of_ms=1_700_000_000_250, catch_up_ms=90_500, catching_up=True,
+               owner="/10.0.0.7", client_id="billing-1"),
+        result(1, PartitionStatus.LOOKUP_FAILED, None, commit_lag_ms=None, catching_up=False),
         result(2, PartitionStatus.DATA_LOSS, 900, lost_records=3, retention_headroom_ms=0),
     )
     return ClusterSnapshot(
         "c", 1, 1_000, 2_000,
         ClusterHealth("c", up, 1_000, 2_000 if up else None, 1_000, groups=1, partitions=3),
         parts, (TopicResult("c", "g", "t", 1234, 15, 3, 1),),
-        (GroupResult("c", "g", "WARN", 1234, 15, 3, 1, 1),))
+        (GroupResult("c", "g", "WARN", 1234, 15, 3, 1, 1, 1_700_000_000_250, None, False),))
 
 
 def render(holder: SnapshotHolder, granularity: Granularity = Granularity.PARTITION) -> str:
@@ -74,6 +76,53 @@ def test_partition_series() -> None:
     assert 'freshness_tracker_cluster_up{cluster="c"} 1.0' in lines
     assert 'freshness_tracker_cluster_last_success_timestamp_seconds{cluster="c"} 2.0' in lines
     assert 'freshness_tracker_cluster_partitions{cluster="c",status="lookup_failed"} 1.0' in lines
+
+
+def test_data_current_as_of_catch_up_and_owner_series() -> None:
+    holder = SnapshotHolder()
+    holder.publish(snapshot())
+    lines = set(render(holder).splitlines())
+    labels = 'cluster="c",consumer="g",partition="0",topic="t"'
+    assert f"kafka_consumer_data_current_as_of_timestamp_seconds{{{labels}}} 1.70000000025e+09" \
+        in lines
+    assert f"kafka_consumer_catch_up_estimate_seconds{{{labels}}} 90.5" in lines
+    assert 'kafka_consumer_partition_owner_info{client_id="billing-1",cluster="c",consumer="g",' \
+        'owner="/10.0.0.7",partition="0",topic="t"} 1.0' in lines
+    # partition 1 is not catching up: no estimate; no owner known: no info series
+    text = "\n".join(lines)
+    assert 'kafka_consumer_catch_up_estimate_seconds{cluster="c",consumer="g",partition="1"' \
+        not in text
+    assert text.count("kafka_consumer_partition_owner_info{") == 1
+    assert 'kafka_consumer_group_data_current_as_of_timestamp_seconds{cluster="c",consumer="g"} ' \
+        "1.70000000025e+09" in lines
+    assert 'kafka_consumer_group_catching_up{cluster="c",consumer="g"} 0.0' in lines
+    assert "kafka_consumer_group_catch_up_estimate_seconds{" not in text
+
+
+def test_static_labels_reach_every_family_of_their_cluster_and_only_theirs() -> None:
+    """clusters[].labels: c has env and region, d has env and team; every series carries the
+    union, a cluster "" for a name it lacks (Prometheus stores that as no label)."""
+    holder = SnapshotHolder()
+    c = snapshot()
+    holder.publish(replace(c, groups=(replace(c.groups[0], catch_up_ms=5, catching_up=True),)))
+    holder.publish(ClusterSnapshot("d", 1, 1, 2, ClusterHealth("d", True, 1, 2, 1)))
+    series = replace(SeriesSet.everything(), cluster_labels={
+        "c": {"env": "prod", "region": "eu"}, "d": {"env": "dev", "team": "pay"}})
+    registry = CollectorRegistry()
+    registry.register(FreshnessCollector(holder, series))
+    families = list(registry.collect())
+    seen: dict[str, set[str]] = {"c": set(), "d": set()}
+    for family in families:
+        for sample in family.samples:
+            cluster = sample.labels["cluster"]
+            want = {"env": "prod", "region": "eu", "team": ""} if cluster == "c" else \
+                {"env": "dev", "region": "", "team": "pay"}
+            assert {k: sample.labels[k] for k in want} == want, sample
+            seen[cluster].add(family.name)
+    assert len(seen["c"]) == len(families)  # every family of c has samples here, all labelled
+    assert "freshness_tracker_cluster_up" in seen["d"]
+    text = generate_latest(registry).decode()
+    assert 'freshness_tracker_cluster_up{cluster="d",env="dev",region="",team="pay"} 1.0' in text
 
 
 def test_failed_lookup_has_no_freshness_sample() -> None:

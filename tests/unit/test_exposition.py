@@ -69,8 +69,13 @@ ACCEPTS = [
     "application/openmetrics-text;version=1.0.0;escaping=dots",
     "application/openmetrics-text",
 ]
+#: Static labels of two clusters with different names (a value that needs escaping too): every
+#: family carries the union, a cluster writes "" for a name it lacks.
+STATIC = SeriesSet(cluster_labels={"c": {"env": "prod", "region": 'e"u\\'},
+                                   "d": {"env": "dev", "team": "ü"}})
 SERIES = [SeriesSet(), SeriesSet.everything(), SeriesSet(Granularity.TOPIC),
-          SeriesSet(Granularity.GROUP)]
+          SeriesSet(Granularity.GROUP), replace(STATIC, partition_metrics=frozenset(
+              ALL_PARTITION_METRICS)), replace(STATIC, granularity=Granularity.GROUP)]
 
 
 def live_registry() -> tuple[CollectorRegistry, Counter]:
@@ -111,7 +116,7 @@ def other_cluster(name: str = "d", cycle: int = 1) -> ClusterSnapshot:
 
 
 @pytest.mark.parametrize("series", SERIES, ids=lambda s: f"{s.granularity}-"
-                         f"{len(s.partition_metrics)}")
+                         f"{len(s.partition_metrics)}-{len(s.static_labels)}")
 @pytest.mark.parametrize("accept", ACCEPTS)
 def test_bytes_equal_prometheus_client_in_every_format(series: SeriesSet,
                                                        accept: str | None) -> None:
@@ -144,7 +149,10 @@ def partitions(draw: st.DrawFn) -> PartitionResult:
         commit_time_ms=None, record_timestamp_ms=None,
         freshness_ms=draw(maybe_ms), commit_lag_ms=draw(maybe_ms),
         lost_records=draw(st.integers(0, 10**12)),
-        retention_headroom_ms=draw(maybe_ms))
+        retention_headroom_ms=draw(maybe_ms),
+        data_current_as_of_ms=draw(maybe_ms), catch_up_ms=draw(maybe_ms),
+        catching_up=draw(st.none() | st.booleans()),
+        owner=draw(st.just("") | label_text), client_id=draw(st.just("") | label_text))
 
 
 @st.composite
@@ -153,7 +161,9 @@ def cluster_snapshots(draw: st.DrawFn) -> ClusterSnapshot:
     topics = tuple(TopicResult("c", p.key.consumer, p.key.topic, draw(maybe_ms), draw(maybe_ms),
                                1, 0) for p in parts[:4])
     groups = tuple(GroupResult("c", draw(label_text), "OK", draw(maybe_ms), draw(maybe_ms), 3,
-                               draw(st.integers(0, 3)), 0) for _ in range(draw(st.integers(0, 3))))
+                               draw(st.integers(0, 3)), 0, draw(maybe_ms), draw(maybe_ms),
+                               draw(st.none() | st.booleans()))
+                   for _ in range(draw(st.integers(0, 3))))
     up = draw(st.booleans())
     health = ClusterHealth("c", up, 1_700_000_000_123, 1_700_000_000_999 if up else None,
                            draw(st.integers(0, 10**7)))
