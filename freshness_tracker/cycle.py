@@ -126,7 +126,7 @@ class ClusterMeasurer:
         groups: NameFilter | None = None,
         topics: NameFilter | None = None,
         shard: Shard | None = None,
-        commit_lag_when_caught_up: bool = False,
+        commit_lag_when_caught_up: bool = True,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self._commit_lag_when_caught_up = commit_lag_when_caught_up
@@ -214,8 +214,10 @@ class ClusterMeasurer:
             return self._failed(started, str(exc), burrow_errors=1)
 
         partitions = [p for g in lags.groups for p in g.partitions if self._topics(p.key.topic)]
-        plan = plan_reads(partitions, self._cache.contains if self._cache else lambda _r: False,
-                          read_caught_up_commit_lag=self._commit_lag_when_caught_up)
+        cache = self._cache
+        plan = plan_reads(partitions, cache.contains if cache else lambda _r: False,
+                          read_caught_up_commit_lag=self._commit_lag_when_caught_up,
+                          is_absent=cache.absent if cache else lambda _r: False)
         kafka_error: str | None = None
         read_started = time.monotonic()
         self.phase = "reading Kafka"
@@ -287,7 +289,7 @@ class ClusterMeasurer:
             partitions=len(results),
             kafka_reads=len(fresh) if kafka_error is None else len(plan.to_read),
             kafka_read_failures=len(failures) if kafka_error is None else len(plan.to_read),
-            cache_hits=len(plan.from_cache),
+            cache_hits=len(plan.from_cache) + len(plan.known_absent),
             burrow_errors=len(lags.failed_groups),
             invalid_inputs=len(invalid),
             data_loss_events=sum(r.status is PartitionStatus.DATA_LOSS for r in results),

@@ -1,8 +1,14 @@
 """A bounded LRU of record timestamps, so an unchanged committed offset is read from Kafka once.
 
 A record's timestamp never changes once written, so an exact (FOUND) answer stays true forever:
-no TTL is needed, only a size bound. Everything else (GAP, END, OUT_OF_RANGE, FAILED) depends on
-the log's current state and is never cached.
+no TTL is needed, only a size bound. What a read returned instead (the next record of a GAP, the
+log end of an END) depends on the log's current state and is never cached as an answer.
+
+One more thing is forever true: that *no record exists at an offset* the log has passed (a
+transaction marker, a compacted or deleted record: offsets are never reused). That is kept apart
+(`absent`), so the record before a committed offset (C − 1: commit lag, data current as of) is
+not read again every cycle when it is a marker, as it is for every caught-up consumer of a
+transactional topic. Freshness never uses it: what follows a missing record at C may change.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ class TimestampCache:
             raise ValueError(f"max_entries must be >= 0, got {max_entries}")
         self._max = max_entries
         self._entries: OrderedDict[ReadRequest, _Entry] = OrderedDict()
+        self._absent: OrderedDict[ReadRequest, None] = OrderedDict()
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
@@ -61,9 +68,24 @@ class TimestampCache:
             self._hits += 1
             return entry
 
+    def absent(self, request: ReadRequest) -> bool:
+        """Whether no record exists at exactly this offset, for good (see the module doc)."""
+        with self._lock:
+            return _key(request) in self._absent
+
     def put(self, read: RecordRead) -> None:
-        """Remember a FOUND read; anything else is ignored (it may change with the log)."""
-        if self._max == 0 or read.outcome is not ReadOutcome.FOUND or read.timestamp_ms is None:
+        """Remember a FOUND read's timestamp, or that a read proved no record can ever be at
+        its offset; anything else is ignored (it may change with the log)."""
+        if self._max == 0:
+            return
+        if read.outcome is not ReadOutcome.FOUND or read.timestamp_ms is None:
+            if _never_there(read):
+                key = _key(read.request)
+                with self._lock:
+                    self._absent[key] = None
+                    self._absent.move_to_end(key)
+                    while len(self._absent) > self._max:
+                        self._absent.popitem(last=False)
             return
         if read.offset != read.request.offset:  # a FOUND read always has it; refuse otherwise
             return
@@ -91,6 +113,7 @@ class TimestampCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._absent.clear()
 
     def stats(self) -> dict[str, int]:
         with self._lock:
@@ -99,6 +122,21 @@ class TimestampCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+def _never_there(read: RecordRead) -> bool:
+    """The read proves no record is at its offset, now or ever: the next record is later (GAP),
+    the offset is below the log start (OUT_OF_RANGE), or below the log end with nothing at or
+    after it (END: a trailing transaction marker). An END at or past the log end proves
+    nothing: a record may be written there."""
+    offset = read.request.offset
+    if read.outcome is ReadOutcome.GAP:
+        return read.offset is not None and read.offset > offset
+    if read.outcome is ReadOutcome.OUT_OF_RANGE:
+        return read.log_start_offset is not None and offset < read.log_start_offset
+    if read.outcome is ReadOutcome.END:
+        return read.log_end_offset is not None and offset < read.log_end_offset
+    return False
 
 
 def _key(request: ReadRequest) -> ReadRequest:

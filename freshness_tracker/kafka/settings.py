@@ -22,8 +22,9 @@ class LookupSettings:
     queued_max_messages_kbytes: int = 8_192  # librdkafka prefetch queue bound per consumer
     cache_size: int = 200_000  # (cluster, topic, partition, offset) -> timestamp entries
     topic_config_ttl_s: float = 600.0  # how long retention.ms answers are reused
-    # read C−1 of caught-up partitions too, so groups that keep up get a commit lag
-    commit_lag_when_caught_up: bool = False
+    # read C−1 of caught-up partitions too (once per offset movement), so groups that keep up
+    # get a commit lag and data-current-as-of
+    commit_lag_when_caught_up: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,7 +77,8 @@ class SelfMetrics:
         self.kafka_read_failures = counter(
             "kafka_read_failures", "Record reads that failed (no value was exported for them).")
         self.cache_hits = counter(
-            "cache_hits", "Record timestamps answered from the cache instead of Kafka.")
+            "cache_hits", "Record timestamps answered from the cache instead of Kafka (or, "
+            "for the record before a commit, that none exists there: a transaction marker).")
         self.data_loss_events = counter(
             "data_loss_events", "Partition measurements that found the committed offset below "
             "the log start.")

@@ -178,7 +178,8 @@ def groups_in(scrape: Scrape, cluster: str) -> set[str]:
 def test_exact_values_for_several_topics_and_groups(scenario: Scenario) -> None:
     s, cluster = scenario, scenario.stack.cluster
     g1, g2 = s.group("g1"), s.group("g2")
-    with exporter(s.stack, s.allow("g1", "g2")) as exp:
+    # lookup.commitLagWhenCaughtUp off (the default since issue 14 is on: tested below)
+    with exporter(s.stack, s.allow("g1", "g2"), "lookup.commitLagWhenCaughtUp = false") as exp:
         snapshot = exp.run_once()
         scrape = Scrape.of(exp.registry)
     (snap,) = snapshot.clusters
@@ -248,7 +249,7 @@ def test_exact_values_for_several_topics_and_groups(scenario: Scenario) -> None:
 def test_zero_lag_partitions_are_fresh_without_any_kafka_read(scenario: Scenario) -> None:
     s, cluster = scenario, scenario.stack.cluster
     g3 = s.group("g3")
-    with exporter(s.stack, s.allow("g3")) as exp:
+    with exporter(s.stack, s.allow("g3"), "lookup.commitLagWhenCaughtUp = false") as exp:
         (snap,) = exp.run_once().clusters
         scrape = Scrape.of(exp.registry)
     assert snap.health.up and snap.health.partitions == 3
@@ -264,15 +265,20 @@ def test_zero_lag_partitions_are_fresh_without_any_kafka_read(scenario: Scenario
     assert scrape.get("freshness_tracker_kafka_read_duration_seconds_count", cluster=cluster) == 0
     assert scrape.get("freshness_tracker_cluster_up", cluster=cluster) == 1.0
 
-    # Opt-in: caught-up groups get a commit lag too, for one read of C-1 each.
-    with exporter(s.stack, s.allow("g3"), "lookup.commitLagWhenCaughtUp = true") as exp:
+    # The default (lookup.commitLagWhenCaughtUp): caught-up groups get a commit lag and data
+    # current as of too, for one read of C-1 each; none again while the offsets do not move.
+    with exporter(s.stack, s.allow("g3")) as exp:
         (snap,) = exp.run_once().clusters
+        (again,) = exp.run_once().clusters
     assert snap.health.up and snap.health.kafka_reads == 3
+    assert (again.health.kafka_reads, again.health.cache_hits) == (0, 3)
     parts = by_key(snap)
     for c in s.of("g3"):
         r = parts[(c.group, c.topic.name, c.partition)]
         assert r.freshness_ms == 0
         assert r.commit_lag_ms == c.commit_lag_ms
+        assert r.data_current_as_of_ms is not None and r.commit_time_ms is not None
+        assert r.data_current_as_of_ms == r.commit_time_ms - c.commit_lag_ms
 
 
 def test_second_cycle_without_movement_reads_nothing_and_freshness_grows(
@@ -372,11 +378,12 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
     s, stack, cluster = scenario, scenario.stack, scenario.stack.cluster
     g1 = s.group("g1")
     allow = s.allow("g1", "g3")
+    # g1's C and C-1 (6 reads) and, the default since issue 14, C-1 of the caught-up g3 (3)
     with exporter(stack, allow, "lookup.cacheSize = 0") as cold, \
             exporter(stack, allow) as warm:  # fmt: skip
         for exp in (cold, warm):
             (ok,) = exp.run_once().clusters
-            assert ok.health.up and ok.health.kafka_reads == 6
+            assert ok.health.up and ok.health.kafka_reads == 9
         last_ok = only_cluster(cold).finished_ms
         stack.cut_broker()  # the exporter's client listener only: Burrow keeps reading Kafka
         try:
@@ -389,7 +396,7 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
             stack.restore_broker()
         h = down.health
         assert not h.up and h.error, h
-        assert h.kafka_read_failures == h.kafka_reads == 6
+        assert h.kafka_read_failures == h.kafka_reads == 9
         assert h.last_success_ms == last_ok
         assert took < 30, took
         parts = by_key(down)
@@ -407,15 +414,16 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
                           consumer=g1) is None  # fmt: skip
         assert scrape.get("kafka_consumer_group_unmeasured_partitions", cluster=cluster,
                           consumer=g1) == 3.0  # fmt: skip
-        for c in s.of("g3"):  # caught up: 0 needs no read
+        for c in s.of("g3"):  # caught up: 0 needs no read (its failed C-1: no commit lag)
             assert scrape.get(FRESHNESS, **labels(c, cluster)) == 0.0
+            assert scrape.get(COMMIT_LAG, **labels(c, cluster)) is None
         assert scrape.get("freshness_tracker_cluster_up", cluster=cluster) == 0.0
-        assert scrape.get("freshness_tracker_kafka_read_failures_total", cluster=cluster) == 6.0
+        assert scrape.get("freshness_tracker_kafka_read_failures_total", cluster=cluster) == 9.0
         assert scrape.get("freshness_tracker_cluster_last_success_timestamp_seconds",
                           cluster=cluster) == last_ok / 1000  # fmt: skip
         # Timestamps never change: unmoved offsets are answered from the cache, broker or not.
         assert cached.health.up and cached.health.kafka_reads == 0
-        assert cached.health.cache_hits == 6
+        assert cached.health.cache_hits == 9
         for c in s.of("g1"):
             assert_exact(cached, c)
 
@@ -430,7 +438,7 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
         poll(recovered, 60, "the exporter to read Kafka again", interval_s=0.5)
         back = cycles[-1]
         scrape = Scrape.of(cold.registry)
-    assert back.health.kafka_reads == 6 and back.health.kafka_read_failures == 0
+    assert back.health.kafka_reads == 9 and back.health.kafka_read_failures == 0
     assert back.health.last_success_ms == back.finished_ms
     for c in s.of("g1"):
         assert_exact(back, c)

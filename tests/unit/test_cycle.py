@@ -21,13 +21,15 @@ def cluster(name: str = "c", servers: str | None = "k:9092") -> ClusterSettings:
 def setup(reader: FakeReader | None = None, **kw: object) -> tuple[ClusterMeasurer, FakeBurrow,
                                                                     FakeReader]:
     burrow = FakeBurrow({"c": [
-        group("c", "fast", lag(consumer="fast", partition=0, committed=10, current_lag=0)),
+        group("c", "fast", lag(consumer="fast", partition=0, committed=10, current_lag=0,
+                               commit_time=99_900)),
         group("c", "slow", lag(consumer="slow", partition=0, committed=4, current_lag=6,
                                commit_time=95_000),
               lag(consumer="slow", partition=1, committed=7, current_lag=2, commit_time=99_000)),
     ]})
     reader = reader or FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000,
-                                   ("t", 1, 6): 97_000, ("t", 1, 7): 98_000})
+                                   ("t", 1, 6): 97_000, ("t", 1, 7): 98_000,
+                                   ("t", 0, 9): 99_500})
     m = ClusterMeasurer(cluster(), burrow, lambda _k: reader, clock=lambda: NOW,
                         **kw)  # type: ignore[arg-type]
     return m, burrow, reader
@@ -42,10 +44,23 @@ def test_cycle_measures_every_partition() -> None:
     assert by[("slow", 0)].commit_lag_ms == 15_000
     assert by[("slow", 1)].freshness_ms == 2_000
     assert by[("slow", 1)].commit_lag_ms == 2_000
-    assert snap.health.up and snap.health.kafka_reads == 4
+    # caught up: its last committed record is read too (lookup.commitLagWhenCaughtUp, default)
+    assert by[("fast", 0)].commit_lag_ms == 400
+    assert by[("fast", 0)].data_current_as_of_ms == 99_500
+    assert snap.health.up and snap.health.kafka_reads == 5
     groups = {g.consumer: g for g in snap.groups}
     assert groups["slow"].max_freshness_ms == 10_000 and groups["slow"].offset_lag == 8
     assert groups["fast"].max_freshness_ms == 0
+    assert groups["slow"].data_current_as_of_ms == 80_000  # the oldest last committed record
+
+
+def test_caught_up_partitions_read_nothing_when_commit_lag_when_caught_up_is_off() -> None:
+    m, _, reader = setup(cache=TimestampCache(100), commit_lag_when_caught_up=False)
+    snap = m.measure()
+    assert ReadRequest("c", "t", 0, 9) not in reader.requests
+    assert snap.health.kafka_reads == 4
+    fast = next(r for r in snap.partitions if r.key.consumer == "fast")
+    assert fast.commit_lag_ms is None and fast.data_current_as_of_ms is None
 
 
 def test_second_cycle_without_movement_reads_nothing() -> None:
@@ -54,8 +69,28 @@ def test_second_cycle_without_movement_reads_nothing() -> None:
     reader.requests.clear()
     second = m.measure()
     assert reader.requests == []
-    assert second.health.kafka_reads == 0 and second.health.cache_hits == 4
+    assert second.health.kafka_reads == 0 and second.health.cache_hits == 5
     assert [r.freshness_ms for r in first.partitions] == [r.freshness_ms for r in second.partitions]
+
+
+def test_a_caught_up_partition_whose_last_offset_is_a_marker_is_read_once() -> None:
+    """A caught-up consumer of a transactional topic commits past the commit marker, so C − 1
+    holds no record (END, below the log end): read once, then known, never re-read while the
+    offset does not move; no commit lag, no data-current-as-of, never a failure."""
+    marker = ReadRequest("c", "t", 0, 9)
+    reader = FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000, ("t", 1, 6): 97_000,
+                         ("t", 1, 7): 98_000},
+                        outcomes={marker: RecordRead(marker, ReadOutcome.END, log_end_offset=10)})
+    m, _, _ = setup(reader, cache=TimestampCache(100))
+    first = m.measure()
+    assert marker in reader.requests and first.health.kafka_reads == 5
+    reader.requests.clear()
+    second = m.measure()
+    assert reader.requests == [] and second.health.kafka_reads == 0
+    assert second.health.cache_hits == 5 and second.health.up
+    fast = next(r for r in second.partitions if r.key.consumer == "fast")
+    assert fast.status is PartitionStatus.CAUGHT_UP
+    assert (fast.commit_lag_ms, fast.data_current_as_of_ms) == (None, None)
 
 
 def test_burrow_down_fails_cluster_with_no_values() -> None:
@@ -86,8 +121,8 @@ def test_all_reads_failing_marks_cluster_down() -> None:
     reader.fail_all = True
     m, _, _ = setup(reader)
     snap = m.measure()
-    assert not snap.health.up and snap.health.kafka_read_failures == 4
-    assert "all 4 Kafka reads failed" in (snap.health.error or "")
+    assert not snap.health.up and snap.health.kafka_read_failures == 5
+    assert "all 5 Kafka reads failed" in (snap.health.error or "")
 
 
 def test_partial_failure_keeps_cluster_up_and_drops_only_failed_value() -> None:

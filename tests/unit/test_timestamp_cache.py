@@ -160,3 +160,36 @@ def test_property_bounded_and_put_then_get_unless_evicted(
     if puts:
         offset, ts = puts[-1]
         assert cache.get(req(offset)) == (ts, "CreateTime")
+
+
+# --- "no record is here, for good" (issue 14: C − 1 of caught-up partitions) -------------
+
+
+@pytest.mark.parametrize(("read", "absent"), [
+    (RecordRead(req(9), ReadOutcome.GAP, offset=11, timestamp_ms=5), True),  # compacted, marker
+    (RecordRead(req(9), ReadOutcome.OUT_OF_RANGE, log_start_offset=20), True),  # deleted
+    (RecordRead(req(9), ReadOutcome.END, log_end_offset=10), True),  # a trailing marker
+    (RecordRead(req(9), ReadOutcome.END, log_end_offset=9), False),  # may be written yet
+    (RecordRead(req(9), ReadOutcome.END), False),  # log end unknown
+    (RecordRead(req(9), ReadOutcome.OUT_OF_RANGE), False),  # log start unknown
+    (RecordRead(req(9), ReadOutcome.FAILED, error="timed out"), False),
+])
+def test_a_read_proving_no_record_at_its_offset_is_remembered_apart(read: RecordRead,
+                                                                    absent: bool) -> None:
+    cache = TimestampCache(10)
+    cache.put(read)
+    assert cache.absent(req(9)) is absent
+    assert not cache.contains(req(9)) and cache.get(req(9)) is None  # never a timestamp
+    assert len(cache) == 0
+
+
+def test_absent_entries_are_bounded_and_cleared() -> None:
+    cache = TimestampCache(2)
+    for offset in (1, 2, 3):
+        cache.put(RecordRead(req(offset), ReadOutcome.END, log_end_offset=10))
+    assert [cache.absent(req(o)) for o in (1, 2, 3)] == [False, True, True]
+    cache.clear()
+    assert not cache.absent(req(3))
+    off = TimestampCache(0)
+    off.put(RecordRead(req(1), ReadOutcome.END, log_end_offset=10))
+    assert not off.absent(req(1))
