@@ -57,6 +57,9 @@ CLUSTER = obj({
                   "sasl.oauthbearer.client.secret", "ssl.key.pem")]},
               "description": "non-secret librdkafka properties; secrets go in secretKafka"},
     "secretKafka": {"type": "object", "additionalProperties": SECRET_KEY},
+    # the tracker refuses other names and its own labels (cluster, consumer, ...) at startup
+    "labels": {"type": "object", "propertyNames": {"pattern": r"^[a-zA-Z_][a-zA-Z0-9_]*$"},
+               "additionalProperties": {"type": "string"}},
     "existingSecret": OPT_K8S_NAME,
     "burrow": obj({
         "sasl": obj({"enabled": BOOL, "username": STR, "passwordKey": SECRET_KEY,

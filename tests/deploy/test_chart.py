@@ -246,6 +246,18 @@ def test_tuned_config_reaches_the_settings() -> None:
     assert (s.log_level, s.log_format) == ("DEBUG", "json")
 
 
+def test_cluster_labels_reach_the_settings_and_bad_names_are_refused() -> None:
+    """clusters[].labels (issue 14): rendered into the tracker's HOCON as they are; a name
+    Prometheus would refuse stops at the chart's schema."""
+    cluster = {"name": "local", "bootstrapServers": "kafka:9092",
+               "labels": {"env": "prod", "region": "eu-west-1", "note": 'a "b" c'}}
+    s = _settings(render({"clusters": [cluster]}))
+    assert dict(s.clusters[0].labels) == {"env": "prod", "region": "eu-west-1",
+                                          "note": 'a "b" c'}
+    with pytest.raises(helm.HelmValuesError, match="env-name"):
+        render({"clusters": [{**cluster, "labels": {"env-name": "x"}}]})
+
+
 def test_external_mode() -> None:
     docs = render(SCENARIOS["external"])
     s = _settings(docs)
