@@ -42,6 +42,8 @@ class Sample:
     current_lag: int | None  # Burrow current_lag
     leo: int | None  # Burrow's broker offset for the partition
     commit_ts_ms: float | None = None  # Burrow end.timestamp (the broker's commit time)
+    ours_catch_up_s: float | None = None  # kafka_consumer_group_catch_up_estimate_seconds
+    ours_catching_up: float | None = None  # kafka_consumer_group_catching_up (1/0)
 
     def to_json(self) -> list[Any]:
         return list(asdict(self).values())
@@ -185,18 +187,24 @@ class Sampler:
                 leo = int(offsets[0])
             key = (target.group, target.topic)
             fresh, offset, olag = ours.get(key, (None, None, None))
+            estimate, catching_up = ours.get(("__group__", target.group), (None, None))
             self.samples[target.shape].append(Sample(
                 metrics_ms=metrics_ms, ours_ms=fresh, ours_offset=offset, ours_lag=olag,
                 cycle_start_ms=cycle_start, cycle_s=cycle_s,
                 burrow_ms=(lag_ms + topic_ms) / 2, committed=committed,
                 current_lag=current_lag, leo=leo, commit_ts_ms=commit_ts,
+                ours_catch_up_s=estimate, ours_catching_up=catching_up,
             ))
 
 
 def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:
     """{(group, topic): (freshness ms, committed offset, offset lag)} for partition 0, plus
-    {("__cycle__",): (cycle start ms, cycle duration s)} for ``cluster``."""
+    {("__cycle__",): (cycle start ms, cycle duration s)} and {("__group__", group): (catch-up
+    estimate s, catching up 1/0)} for ``cluster``."""
     values: dict[tuple[str, str], dict[str, float]] = {}
+    groups: dict[str, dict[str, float]] = {}
+    group_wanted = {"kafka_consumer_group_catch_up_estimate_seconds": "estimate",
+                    "kafka_consumer_group_catching_up": "catching_up"}
     cycle_start = cycle_s = None
     wanted = {"kafka_consumer_freshness_ms": "fresh", "kafka_consumer_committed_offset": "offset",
               "kafka_consumer_offset_lag": "lag"}
@@ -207,6 +215,8 @@ def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:
             if s.name in wanted and s.labels.get("partition") == "0":
                 values.setdefault((s.labels["consumer"], s.labels["topic"]), {})[
                     wanted[s.name]] = s.value
+            elif s.name in group_wanted:
+                groups.setdefault(s.labels["consumer"], {})[group_wanted[s.name]] = s.value
             elif s.name == "freshness_tracker_cluster_last_attempt_timestamp_seconds":
                 cycle_start = s.value * 1000
             elif s.name == "freshness_tracker_cluster_cycle_duration_seconds":
@@ -216,4 +226,6 @@ def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:
         offset, lag = v.get("offset"), v.get("lag")
         result[key] = (v.get("fresh"), None if offset is None else int(offset),
                        None if lag is None else int(lag))
+    for group, g in groups.items():
+        result[("__group__", group)] = (g.get("estimate"), g.get("catching_up"))
     return result
