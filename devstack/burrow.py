@@ -67,6 +67,42 @@ BURROW121_KAFKA_VERSION = "2.1.0"
 ConfigRenderer = Callable[[int, Path], str]
 
 
+def _modules_toml(cluster: str, brokers: str, refresh_s: int, http_port: int,
+                  more_consumers: str = "") -> str:
+    """The cluster and ``kafka`` consumer modules, HTTP, storage and evaluator: the same keys
+    in Burrow 1.2.1 and 1.9.5."""
+    return f"""\
+[cluster.{cluster}]
+class-name = "kafka"
+servers = {brokers}
+client-profile = "devstack"
+topic-refresh = {refresh_s}
+offset-refresh = {refresh_s}
+
+[consumer.{cluster}]
+class-name = "kafka"
+cluster = {json.dumps(cluster)}
+servers = {brokers}
+client-profile = "devstack"
+offsets-topic = "__consumer_offsets"
+start-latest = false
+{more_consumers}
+[httpserver.default]
+address = "127.0.0.1:{http_port}"
+
+[storage.default]
+class-name = "inmemory"
+workers = 4
+intervals = 10
+min-distance = 1
+expire-group = 604800
+
+[evaluator.default]
+class-name = "caching"
+expire-cache = 1
+"""
+
+
 def burrow121_config(
     *, cluster: str, servers: Sequence[str], zookeeper: str, http_port: int, pidfile: Path,
     refresh_s: int = 1, tls: tuple[Path, Path] | None = None,
@@ -115,35 +151,7 @@ root-path = "/burrow"
 client-id = "burrow-devstack"
 kafka-version = "{BURROW121_KAFKA_VERSION}"
 {tls_profile}
-[cluster.{cluster}]
-class-name = "kafka"
-servers = {brokers}
-client-profile = "devstack"
-topic-refresh = {refresh_s}
-offset-refresh = {refresh_s}
-
-[consumer.{cluster}]
-class-name = "kafka"
-cluster = {json.dumps(cluster)}
-servers = {brokers}
-client-profile = "devstack"
-offsets-topic = "__consumer_offsets"
-start-latest = false
-{zk_module}
-[httpserver.default]
-address = "127.0.0.1:{http_port}"
-
-[storage.default]
-class-name = "inmemory"
-workers = 4
-intervals = 10
-min-distance = 1
-expire-group = 604800
-
-[evaluator.default]
-class-name = "caching"
-expire-cache = 1
-"""
+""" + _modules_toml(cluster, brokers, refresh_s, http_port, zk_module)
 
 
 def burrow_config(
@@ -190,35 +198,7 @@ level = "info"
 client-id = "burrow-devstack"
 kafka-version = {json.dumps(kafka_version)}
 {security}{profiles}
-[cluster.{cluster}]
-class-name = "kafka"
-servers = {brokers}
-client-profile = "devstack"
-topic-refresh = {refresh_s}
-offset-refresh = {refresh_s}
-
-[consumer.{cluster}]
-class-name = "kafka"
-cluster = {json.dumps(cluster)}
-servers = {brokers}
-client-profile = "devstack"
-offsets-topic = "__consumer_offsets"
-start-latest = false
-
-[httpserver.default]
-address = "127.0.0.1:{http_port}"
-
-[storage.default]
-class-name = "inmemory"
-workers = 4
-intervals = 10
-min-distance = 1
-expire-group = 604800
-
-[evaluator.default]
-class-name = "caching"
-expire-cache = 1
-"""
+""" + _modules_toml(cluster, brokers, refresh_s, http_port)
 
 
 class BurrowServer:
