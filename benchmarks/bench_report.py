@@ -491,7 +491,7 @@ def _standalone(root: str, options: ReportOptions, reference: dict[str, pd.DataF
             try:
                 # wait for this application's executors on every worker before timing
                 deadline = time.monotonic() + 120
-                while (len(spark.sparkContext._jsc.sc().getExecutorMemoryStatus()) - 1 < workers
+                while (spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1 < workers
                        and time.monotonic() < deadline):
                     time.sleep(0.5)
                 run = functools.partial(spark_tables, spark, root, options)
