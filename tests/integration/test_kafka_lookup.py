@@ -10,6 +10,7 @@ Seeding goes through the brokers' internal listener; every read under test throu
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import uuid
@@ -76,7 +77,8 @@ def topic_name(
     made: list[str] = []
 
     def make(prefix: str) -> str:
-        made.append(f"{prefix}-{request.node.name[:30]}-{uuid.uuid4().hex[:6]}".replace("[", "-"))
+        node = re.sub(r"[^A-Za-z0-9._-]", "-", request.node.name)[:30]  # a topic name's alphabet
+        made.append(f"{prefix}-{node}-{uuid.uuid4().hex[:6]}")
         return made[-1]
 
     yield make
