@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from devstack import RealStack
-from tests.stack_support import running_stack
+from tests.stack_support import running_stack, unique_namer
 
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.register_profile("ci", max_examples=500, deadline=None,
@@ -31,3 +31,27 @@ def stack() -> Iterator[RealStack]:
     tests/integration and tests/spark: one JVM per run instead of one per directory on 2 cores.
     Suites that stop parts of it or need 3 nodes (faults, realkafka) override it with their own."""
     yield from running_stack()
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_name("topic")`` -> ``topic-<test name>-<random>``: Burrow keeps groups for days."""
+    return unique_namer(request)
+
+
+#: The stack fixtures whose logs a failed test's report carries.
+_STACK_FIXTURES = ("stack", "stack3", "secure_stack")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test's report ends with the logs of the real stack(s) it used."""
+    report = yield
+    funcargs = getattr(item, "funcargs", {})
+    for name in _STACK_FIXTURES:
+        local = funcargs.get(name)
+        if report.failed and isinstance(local, RealStack):
+            report.sections.append((f"real stack logs ({name})", local.logs_tail()))
+    return report

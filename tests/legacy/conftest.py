@@ -9,12 +9,12 @@ failing test gets the stack's log tails attached.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from devstack.legacy import LegacyStack
-from tests.stack_support import running_legacy_stack, unique_namer
+from tests.stack_support import running_legacy_stack
 
 
 @pytest.fixture(scope="package")
@@ -26,20 +26,3 @@ def legacy_stack() -> Iterator[LegacyStack]:
 @pytest.fixture
 def stack(legacy_stack: LegacyStack) -> LegacyStack:
     return legacy_stack
-
-
-@pytest.fixture
-def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
-    """``unique_name("topic")`` -> ``topic-<test name>-<random>``: Burrow keeps groups for days."""
-    return unique_namer(request)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    local = getattr(item, "funcargs", {}).get("stack")
-    if report.failed and isinstance(local, LegacyStack):
-        report.sections.append(("Burrow 1.2.1 stack logs", local.logs_tail()))
-    return report

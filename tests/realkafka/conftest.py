@@ -9,12 +9,12 @@ the reason, and fails them under ``CI=true``; a failing test gets the stack's lo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from devstack import RealStack
-from tests.stack_support import in_ci, unique_namer
+from tests.stack_support import in_ci
 
 
 class StackPool:
@@ -72,22 +72,3 @@ def stack(stack_pool: StackPool) -> RealStack:
 def stack3(stack_pool: StackPool) -> RealStack:
     """The session's 3-node stack (replication factor 3, min.insync.replicas 2)."""
     return stack_pool.get(3)
-
-
-@pytest.fixture
-def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
-    """``unique_name("topic")`` -> ``topic-<test name>-<random>``: Burrow keeps groups for days."""
-    return unique_namer(request)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    report = yield
-    funcargs = getattr(item, "funcargs", {})
-    for name in ("stack", "stack3", "secure_stack"):
-        local = funcargs.get(name)
-        if report.failed and isinstance(local, RealStack):
-            report.sections.append((f"real stack logs ({name})", local.logs_tail()))
-    return report
