@@ -271,6 +271,8 @@ class BurrowServer:
         (self.config_dir / "burrow.toml").write_text(config)
         binary = self.binary or burrow_binary()
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith("BURROW_")}
+        if self.daemon is not None:  # one that exited by itself (a panic): reap it, unregister it
+            self.daemon.stop()
         self.daemon = Daemon(
             "burrow", [str(binary), "--config-dir", str(self.config_dir)], self.log_path,
             cwd=self.workdir, env=env, grace_s=3.0,
