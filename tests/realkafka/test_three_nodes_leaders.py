@@ -2,7 +2,8 @@
 leader in a cycle (Fetch requests counted per broker at the frame proxies), and a leader cut
 off then SIGKILLed while the exporter runs: its partitions go unmeasured (no value, never the
 previous one) while it is unreachable, and once the controller fences it and leadership moves
-they are measured again exactly by the same exporter. Same 3-node stack as ``test_three_nodes.py``."""
+they are measured again exactly by the same exporter. Same 3-node stack as
+``test_three_nodes.py``."""
 
 from __future__ import annotations
 
