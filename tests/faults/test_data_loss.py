@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -24,7 +23,6 @@ from devstack import RealStack
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.cycle import now_ms
-from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
@@ -39,7 +37,7 @@ from tests.faults.harness import (
     describe_recovery,
     exporter_config,
 )
-from tests.unit.test_kafka_lookup import BASE_TS, FakeBroker, FakeConsumer, make_log
+from tests.support.fake_kafka import BASE_TS, FakeBroker, FakeConsumer, fake_reader, make_log
 
 CLUSTER = "c1"
 CLUSTER_REAL = "local"
@@ -62,19 +60,12 @@ def build(broker: FakeBroker, burrow: FakeBurrow,
         lookup.timeout = 5s
         partitionMetrics = {json.dumps(list(ALL_PARTITION_METRICS))}
     """)
-    consumers: list[FakeConsumer] = []
 
     def reader(kafka: ClusterKafkaSettings) -> KafkaRecordReader:
-        def factory(config: dict[str, Any]) -> FakeConsumer:
-            consumer = FakeConsumer(broker, config)
-            consumers.append(consumer)
-            return consumer
-
-        pool = ConsumerPool(kafka, settings.lookup, consumer_factory=factory)
-        return KafkaRecordReader(kafka, settings.lookup, pool, executor, clock=broker.clock)
+        return fake_reader(broker, executor, kafka, settings.lookup)[0]
 
     exporter = Exporter(settings, burrow=burrow, reader_factory=reader, clock=lambda: NOW)
-    return exporter, consumers
+    return exporter, broker.consumers
 
 
 def test_data_loss_one_level_down_forces_offset_reset_error(

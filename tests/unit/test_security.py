@@ -32,7 +32,7 @@ from freshness_tracker.kafka.consumers import FORCED_SETTINGS, ConsumerPool, bui
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from tests.fakes import FakeBurrow, group, lag
 from tests.faults.harness import make_certs
-from tests.unit.test_kafka_lookup import FakeBroker, FakeConsumer, make_log
+from tests.support.fake_kafka import FakeBroker, FakeConsumer, make_log
 
 SECURITY_PROPS = {
     "security.protocol": "SASL_SSL",
