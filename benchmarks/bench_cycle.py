@@ -214,7 +214,7 @@ def _retention_factory(settings: Any) -> Callable[[Any], Any]:
 def _engine_plan(settings: Any) -> Any:
     """The requests a cold cycle sends to Kafka, from Burrow, planned as the cycle plans them."""
     from freshness_tracker.burrow.client import BurrowClient
-    from freshness_tracker.plan import plan_reads
+    from freshness_tracker.domain.plan import plan_reads
 
     burrow = BurrowClient(settings.burrow)
     try:

@@ -28,12 +28,12 @@ from freshness_tracker.domain.model import (
     RecordRead,
 )
 from freshness_tracker.domain.names import escaped
+from freshness_tracker.domain.plan import LookupPlan, plan_reads
 from freshness_tracker.domain.ports import BurrowSource, RecordReader, RetentionSource
 from freshness_tracker.domain.rollup import roll_up_groups, roll_up_topics
 from freshness_tracker.errors import BurrowError, FreshnessTrackerError
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
-from freshness_tracker.plan import LookupPlan, plan_reads
 
 __all__ = [
     "ClusterMeasurer",

@@ -2,7 +2,8 @@
 
 The driver groups the requests the way the lookup engine wants them: by partition (C and C−1
 share one assignment), partitions by leader, leaders cut into batches of `lookup.batchSize`
-partitions, batches interleaved across leaders and dealt to at most `max_tasks` Spark tasks. Each
+partitions, batches interleaved across leaders (`domain/batching.py`, `kafka/metadata.py`: the
+engine's own planning) and dealt to at most `max_tasks` Spark tasks. Each
 task hands its requests to the worker's cached `KafkaRecordReader` (`spark/worker.py`), which
 runs one consumer per leader batch. So one consumer serves many lookups on the same leader, and
 a worker's consumers are reused by every task it runs.
@@ -11,7 +12,6 @@ a worker's consumers are reused by every task it runs.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import time
 from collections import defaultdict
@@ -19,9 +19,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from freshness_tracker.domain.batching import leader_batches
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
-from freshness_tracker.errors import ClusterUnavailable, KafkaError
+from freshness_tracker.errors import KafkaError
 from freshness_tracker.kafka.consumers import ConsumerPool
+from freshness_tracker.kafka.metadata import cluster_metadata, leader_of
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from freshness_tracker.spark import worker
 
@@ -30,7 +32,6 @@ __all__ = ["SparkRecordReader", "python_failure"]
 log = logging.getLogger(__name__)
 
 _Part = tuple[str, int]
-_NO_LEADER = -1  # unknown topic or partition: the executor's engine answers it FAILED
 
 
 class SparkRecordReader:
@@ -85,25 +86,13 @@ class SparkRecordReader:
     # --- planning -------------------------------------------------------------------------
 
     def _leaders(self, parts: Sequence[_Part]) -> dict[_Part, int]:
+        """Each partition's leader, -1 where none can be read (the executor's engine then
+        fails its reads with the reason)."""
         if self._metadata_pool is None:
             self._metadata_pool = ConsumerPool(replace(self._kafka, num_consumers=1),
                                                self._lookup)
-        timeout = self._lookup.timeout_s
-        try:
-            with self._metadata_pool.borrow(timeout=timeout) as consumer:
-                metadata = consumer.list_topics(timeout=timeout)
-        except Exception as exc:
-            servers = self._metadata_pool.bootstrap_servers or "(no bootstrap.servers)"
-            raise ClusterUnavailable(
-                f"cluster {self.cluster}: no broker reachable at {servers}: {exc}") from exc
-        leaders: dict[_Part, int] = {}
-        for topic, partition in parts:
-            topic_meta = metadata.topics.get(topic)
-            part_meta = topic_meta.partitions.get(partition) if topic_meta is not None else None
-            leader = getattr(part_meta, "leader", None)
-            leaders[(topic, partition)] = leader if isinstance(leader, int) and leader >= 0 \
-                else _NO_LEADER
-        return leaders
+        metadata = cluster_metadata(self._metadata_pool, self.cluster, self._lookup.timeout_s)
+        return {part: leader_of(metadata, *part)[0] for part in parts}
 
     def _tasks(self, requests: Sequence[ReadRequest]
                ) -> tuple[list[tuple[int, list[str], list[int], list[int]]], int, int]:
@@ -115,10 +104,7 @@ class SparkRecordReader:
         by_leader: dict[int, list[_Part]] = defaultdict(list)
         for part in sorted(by_part):
             by_leader[leaders[part]].append(part)
-        size = self._lookup.batch_size
-        per_leader = [[parts[i:i + size] for i in range(0, len(parts), size)]
-                      for _, parts in sorted(by_leader.items())]
-        batches = [b for round_ in itertools.zip_longest(*per_leader) for b in round_ if b]
+        batches = leader_batches(by_leader, self._lookup.batch_size)
         limit = self._max_tasks or int(self._spark.sparkContext.defaultParallelism)
         n_tasks = max(1, min(len(batches), limit))
         rows: list[tuple[int, list[str], list[int], list[int]]] = [

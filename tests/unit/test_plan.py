@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from freshness_tracker.domain.model import ReadRequest
-from freshness_tracker.plan import plan_reads
+from freshness_tracker.domain.plan import plan_reads
 from tests.fakes import lag
 
 
