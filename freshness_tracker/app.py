@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.config.settings import Settings, require_files
-from freshness_tracker.cycle import ClusterMeasurer, ReaderFactory, now_ms
+from freshness_tracker.cycle import ClusterMeasurer, ReaderFactory, cluster_measurers, now_ms
 from freshness_tracker.deadline import Deadline
 from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.domain.ports import BurrowSource, RetentionSource
@@ -157,7 +157,6 @@ class Exporter:
         self.burrow: BurrowSource = burrow or BurrowClient(settings.burrow, clock=clock)
         self._executor = ThreadPoolExecutor(settings.worker_threads, thread_name_prefix="kafka")
         self._pools: list[ConsumerPool] = []
-        self._closers: list[Callable[[], None]] = []
         self.cache = TimestampCache(settings.lookup.cache_size) if settings.lookup.cache_size \
             else None
         self.sinks = [_SinkWorker(sink) for sink in sinks or []]
@@ -165,18 +164,12 @@ class Exporter:
         self._threads: list[threading.Thread] = []
         #: The latest cycle run of each cluster (running, finished or hung).
         self._runs: dict[str, _CycleRun] = {}
-        self.measurers = [
-            ClusterMeasurer(
-                cluster, self.burrow, reader_factory or self._kafka_reader,
-                cache=self.cache,
-                retention_factory=retention_factory or (
-                    self._retention if reader_factory is None else None),
-                groups=settings.groups, topics=settings.topics, shard=settings.shard,
-                commit_lag_when_caught_up=settings.lookup.commit_lag_when_caught_up,
-                clock=clock,
-            )
-            for cluster in settings.clusters
-        ]
+        self.measurers = cluster_measurers(
+            settings, self.burrow, reader_factory or self._kafka_reader, cache=self.cache,
+            retention_factory=retention_factory or (
+                self._retention if reader_factory is None else None),
+            clock=clock,
+        )
         # What changes between snapshots (counters, process and client figures): rendered at
         # every scrape. The snapshot's families are rendered once per publication instead.
         self.live = CollectorRegistry()
@@ -204,11 +197,7 @@ class Exporter:
                 for p in list(self._pools)]
 
     def _retention(self, kafka: ClusterKafkaSettings) -> RetentionSource:
-        lookup = self.settings.lookup
-        source = TopicRetention(dict(kafka.properties), ttl_s=lookup.topic_config_ttl_s,
-                                cluster=kafka.name, timeout_s=lookup.timeout_s)
-        self._closers.append(getattr(source, "close", lambda: None))
-        return source
+        return TopicRetention.for_cluster(kafka, self.settings.lookup)
 
     # --- cycles ------------------------------------------------------------------------
 
@@ -350,8 +339,6 @@ class Exporter:
             sink.close()
         for pool in self._pools:
             pool.close()
-        for closer in self._closers:
-            closer()
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self._own_burrow and isinstance(self.burrow, BurrowClient):
             self.burrow.close()

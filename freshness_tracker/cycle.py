@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from freshness_tracker.config.settings import ClusterSettings
+from freshness_tracker.config.settings import ClusterSettings, Settings
 from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.domain.freshness import measure_partition
@@ -37,6 +37,7 @@ from freshness_tracker.kafka.settings import ClusterKafkaSettings
 
 __all__ = [
     "ClusterMeasurer",
+    "cluster_measurers",
     "ReaderFactory",
     "measure_partitions",
     "now_ms",
@@ -352,3 +353,24 @@ class ClusterMeasurer:
                         "; ".join(invalid[:3]))
         if h.error:
             log.warning("cluster=%s failed: %s", self.name, h.error)
+
+
+def cluster_measurers(
+    settings: Settings,
+    burrow: BurrowSource,
+    reader_factory: ReaderFactory,
+    *,
+    cache: TimestampCache | None = None,
+    retention_factory: Callable[[ClusterKafkaSettings], RetentionSource] | None = None,
+    clock: Callable[[], int] = now_ms,
+) -> list[ClusterMeasurer]:
+    """One measurer per configured cluster, with the settings' filters, shard and lookup
+    choices: the one wiring the live exporter and the Spark job share."""
+    return [
+        ClusterMeasurer(
+            cluster, burrow, reader_factory, cache=cache, retention_factory=retention_factory,
+            groups=settings.groups, topics=settings.topics, shard=settings.shard,
+            commit_lag_when_caught_up=settings.lookup.commit_lag_when_caught_up, clock=clock,
+        )
+        for cluster in settings.clusters
+    ]

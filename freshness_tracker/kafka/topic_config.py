@@ -17,6 +17,7 @@ from typing import Any
 
 from freshness_tracker.deadline import bound
 from freshness_tracker.kafka.client_log import ClientLogRelay
+from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 
 __all__ = ["AdminFactory", "TopicRetention", "parse_retention"]
 
@@ -82,6 +83,12 @@ class TopicRetention:
         self._cache: dict[str, tuple[int | None, float]] = {}
         self._warned: set[str] = set()
         self.requests = 0  # DescribeConfigs calls made, for tests and self-metrics
+
+    @classmethod
+    def for_cluster(cls, kafka: ClusterKafkaSettings, lookup: LookupSettings) -> TopicRetention:
+        """The cluster's source as the exporter and the Spark job both configure it."""
+        return cls(dict(kafka.properties), ttl_s=lookup.topic_config_ttl_s, cluster=kafka.name,
+                   timeout_s=lookup.timeout_s)
 
     def retention_ms(self, topics: Sequence[str]) -> dict[str, int | None]:
         """retention.ms per topic (None: unknown or infinite); never raises."""

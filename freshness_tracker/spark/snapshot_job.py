@@ -17,9 +17,9 @@ from typing import Any
 
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.config.settings import Settings
-from freshness_tracker.cycle import ClusterMeasurer, now_ms
+from freshness_tracker.cycle import cluster_measurers, now_ms
 from freshness_tracker.domain.model import ClusterSnapshot
-from freshness_tracker.domain.ports import BurrowSource, RetentionSource
+from freshness_tracker.domain.ports import BurrowSource
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
 from freshness_tracker.sinks.history import SPARK_WRITER, write_snapshot
@@ -63,28 +63,17 @@ def run_snapshot(
     began = time.monotonic()
     source = burrow or BurrowClient(settings.burrow, clock=clock)
     readers: dict[str, SparkRecordReader] = {}
-    closers: list[Callable[[], None]] = []
 
     def reader_factory(kafka: ClusterKafkaSettings) -> SparkRecordReader:
         reader = SparkRecordReader(spark, kafka, settings.lookup, max_tasks=max_tasks)
         readers[kafka.name] = reader
         return reader
 
-    def retention_factory(kafka: ClusterKafkaSettings) -> RetentionSource:
-        lookup = settings.lookup
-        retention = TopicRetention(dict(kafka.properties), ttl_s=lookup.topic_config_ttl_s,
-                                   cluster=kafka.name, timeout_s=lookup.timeout_s)
-        closers.append(getattr(retention, "close", lambda: None))
-        return retention
-
-    measurers = [
-        ClusterMeasurer(
-            cluster, source, reader_factory, cache=None, retention_factory=retention_factory,
-            groups=settings.groups, topics=settings.topics, shard=settings.shard,
-            commit_lag_when_caught_up=settings.lookup.commit_lag_when_caught_up, clock=clock,
-        )
-        for cluster in settings.clusters
-    ]
+    measurers = cluster_measurers(
+        settings, source, reader_factory,
+        retention_factory=lambda kafka: TopicRetention.for_cluster(kafka, settings.lookup),
+        clock=clock,
+    )
     result = SnapshotResult()
     log.info("stage=start clusters=%d history=%s", len(measurers), history_path)
     try:
@@ -102,8 +91,6 @@ def run_snapshot(
     finally:
         for reader in readers.values():
             reader.close()
-        for close in closers:
-            close()
         if burrow is None and isinstance(source, BurrowClient):
             source.close()
     log.info("stage=done clusters=%d ok=%s duration_ms=%d", len(result.snapshots),
