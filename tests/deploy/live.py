@@ -1,24 +1,20 @@
-"""A real Prometheus (the Debian binary) and in-process exporters, for the integration tests."""
+"""A real Prometheus (the Debian binary), for the integration tests."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from freshness_tracker.app import Exporter
-from freshness_tracker.config.settings import Settings
-from freshness_tracker.http import MetricsServer, make_app
 from tests.deploy.tools import free_port, require_tool
 
 JOB = "freshness-tracker"  # the job name the rules select (the chart's default Service name)
@@ -116,22 +112,3 @@ class Prometheus:
                 raise RuntimeError(f"prometheus exited: {self.log_tail()}")
             time.sleep(0.25)
         raise TimeoutError(f"waited {timeout_s} s for {what}\n{self.log_tail()}")
-
-
-@contextlib.contextmanager
-def running_exporter(settings: Settings) -> Iterator[tuple[Exporter, int]]:
-    """The exporter's `run` in this process: cluster loops + the HTTP listener; (exporter, port)."""
-    exporter = Exporter(settings)
-    server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready,
-                                    settings.web, exporter.status_page), settings.web).start()
-    stop = threading.Event()
-    loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True,
-                            name="exporter")
-    loop.start()
-    try:
-        yield exporter, server.port
-    finally:
-        stop.set()
-        loop.join(timeout=10)
-        server.stop()
-        exporter.close()

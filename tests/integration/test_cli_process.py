@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,19 +19,13 @@ from devstack import RealStack
 from devstack.processes import free_port
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.sinks.render import format_ms
-from tests.integration.exporter_helpers import (
-    Commit,
-    Scrape,
-    Topic,
-    commit_all,
-    exporter_conf,
-    seed_topic,
-)
 from tests.stack_support import poll, require_managed
+from tests.support.config import stack_config
+from tests.support.exporter import ExporterProcess, run_all
+from tests.support.scrape import Scrape
+from tests.support.seeding import Commit, Topic, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -73,37 +64,8 @@ def seeded(stack: RealStack) -> Seeded:
 
 def write_config(tmp_path: Path, seeded: Seeded, name: str = "ft.conf", **kw: object) -> Path:
     path = tmp_path / name
-    path.write_text(exporter_conf(seeded.stack, seeded.group, **kw))  # type: ignore[arg-type]
+    path.write_text(stack_config(seeded.stack, seeded.group, **kw))  # type: ignore[arg-type]
     return path
-
-
-def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "freshness_tracker", *args]
-
-
-def env() -> dict[str, str]:
-    clean = {k: v for k, v in os.environ.items()
-             if not k.startswith(("FRESHNESS_TRACKER_", "BURROW_"))}  # fmt: skip
-    clean["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), clean.get("PYTHONPATH")]))
-    return clean
-
-
-def run_all(
-    commands: Sequence[list[str]], timeout_s: float = 90
-) -> list[subprocess.CompletedProcess[str]]:
-    """Run the commands concurrently (the machine is small; imports dominate)."""
-    procs = [subprocess.Popen(c, cwd=ROOT, env=env(), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for c in commands]  # fmt: skip
-    results = []
-    for cmd, proc in zip(commands, procs, strict=True):
-        try:
-            out, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-            pytest.fail(f"{cmd} did not finish in {timeout_s} s; stderr:\n{err}")
-        results.append(subprocess.CompletedProcess(cmd, proc.returncode, out, err))
-    return results
 
 
 def http_get(url: str, timeout_s: float = 5) -> tuple[int, str, str]:
@@ -126,32 +88,27 @@ def cycles(base: str, cluster: str) -> float | None:
 
 
 @pytest.fixture
-def running(
-    tmp_path: Path, seeded: Seeded
-) -> Iterator[tuple[subprocess.Popen[str], str, Path, int]]:
-    """`run` with frequency_sec = 1: (process, base URL, its stderr file, start time in ms)."""
+def running(tmp_path: Path, seeded: Seeded) -> Iterator[tuple[ExporterProcess, int]]:
+    """`run` with frequency_sec = 1, not waited for: (the process, its start time in ms)."""
     port = free_port()
-    config = write_config(tmp_path, seeded, port=port, frequency_sec=1)
-    stderr = tmp_path / "stderr.log"
+    config = stack_config(seeded.stack, seeded.group, port=port, frequency_sec=1)
+    exporter = ExporterProcess(tmp_path, config, port=port)
     started = now_ms()
-    with stderr.open("w") as err_file:
-        proc = subprocess.Popen(cli("run", "--config", str(config)), cwd=ROOT, env=env(),
-                                stdout=subprocess.DEVNULL, stderr=err_file, text=True)
     try:
-        yield proc, f"http://127.0.0.1:{port}", stderr, started
+        yield exporter.start(wait=False), started
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        exporter.stop()
 
 
 def test_run_serves_metrics_health_and_stops_on_sigterm(
-    running: tuple[subprocess.Popen[str], str, Path, int], seeded: Seeded
+    running: tuple[ExporterProcess, int], seeded: Seeded
 ) -> None:
-    proc, base, stderr, started = running
+    exporter, started = running
+    base, proc = exporter.url, exporter.proc
+    assert proc is not None
 
     def ready() -> bool:
-        assert proc.poll() is None, f"exited {proc.returncode}:\n{stderr.read_text()}"
+        assert proc.poll() is None, f"exited {proc.returncode}:\n{exporter.log()}"
         return http_get(f"{base}/readyz")[0] == 200
 
     poll(ready, 90, "/readyz to answer 200", interval_s=0.2)
@@ -191,14 +148,9 @@ def test_run_serves_metrics_health_and_stops_on_sigterm(
 
     poll(later_cycle, 30, "a second cycle with a larger freshness", interval_s=0.3)
 
-    proc.send_signal(signal.SIGTERM)
-    stopping = time.monotonic()
-    try:
-        code = proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"still running 5 s after SIGTERM:\n{stderr.read_text()}")
-    took = time.monotonic() - stopping
-    log = stderr.read_text()
+    code, took = exporter.stop(timeout_s=5)
+    log = exporter.log()
+    assert code is not None, f"still running 5 s after SIGTERM:\n{log}"
     assert code == 0, log
     assert took < 5
     assert "Traceback" not in log, log
@@ -212,7 +164,7 @@ def test_run_serves_metrics_health_and_stops_on_sigterm(
 def test_once_prints_every_format(tmp_path: Path, seeded: Seeded) -> None:
     config = str(write_config(tmp_path, seeded))
     started = now_ms()
-    prom, as_json, table = run_all([cli("once", "--config", config, "--format", f)
+    prom, as_json, table = run_all([("once", "--config", config, "--format", f)
                                     for f in ("prometheus", "json", "table")])  # fmt: skip
     finished = now_ms()
     for result in (prom, as_json, table):
@@ -251,7 +203,7 @@ def test_once_prints_every_format(tmp_path: Path, seeded: Seeded) -> None:
 def test_once_exits_1_when_burrow_is_unreachable(tmp_path: Path, seeded: Seeded) -> None:
     nowhere = f"http://127.0.0.1:{free_port()}"
     config = str(write_config(tmp_path, seeded, burrow_url=nowhere))
-    prom, table = run_all([cli("once", "--config", config, "--format", f)
+    prom, table = run_all([("once", "--config", config, "--format", f)
                            for f in ("prometheus", "table")])  # fmt: skip
     for result in (prom, table):
         assert result.returncode == 1, (result.stdout, result.stderr)
@@ -269,7 +221,7 @@ def test_once_exits_1_when_burrow_is_unreachable(tmp_path: Path, seeded: Seeded)
 def test_check_passes_and_fails_for_an_unknown_cluster(tmp_path: Path, seeded: Seeded) -> None:
     good = str(write_config(tmp_path, seeded))
     bad = str(write_config(tmp_path, seeded, "unknown.conf", cluster="no-such-cluster"))
-    ok, failed = run_all([cli("check", "--config", good), cli("check", "--config", bad)])
+    ok, failed = run_all([("check", "--config", good), ("check", "--config", bad)])
 
     assert ok.returncode == 0, (ok.stdout, ok.stderr)
     lines = ok.stdout.splitlines()
@@ -291,15 +243,15 @@ def test_check_passes_and_fails_for_an_unknown_cluster(tmp_path: Path, seeded: S
 def test_usage_and_config_errors_exit_2(tmp_path: Path, seeded: Seeded) -> None:
     negative = tmp_path / "negative.conf"
     negative.write_text(write_config(tmp_path, seeded).read_text().replace(
-        "numConsumers = 2", "numConsumers = -1"))
+        '"numConsumers": 2', '"numConsumers": -1'))
     bad_freq = tmp_path / "bad-frequency.conf"
     bad_freq.write_text('burrow.url = "http://127.0.0.1:1"\nfrequency_sec = soon\n'
                       'clusters = [{ name = "x" }]\n')
     bare, neg_once, neg_run, freq = run_all([
-        cli(),
-        cli("once", "--config", str(negative)),
-        cli("run", "--config", str(negative)),
-        cli("check", "--config", str(bad_freq)),
+        (),
+        ("once", "--config", str(negative)),
+        ("run", "--config", str(negative)),
+        ("check", "--config", str(bad_freq)),
     ])
 
     assert bare.returncode == 2 and "usage:" in bare.stderr
@@ -318,13 +270,10 @@ def test_sigterm_while_a_cycle_is_blocked_on_kafka(tmp_path: Path, seeded: Seede
     SIGTERM must not wait."""
     stack = seeded.stack
     port = free_port()
-    config = write_config(tmp_path, seeded, port=port, frequency_sec=1,
+    config = stack_config(stack, seeded.group, port=port, frequency_sec=1,
                           extra="lookup { cacheSize = 0, timeout = 20s }")
-    stderr = tmp_path / "stderr.log"
-    with stderr.open("w") as err_file:
-        proc = subprocess.Popen(cli("run", "--config", str(config)), cwd=ROOT, env=env(),
-                                stdout=subprocess.DEVNULL, stderr=err_file, text=True)
-    base = f"http://127.0.0.1:{port}"
+    exporter = ExporterProcess(tmp_path, config, port=port).start(wait=False)
+    base = exporter.url
     try:
         poll(lambda: http_get(f"{base}/readyz")[0] == 200, 90, "/readyz", interval_s=0.2)
         stack.cut_broker()
@@ -337,18 +286,13 @@ def test_sigterm_while_a_cycle_is_blocked_on_kafka(tmp_path: Path, seeded: Seede
                 return before is not None and cycles(base, stack.cluster) == before
 
             poll(blocked, 30, "a cycle blocked on the cut broker", interval_s=0)
-            proc.send_signal(signal.SIGTERM)
-            try:
-                code = proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"still running 5 s after SIGTERM:\n{stderr.read_text()}")
+            code, _ = exporter.stop(timeout_s=5)
+            assert code is not None, f"still running 5 s after SIGTERM:\n{exporter.log()}"
         finally:
             stack.restore_broker()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-    log = stderr.read_text()
+        exporter.stop()
+    log = exporter.log()
     assert code == 0, log
     assert "Traceback" not in log, log
     assert "stopped" in log, log

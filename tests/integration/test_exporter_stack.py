@@ -32,22 +32,20 @@ from freshness_tracker.domain.model import (
     PartitionStatus,
 )
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID
-from tests.integration.exporter_helpers import (
+from tests.stack_support import marker_group_beside, poll, require_managed
+from tests.support.exporter import exporter
+from tests.support.scrape import COMMIT_LAG, FRESHNESS, Scrape
+from tests.support.seeding import (
     Commit,
-    Scrape,
     Topic,
     burrow_delete_group,
     commit_all,
-    exporter,
     seed_topic,
     wait_for_burrow,
 )
-from tests.stack_support import marker_group_beside, poll, require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
-FRESHNESS = "kafka_consumer_freshness_ms"
-COMMIT_LAG = "kafka_consumer_commit_lag_ms"
 PARTITION_SERIES = (
     FRESHNESS, COMMIT_LAG, "kafka_consumer_offset_lag", "kafka_consumer_committed_offset",
     "kafka_consumer_data_loss", "kafka_consumer_lost_records",

@@ -29,10 +29,11 @@ from devstack.cache import burrow_binary, debian_burrow_binary
 from devstack.processes import Daemon
 from freshness_tracker.config import load_settings
 from tests.deploy.chart import config_data, container, hocon, render, rule_spec
-from tests.deploy.live import JOB, Prometheus, running_exporter
+from tests.deploy.live import JOB, Prometheus
 from tests.deploy.promql import Query, dashboard_queries, rule_queries, substitute
 from tests.deploy.tools import DASHBOARD_FILES, RULES_FILE, free_port
-from tests.integration.exporter_helpers import EVERY_FAMILY
+from tests.support.config import EVERY_FAMILY
+from tests.support.exporter import running_exporter
 
 pytestmark = pytest.mark.integration
 

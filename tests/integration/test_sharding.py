@@ -21,9 +21,10 @@ from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import Settings
 from freshness_tracker.domain.filters import Shard
 from tests.deploy.chart import hocon, render
-from tests.deploy.live import JOB, Prometheus, running_exporter
+from tests.deploy.live import JOB, Prometheus
 from tests.deploy.tools import free_port
-from tests.integration.exporter_helpers import EVERY_FAMILY
+from tests.support.config import EVERY_FAMILY
+from tests.support.exporter import running_exporter
 
 NAMES = [f"{prefix}-{i}" for prefix in ("orders", "billing", "etl.events", "ü-groupe")
          for i in range(500)]

@@ -20,9 +20,10 @@ import pytest
 from devstack import RealStack
 from devstack.stack import now_ms
 from freshness_tracker.config import load_settings
-from tests.deploy.live import running_exporter
-from tests.integration.exporter_helpers import Commit, commit_all, exporter_conf, seed_topic
 from tests.stack_support import in_ci
+from tests.support.config import stack_config
+from tests.support.exporter import running_exporter
+from tests.support.seeding import Commit, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -89,7 +90,7 @@ def test_a_person_sees_the_worst_group_first_and_drills_down(
     commit_all(stack, [Commit(f"{prefix}-stuck", stuck, 0, 1),
                        Commit(f"{prefix}-stuck", stuck, 1, 3),
                        Commit(f"{prefix}-fresh", fresh, 0, 2)])
-    settings = load_settings(text=exporter_conf(stack, f"{prefix}-.*", frequency_sec=1))
+    settings = load_settings(text=stack_config(stack, f"{prefix}-.*", frequency_sec=1))
     with running_exporter(settings) as (_exporter, port):
         base = f"http://127.0.0.1:{port}"
 

@@ -2,7 +2,7 @@
 Kafka 3.9.1 on it + Debian's Burrow 1.2.1), started once for this directory as its ``stack``.
 
 It overrides the session ``stack`` (Kafka 4.1 + Burrow 1.9.5) here, so the shared helpers
-(``tests/realkafka/helpers.py``, ``tests/integration/exporter_helpers.py``) drive it unchanged.
+(``tests/realkafka/helpers.py``, ``tests/support/``) drive it unchanged.
 Skips locally when it cannot start, fails under ``CI=true`` (``tests/stack_support.py``); a
 failing test gets the stack's log tails attached.
 """

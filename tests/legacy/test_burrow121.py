@@ -25,7 +25,8 @@ from devstack.cache import default_kafka_version, kafka_classpath_dir
 from devstack.legacy import LegacyStack
 from devstack.stack import DEFAULT_RETENTION_MS, now_ms
 from freshness_tracker.domain.model import PartitionStatus
-from tests.realkafka.helpers import COMMIT_LAG, FRESHNESS, assert_freshness_from, one_cycle, result
+from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
+from tests.support.scrape import COMMIT_LAG, FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.legacy, pytest.mark.timeout(180)]
 

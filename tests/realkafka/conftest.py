@@ -14,43 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from devstack import RealStack
-from tests.stack_support import in_ci
-
-
-class StackPool:
-    """Hands out a started :class:`RealStack` per (node count, security), one alive at a time.
-
-    Plaintext stacks are proxied (Fetch counts per broker); TLS/SASL_SSL ones cannot be (the
-    proxies read frames), so keep each configuration's tests in one module."""
-
-    def __init__(self) -> None:
-        self.current: RealStack | None = None
-        self.failures: dict[tuple[int, str], str] = {}
-
-    def get(self, nodes: int, security: str = "plaintext") -> RealStack:
-        key = (nodes, security)
-        current = self.current
-        if current is not None and (current.nodes, current.security) == key:
-            return current
-        if key in self.failures:
-            pytest.skip(self.failures[key])  # local only: under CI=true the start raised
-        self.close()
-        stack = RealStack(nodes=nodes, proxied=security == "plaintext", security=security)
-        try:
-            stack.start()
-        except Exception as exc:
-            if in_ci():
-                raise
-            self.failures[key] = (f"real Kafka/Burrow stack ({nodes} node(s), {security}) "
-                                  f"unavailable: {exc}")  # fmt: skip
-            pytest.skip(self.failures[key])  # local only: under CI=true the start raised above
-        self.current = stack
-        return stack
-
-    def close(self) -> None:
-        stack, self.current = self.current, None
-        if stack is not None:
-            stack.stop()
+from tests.realkafka.helpers import StackPool
 
 
 @pytest.fixture(scope="session")

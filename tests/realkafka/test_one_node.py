@@ -20,7 +20,8 @@ from devstack import RealStack, StackFeatureUnavailable
 from devstack.processes import port_open
 from devstack.stack import DEFAULT_RETENTION_MS, CommitWindow, now_ms
 from freshness_tracker.domain.model import PartitionStatus
-from tests.realkafka.helpers import COMMIT_LAG, FRESHNESS, assert_freshness_from, one_cycle, result
+from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
+from tests.support.scrape import COMMIT_LAG, FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

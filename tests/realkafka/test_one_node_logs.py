@@ -20,14 +20,9 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from devstack import RealStack
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import PartitionStatus
-from tests.realkafka.helpers import (
-    FRESHNESS,
-    assert_freshness_from,
-    one_cycle,
-    one_cycle_with,
-    result,
-)
+from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
 from tests.stack_support import poll
+from tests.support.scrape import FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -99,7 +94,7 @@ def test_transaction_markers_and_aborted_records(
     stack.wait_for_burrow_lag(behind, topic, 1, committed_offset=0, current_lag=6)
 
     for kafka in ({}, READ_COMMITTED):
-        snap, scrape = one_cycle_with(stack, kafka, phantom, behind)
+        snap, scrape = one_cycle(stack, phantom, behind, kafka=kafka)
         marker = result(snap, phantom, topic, 0)
         assert marker.status is PartitionStatus.CAUGHT_UP, (kafka, marker)  # never a record
         assert (marker.freshness_ms, marker.offset_lag) == (0, 1)

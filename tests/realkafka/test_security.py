@@ -19,14 +19,8 @@ from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unuse
 from devstack import RealStack
 from devstack.stack import DEFAULT_RETENTION_MS, now_ms
 from freshness_tracker.domain.model import PartitionStatus
-from tests.realkafka.conftest import StackPool
-from tests.realkafka.helpers import (
-    COMMIT_LAG,
-    FRESHNESS,
-    assert_freshness_from,
-    one_cycle_with,
-    result,
-)
+from tests.realkafka.helpers import StackPool, assert_freshness_from, one_cycle, result
+from tests.support.scrape import COMMIT_LAG, FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -87,7 +81,7 @@ def test_exporter_and_burrow_measure_through_the_secured_listener(
     commit_ts = part["end"]["timestamp"]
     assert window.before_ms <= commit_ts <= window.after_ms
 
-    snap, scrape = one_cycle_with(stack, kafka_props, group)
+    snap, scrape = one_cycle(stack, group, kafka=kafka_props)
     r = result(snap, group, topic, 0)
     assert r.status is PartitionStatus.OK, r
     assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (2, 6, 4)

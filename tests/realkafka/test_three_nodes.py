@@ -12,9 +12,9 @@ from devstack import RealStack
 from devstack.proxy import API_FETCH
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
-from tests.integration.exporter_helpers import exporter
 from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
 from tests.stack_support import poll
+from tests.support.exporter import exporter
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

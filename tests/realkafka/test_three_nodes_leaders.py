@@ -16,9 +16,10 @@ from devstack.proxy import API_FETCH
 from devstack.stack import now_ms
 from freshness_tracker.app import Exporter
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
-from tests.integration.exporter_helpers import Scrape, exporter
-from tests.realkafka.helpers import FRESHNESS, assert_freshness_from, result
+from tests.realkafka.helpers import assert_freshness_from, result
 from tests.stack_support import poll
+from tests.support.exporter import exporter
+from tests.support.scrape import FRESHNESS, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -12,8 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client import CollectorRegistry
 
 from freshness_tracker.burrow import parse
 from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
@@ -27,6 +26,7 @@ from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from tests.fakes import FakeBurrow, FakeReader, group, lag
 from tests.faults.fake_burrow_server import FaultyBurrow
+from tests.support.scrape import Scrape
 
 T0 = 1_700_000_000_000
 NOW = T0 + 60_000
@@ -73,9 +73,7 @@ class Rig:
         return snapshot
 
     def scrape(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-        text = generate_latest(self.registry).decode()  # raised for every cluster before
-        return {(s.name, frozenset(s.labels.items())): s.value
-                for f in text_string_to_metric_families(text) for s in f.samples}
+        return Scrape.of(self.registry).samples  # rendering raised for every cluster before
 
 
 @pytest.fixture

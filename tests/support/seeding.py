@@ -1,0 +1,95 @@
+"""Seeding the real stack: records with known CreateTimes and real group commits (whose
+broker-stamped times Burrow reports), and Burrow's group deletion."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from devstack import CommitWindow, RealStack
+
+
+@dataclass
+class Topic:
+    name: str
+    timestamps: dict[int, list[int]]  # partition -> CreateTime of each offset
+
+    def ts(self, partition: int, offset: int) -> int:
+        return self.timestamps[partition][offset]
+
+    def leo(self, partition: int) -> int:
+        return len(self.timestamps[partition])
+
+
+def seed_topic(stack: RealStack, name: str, timestamps: Mapping[int, Sequence[int]]) -> Topic:
+    """Create a topic with one partition per key and produce records with those CreateTimes."""
+    stack.create_topic(name, partitions=len(timestamps), timeout_s=90)
+    for partition, stamps in sorted(timestamps.items()):
+        offsets = stack.produce(name, partition, stamps)
+        assert offsets == list(range(len(stamps))), offsets
+    return Topic(name, {p: list(s) for p, s in timestamps.items()})
+
+
+@dataclass(eq=False)  # hashed by identity: usable as a dict key
+class Commit:
+    """One real group commit of ``offset``. The broker stamps it: :func:`commit_all` fills
+    ``window`` (around the commit) and ``time_ms`` (Burrow's ``end.timestamp``, inside it)."""
+
+    group: str
+    topic: Topic
+    partition: int
+    offset: int
+    window: CommitWindow | None = None
+    _time_ms: int | None = None
+
+    @property
+    def time_ms(self) -> int:
+        assert self._time_ms is not None, f"{self} not committed through commit_all()"
+        return self._time_ms
+
+    @property
+    def offset_lag(self) -> int:
+        return self.topic.leo(self.partition) - self.offset
+
+    @property
+    def commit_lag_ms(self) -> int:
+        """What the exporter must report: Burrow's commit time - CreateTime of offset C-1."""
+        return self.time_ms - self.topic.ts(self.partition, self.offset - 1)
+
+
+def commit_all(stack: RealStack, commits: Sequence[Commit], timeout_s: float = 60) -> None:
+    """Commit each (a real group commit), wait until Burrow shows each exactly, and record the
+    commit time Burrow reports, checked to lie in the window observed around the commit.
+
+    Each (group, partition) must be committed once here: Burrow's ``min-distance=1`` would keep
+    the earlier time of two commits less than 1 s apart.
+    """
+    for c in commits:
+        c.window = stack.commit(c.group, c.topic.name, c.partition, c.offset)
+    for c, part in zip(commits, wait_for_burrow(stack, commits, timeout_s), strict=True):
+        stamp = int(part["end"]["timestamp"])
+        assert c.window is not None and c.window.before_ms <= stamp <= c.window.after_ms, (c, part)
+        c._time_ms = stamp
+
+
+def wait_for_burrow(
+    stack: RealStack, commits: Sequence[Commit], timeout_s: float = 60
+) -> list[dict[str, Any]]:
+    """Wait until Burrow's /lag shows every commit's offset and lag; Burrow's partition entries."""
+    return [stack.wait_for_burrow_lag(c.group, c.topic.name, c.partition,
+                                      committed_offset=c.offset, current_lag=c.offset_lag,
+                                      timeout_s=timeout_s) for c in commits]  # fmt: skip
+
+
+def burrow_delete_group(stack: RealStack, group: str) -> int:
+    """``DELETE /v3/kafka/{cluster}/consumer/{group}``; returns the HTTP status."""
+    request = urllib.request.Request(
+        f"{stack.burrow_url}/v3/kafka/{stack.cluster}/consumer/{group}", method="DELETE")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
