@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import tempfile
 import time
-import uuid
-from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
 
 from devstack import RealStack
 from freshness_tracker import __version__
-from freshness_tracker.cycle import now_ms
 from tests.faults.harness import Certs, Matrix, make_certs
 from tests.stack_support import running_stack
 
@@ -49,61 +45,6 @@ def fault_stack() -> Iterator[RealStack]:
 @pytest.fixture(scope="session")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
     return make_certs(tmp_path_factory.mktemp("certs"))
-
-
-@pytest.fixture
-def unique() -> Callable[[str], str]:
-    def make(prefix: str) -> str:
-        return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-    return make
-
-
-@dataclass
-class Seeded:
-    """A topic with known record times and groups with known commits, visible in Burrow.
-
-    topic p0: 10 records at now-100 s, now-90 s, ... now-10 s; p1: 3 records.
-    ``lagging`` committed p0@4 (freshness ≈ 60 s) and p1@3 (caught up);
-    ``other`` committed p0@8 (freshness ≈ 20 s).
-    Commits are real group commits (stamped by the broker), read by Burrow from
-    ``__consumer_offsets``; freshness depends only on the record times chosen here.
-    """
-
-    topic: str
-    lagging: str
-    other: str
-    timestamps: list[int]
-
-    @property
-    def groups(self) -> tuple[str, str]:
-        return self.lagging, self.other
-
-    def expected_freshness_ms(self, group: str) -> int:
-        offset = 4 if group == self.lagging else 8
-        return now_ms() - self.timestamps[offset]
-
-
-def seed(stack: RealStack, prefix: str) -> Seeded:
-    suffix = uuid.uuid4().hex[:8]
-    topic, lagging, other = f"{prefix}-t-{suffix}", f"{prefix}-lag-{suffix}", \
-        f"{prefix}-oth-{suffix}"
-    stack.create_topic(topic, partitions=2, timeout_s=60)
-    base = now_ms() - 100_000
-    stamps = [base + 10_000 * i for i in range(10)]
-    assert stack.produce(topic, 0, stamps) == list(range(10))
-    assert stack.produce(topic, 1, stamps[:3]) == [0, 1, 2]
-    stack.commit(lagging, topic, 0, 4)
-    stack.commit(lagging, topic, 1, 3)
-    stack.commit(other, topic, 0, 8)
-    stack.wait_for_burrow_lag(lagging, topic, 0, 4, 6, timeout_s=60)
-    stack.wait_for_burrow_lag(lagging, topic, 1, 3, 0, timeout_s=60)
-    stack.wait_for_burrow_lag(other, topic, 0, 8, 2, timeout_s=60)
-    return Seeded(topic, lagging, other, stamps)
-
-
-def groups_regex(*prefixes: str) -> str:
-    return "|".join(f"{re.escape(p)}-.*" for p in prefixes)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,5 +1,6 @@
-"""The fault suite's tools: the exporter as a real process scraped over HTTP, parsed scrapes,
-deadline polling, the observation log that becomes docs/reliability.md, and test certificates.
+"""The fault suite's tools: the seeded scenario and the rig each fault module runs on, the
+observation log that becomes docs/reliability.md, and test certificates. The exporter process,
+scrapes and configs come from :mod:`tests.support`.
 """
 
 from __future__ import annotations
@@ -8,266 +9,130 @@ import contextlib
 import datetime
 import ipaddress
 import json
-import os
-import signal
+import re
 import socket
 import ssl
-import subprocess
-import sys
 import threading
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
-
+from devstack import RealStack
 from devstack.processes import free_port
-from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
-from tests.stack_support import poll
+from freshness_tracker.cycle import now_ms
+from tests.faults.fake_burrow_server import FaultyBurrow
+from tests.support.config import cluster_entry, exporter_config
+from tests.support.exporter import ExporterProcess
 
-REPO = Path(__file__).resolve().parents[2]
-
-Labels = frozenset[tuple[str, str]]
-
-UP = "freshness_tracker_cluster_up"
-LAST_SUCCESS = "freshness_tracker_cluster_last_success_timestamp_seconds"
-LAST_ATTEMPT = "freshness_tracker_cluster_last_attempt_timestamp_seconds"
-CYCLES = "freshness_tracker_cycles_total"
-FAILURES = "freshness_tracker_cycle_failures_total"
-BURROW_ERRORS = "freshness_tracker_burrow_errors_total"
-READ_FAILURES = "freshness_tracker_kafka_read_failures_total"
-FRESHNESS = "kafka_consumer_freshness_ms"
-GROUP_FRESHNESS = "kafka_consumer_group_max_freshness_ms"
-PARTITIONS = "freshness_tracker_cluster_partitions"
-DURATION = "freshness_tracker_cluster_cycle_duration_seconds"
-
-#: Every per-consumer family: none of them may survive a failed cycle with an old value.
-CONSUMER_FAMILIES = (
-    FRESHNESS, "kafka_consumer_commit_lag_ms", "kafka_consumer_offset_lag",
-    "kafka_consumer_committed_offset", "kafka_consumer_data_loss", "kafka_consumer_lost_records",
-    "kafka_consumer_retention_headroom_ms", "kafka_consumer_partition_burrow_status",
-    "kafka_consumer_topic_max_freshness_ms", "kafka_consumer_topic_offset_lag",
-    GROUP_FRESHNESS, "kafka_consumer_group_offset_lag", "kafka_consumer_group_burrow_status",
-    "kafka_consumer_group_unmeasured_partitions", "kafka_consumer_group_data_loss_partitions",
-)  # fmt: skip
+CLUSTER = "local"  # the name the fault modules give the stack's cluster
 
 
-# --- scrapes -------------------------------------------------------------------------------
+# --- the seeded scenario and the rig -------------------------------------------------------
 
 
 @dataclass
-class Scrape:
-    """One /metrics answer: samples by (name, labels), and how long the request took."""
+class Seeded:
+    """A topic with known record times and groups with known commits, visible in Burrow.
 
-    text: str
-    seconds: float = 0.0
-    samples: dict[tuple[str, Labels], float] = field(default_factory=dict)
+    topic p0: 10 records at now-100 s, now-90 s, ... now-10 s; p1: 3 records.
+    ``lagging`` committed p0@4 (freshness ≈ 60 s) and p1@3 (caught up);
+    ``other`` committed p0@8 (freshness ≈ 20 s).
+    Commits are real group commits (stamped by the broker), read by Burrow from
+    ``__consumer_offsets``; freshness depends only on the record times chosen here.
+    """
 
-    @classmethod
-    def parse(cls, text: str, seconds: float = 0.0) -> Scrape:
-        scrape = cls(text, seconds)
-        for family in text_string_to_metric_families(text):
-            for s in family.samples:
-                scrape.samples[(s.name, frozenset(s.labels.items()))] = s.value
-        return scrape
-
-    def get(self, name: str, **labels: Any) -> float | None:
-        return self.samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))
-
-    def series(self, name: str, **match: Any) -> dict[Labels, float]:
-        want = {(k, str(v)) for k, v in match.items()}
-        return {lab: v for (n, lab), v in self.samples.items() if n == name and want <= lab}
-
-    def consumer_series(self, cluster: str, consumer: str | None = None) -> int:
-        """How many per-consumer samples of ``cluster`` (and ``consumer``) are served."""
-        match: dict[str, str] = {"cluster": cluster}
-        if consumer is not None:
-            match["consumer"] = consumer
-        return sum(len(self.series(f, **match)) for f in CONSUMER_FAMILIES)
-
-    def up(self, cluster: str) -> float | None:
-        return self.get(UP, cluster=cluster)
-
-    def cycles(self, cluster: str) -> int:
-        return int(self.get(CYCLES, cluster=cluster) or 0)
-
-    def last_success(self, cluster: str) -> float | None:
-        return self.get(LAST_SUCCESS, cluster=cluster)
-
-    def freshness(self, cluster: str, consumer: str, topic: str, partition: int) -> float | None:
-        return self.get(FRESHNESS, cluster=cluster, consumer=consumer, topic=topic,
-                        partition=partition)
-
-
-# --- the exporter as a process -------------------------------------------------------------
-
-
-class ExporterProcess:
-    """``python3 -m freshness_tracker run --config FILE`` with its output in a log file."""
-
-    def __init__(self, workdir: Path, config: str, *, name: str = "exporter",
-                 env: Mapping[str, str] | None = None, port: int | None = None,
-                 host: str = "127.0.0.1", scheme: str = "http",
-                 auth: tuple[str, str] | None = None, cafile: str | None = None,
-                 command: str = "run") -> None:
-        self.workdir = workdir
-        self.port = port or free_port()
-        self.host = host
-        self.scheme = scheme
-        self.config_path = workdir / f"{name}.conf"
-        self.config_path.write_text(config.replace("@PORT@", str(self.port)))
-        self.log_path = workdir / f"{name}.log"
-        self.env = {k: v for k, v in os.environ.items()
-                    if not k.startswith(("FRESHNESS_TRACKER_", "BURROW_"))}
-        self.env.update(env or {})
-        self.env["PYTHONUNBUFFERED"] = "1"
-        self.auth = auth
-        self.command = command
-        self._context: ssl.SSLContext | None = None
-        if scheme == "https":
-            self._context = ssl.create_default_context(cafile=cafile)
-        self.proc: subprocess.Popen[bytes] | None = None
+    topic: str
+    lagging: str
+    other: str
+    timestamps: list[int]
 
     @property
-    def url(self) -> str:
-        return f"{self.scheme}://{self.host}:{self.port}"
+    def groups(self) -> tuple[str, str]:
+        return self.lagging, self.other
 
-    def start(self, wait: bool = True, timeout_s: float = 30.0) -> ExporterProcess:
-        with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "freshness_tracker", self.command, "--config",
-                 str(self.config_path)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-                env=self.env, start_new_session=True)
-        if wait:
-            poll(self._listening, timeout_s, lambda: f"the exporter to listen\n{self.log_tail()}")
-        return self
-
-    def _listening(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            raise RuntimeError(f"exporter exited with {self.proc.returncode}\n{self.log_tail()}")
-        try:
-            status, _ = self.get("/healthz", timeout_s=1.0)
-        except OSError:
-            return False
-        return status in (200, 503)
-
-    def get(self, path: str, *, auth: tuple[str, str] | bool | None = True,
-            timeout_s: float = 5.0) -> tuple[int, str]:
-        """(status, body); ``auth=True`` uses the configured credentials, None sends none."""
-        request = urllib.request.Request(self.url + path)
-        creds = self.auth if auth is True else (auth or None)
-        if creds:
-            import base64
-
-            token = base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
-            request.add_header("Authorization", f"Basic {token}")
-        try:
-            with urllib.request.urlopen(request, timeout=timeout_s,
-                                        context=self._context) as resp:
-                return int(resp.status), resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return int(err.code), err.read().decode()
-
-    def scrape(self) -> Scrape:
-        began = time.monotonic()
-        status, body = self.get("/metrics")
-        elapsed = time.monotonic() - began
-        if status != 200:
-            raise AssertionError(f"/metrics answered {status}: {body[:500]}")
-        return Scrape.parse(body, elapsed)
-
-    def wait_for(self, predicate: Callable[[Scrape], bool], timeout_s: float,
-                 what: str) -> Scrape:
-        """Scrape until ``predicate`` holds; the matching scrape, or TimeoutError with context."""
-        last: list[Scrape | None] = [None]
-
-        def check() -> Scrape | None:
-            scrape = self.scrape()
-            last[0] = scrape
-            return scrape if predicate(scrape) else None
-
-        def explain() -> str:
-            text = last[0].text if last[0] else "(no scrape)"
-            lines = [ln for ln in text.splitlines()
-                     if ln.startswith(("freshness_tracker_cluster", "kafka_consumer_freshness",
-                                       "freshness_tracker_cycles_total"))]
-            return f"{what}\n--- last scrape ---\n" + "\n".join(lines[:40]) + \
-                f"\n--- exporter log ---\n{self.log_tail()}"
-
-        result: Scrape = poll(check, timeout_s, explain, interval_s=0.1)
-        return result
-
-    def wait_cycles(self, cluster: str, n: int, timeout_s: float) -> Scrape:
-        """Wait until ``n`` more cycles of ``cluster`` have completed."""
-        start = self.scrape().cycles(cluster)
-        return self.wait_for(lambda s: s.cycles(cluster) >= start + n, timeout_s,
-                             f"{n} more cycles of {cluster}")
-
-    def signal(self, sig: int = signal.SIGTERM) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-
-    def stop(self, timeout_s: float = 10.0) -> tuple[int | None, float]:
-        """SIGTERM, wait; (exit code, seconds it took). SIGKILL if it overstays (code None)."""
-        if self.proc is None:
-            return None, 0.0
-        if self.proc.poll() is not None:
-            return self.proc.returncode, 0.0
-        began = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            code: int | None = self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            code = None
-        return code, time.monotonic() - began
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(self.log().splitlines()[-lines:])
-
-    def __enter__(self) -> ExporterProcess:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def expected_freshness_ms(self, group: str) -> int:
+        offset = 4 if group == self.lagging else 8
+        return now_ms() - self.timestamps[offset]
 
 
-def exporter_config(*, burrow_url: str, clusters: list[dict[str, Any]], frequency: float = 1,
-                    burrow_timeout: str = "1s", retries: int = 1, lookup_timeout: str = "2s",
-                    groups_allow: str = ".*", extra: str = "") -> str:
-    """HOCON for a fault test: short frequency and timeouts, the port as a placeholder."""
-    return (
-        f"burrow {{ url = {json.dumps(burrow_url)}, timeout = {burrow_timeout}, "
-        f"retries = {retries} }}\n"
-        f"clusters = {json.dumps(clusters)}\n"
-        f"filters.groups.allow = [{json.dumps(groups_allow)}]\n"
-        f"lookup {{ timeout = {lookup_timeout}, topicConfigTtl = 1s }}\n"
-        f"frequency_sec = {frequency}\n"
-        "port = @PORT@\nlistenAddress = \"127.0.0.1\"\nworkerThreadCount = 4\n"
-        # every per-partition family: the suite checks each one's rules
-        f"partitionMetrics = {json.dumps(list(ALL_PARTITION_METRICS))}\n"
-        f"{extra}\n"
-    )
+def seed(stack: RealStack, prefix: str) -> Seeded:
+    suffix = uuid.uuid4().hex[:8]
+    topic, lagging, other = f"{prefix}-t-{suffix}", f"{prefix}-lag-{suffix}", \
+        f"{prefix}-oth-{suffix}"
+    stack.create_topic(topic, partitions=2, timeout_s=60)
+    base = now_ms() - 100_000
+    stamps = [base + 10_000 * i for i in range(10)]
+    assert stack.produce(topic, 0, stamps) == list(range(10))
+    assert stack.produce(topic, 1, stamps[:3]) == [0, 1, 2]
+    stack.commit(lagging, topic, 0, 4)
+    stack.commit(lagging, topic, 1, 3)
+    stack.commit(other, topic, 0, 8)
+    stack.wait_for_burrow_lag(lagging, topic, 0, 4, 6, timeout_s=60)
+    stack.wait_for_burrow_lag(lagging, topic, 1, 3, 0, timeout_s=60)
+    stack.wait_for_burrow_lag(other, topic, 0, 8, 2, timeout_s=60)
+    return Seeded(topic, lagging, other, stamps)
 
 
-def cluster_entry(name: str, bootstrap: str | None, num_consumers: int = 1,
-                  **props: str) -> dict[str, Any]:
-    kafka: dict[str, str] = dict(props)
-    if bootstrap:
-        kafka["bootstrap.servers"] = bootstrap
-    return {"name": name, "numConsumers": num_consumers, "kafka": kafka}
+def groups_regex(*prefixes: str) -> str:
+    return "|".join(f"{re.escape(p)}-.*" for p in prefixes)
+
+
+def fault_config(*, burrow_url: str, clusters: list[dict[str, Any]], frequency: float = 1,
+                 burrow_timeout: str = "1s", retries: int = 1, lookup_timeout: str = "2s",
+                 groups_allow: str = ".*", extra: str = "") -> str:
+    """The fault suite's config: short frequency and timeouts, the port as a placeholder,
+    every per-partition family (the suite checks each one's rules)."""
+    return exporter_config(
+        burrow_url=burrow_url, burrow_timeout=burrow_timeout, retries=retries,
+        clusters=clusters, groups_allow=groups_allow, lookup_timeout=lookup_timeout,
+        topic_config_ttl="1s", frequency=frequency, port="@PORT@",
+        listen_address="127.0.0.1", worker_threads=4, every_family=True, extra=extra)
+
+
+@dataclass
+class Rig:
+    """A fault module's setup: its seeded scenario, a FaultyBurrow in front of the stack's
+    Burrow, a work directory, and (when the module shares one) a running exporter."""
+
+    stack: RealStack
+    prefix: str  # of its group names
+    seeded: Seeded
+    burrow: FaultyBurrow
+    workdir: Path
+    process: ExporterProcess | None = None
+
+    @property
+    def exporter(self) -> ExporterProcess:
+        assert self.process is not None, "this rig runs no shared exporter"
+        return self.process
+
+    def start_exporter(self, name: str = "exporter", **config: Any) -> ExporterProcess:
+        """An exporter process of this rig's cluster through its FaultyBurrow, measuring its
+        seeded groups; ``config`` as :func:`fault_config` takes it."""
+        text = fault_config(
+            burrow_url=self.burrow.url,
+            clusters=[cluster_entry(CLUSTER, self.stack.bootstrap_servers)],
+            groups_allow=groups_regex(self.prefix), **config)
+        return ExporterProcess(self.workdir, text, name=name).start()
+
+
+@contextlib.contextmanager
+def fault_rig(stack: RealStack, workdir: Path, prefix: str, *, exporter: bool = False,
+              **config: Any) -> Iterator[Rig]:
+    """A :class:`Rig` with groups named ``prefix-…``; with ``exporter``, one exporter process
+    (``config`` as :func:`fault_config` takes it) shared by the module. Stopped afterwards."""
+    rig = Rig(stack, prefix, seed(stack, prefix), FaultyBurrow(stack.burrow_url).start(),
+              workdir)
+    try:
+        if exporter:
+            rig.process = rig.start_exporter(**config)
+        yield rig
+    finally:
+        if rig.process is not None:
+            rig.process.stop()
+        rig.burrow.stop()
 
 
 # --- the matrix ------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, GroupLags, PartitionKey, PartitionLag
 from freshness_tracker.http import MetricsServer, make_app
 from freshness_tracker.kafka import consumers as consumers_module
-from tests.faults.harness import CYCLES, Scrape
+from tests.support.scrape import CYCLES, Scrape
 
 CLUSTER = "local"
 

@@ -18,22 +18,27 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
-from tests.faults.conftest import Seeded, groups_regex, seed
-from tests.faults.fake_burrow_server import ANY, CLUSTERS, LAG, Fault, FaultyBurrow, lag_path
+from tests.faults.fake_burrow_server import ANY, CLUSTERS, LAG, Fault, lag_path
 from tests.faults.harness import (
+    Matrix,
+    Observation,
+    Rig,
+    describe_recovery,
+    fault_config,
+    fault_rig,
+    groups_regex,
+    seed,
+)
+from tests.support.config import cluster_entry
+from tests.support.exporter import ExporterProcess
+from tests.support.scrape import (
     BURROW_ERRORS,
     DURATION,
     FAILURES,
     FRESHNESS,
     GROUP_FRESHNESS,
     PARTITIONS,
-    ExporterProcess,
-    Matrix,
-    Observation,
     Scrape,
-    cluster_entry,
-    describe_recovery,
-    exporter_config,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -49,28 +54,12 @@ WORST_CYCLE_S = BURROW_TIMEOUT * (RETRIES + 1) + 0.5
 RECOVERY_BUDGET_S = WORST_CYCLE_S + FREQUENCY + 1.0 + 3.0
 
 
-@dataclass
-class Rig:
-    stack: RealStack
-    seeded: Seeded
-    burrow: FaultyBurrow
-    exporter: ExporterProcess
-
-
 @pytest.fixture(scope="module")
 def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    seeded = seed(fault_stack, "bf")
-    burrow = FaultyBurrow(fault_stack.burrow_url).start()
-    config = exporter_config(
-        burrow_url=burrow.url, clusters=[cluster_entry(CLUSTER, fault_stack.bootstrap_servers)],
-        frequency=FREQUENCY, burrow_timeout=f"{BURROW_TIMEOUT:g}s", retries=RETRIES,
-        groups_allow=groups_regex("bf"))
-    exporter = ExporterProcess(tmp_path_factory.mktemp("burrow-faults"), config).start()
-    try:
-        yield Rig(fault_stack, seeded, burrow, exporter)
-    finally:
-        exporter.stop()
-        burrow.stop()
+    with fault_rig(fault_stack, tmp_path_factory.mktemp("burrow-faults"), "bf", exporter=True,
+                   frequency=FREQUENCY, burrow_timeout=f"{BURROW_TIMEOUT:g}s",
+                   retries=RETRIES) as rig:
+        yield rig
 
 
 def healthy(rig: Rig) -> Scrape:
@@ -316,7 +305,7 @@ def test_burrow_down_at_start(fault_stack: RealStack, matrix: Matrix, tmp_path: 
     """The exporter starts while Burrow is stopped (pointed straight at the real Burrow)."""
     seeded = seed(fault_stack, "bd")
     fault_stack.stop_burrow()
-    config = exporter_config(
+    config = fault_config(
         burrow_url=fault_stack.burrow_url,
         clusters=[cluster_entry(CLUSTER, fault_stack.bootstrap_servers)],
         frequency=FREQUENCY, burrow_timeout=f"{BURROW_TIMEOUT:g}s", retries=RETRIES,

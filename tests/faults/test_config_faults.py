@@ -11,20 +11,19 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import signal
 import socket
 import subprocess
-import sys
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from devstack.processes import free_port
 from freshness_tracker.cli import main
-from tests.faults.harness import REPO, Matrix, Observation, free_port
+from tests.faults.harness import Matrix, Observation
 from tests.stack_support import poll
+from tests.support.exporter import ExporterProcess, run_cli
 
 BASE = """burrow.url = "http://127.0.0.1:1"
 burrow { timeout = 1s, retries = 0 }
@@ -148,13 +147,8 @@ def write_case(case: Case, workdir: Path, busy_port: int) -> Path:
 
 
 def run_process(case: Case, path: Path) -> Outcome:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("FRESHNESS_TRACKER_", "BURROW_"))}
-    env.update(dict(case.env))
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "freshness_tracker", "run", "--config", str(path)],
-            capture_output=True, text=True, timeout=20, cwd=REPO, env=env)
+        proc = run_cli("run", "--config", str(path), timeout_s=20, env=dict(case.env))
     except subprocess.TimeoutExpired as exc:
         return Outcome(case, None, str(exc.stderr or ""), str(exc.stdout or ""))
     return Outcome(case, proc.returncode, proc.stderr, proc.stdout)
@@ -232,9 +226,7 @@ def test_unknown_keys_warn_and_the_exporter_runs(tmp_path: Path, matrix: Matrix,
     path.write_text(BASE.replace("@PORT@", str(free_port())) +
                     'burow.url = "http://typo:1"\nfrequncy_sec = 5\n'
                     "clusters = [{ name = local, numConsumer = 3 }]\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "freshness_tracker", "once", "--config", str(path)],
-        capture_output=True, text=True, timeout=30, cwd=REPO)
+    proc = run_cli("once", "--config", str(path))
     warnings = [ln for ln in proc.stderr.splitlines() if "unknown key" in ln]
     assert proc.returncode == 1, proc.stderr  # it ran a cycle (Burrow is unreachable here)
     assert any("burow: unknown key, ignored; did you mean 'burrow'?" in w for w in warnings)
@@ -255,36 +247,27 @@ def test_burrow_url_credentials_stay_out_of_every_output(tmp_path: Path, matrix:
     """A password with `#`, `/`, `?`, `@` and `:` in burrow.url, Burrow unreachable so every
     output names its URL: `run` logging at DEBUG with /healthz, `once --format json`, `check`."""
     secret = "a#b/c?d@e:Zq9Xv"
-    port = free_port()
-    path = tmp_path / "creds.conf"
-    path.write_text(BASE.replace("@PORT@", str(port)).replace(
-        'burrow.url = "http://127.0.0.1:1"', f'burrow.url = "http://tracker:{secret}@127.0.0.1:1"')
-        + "logging.level = DEBUG\nfrequency_sec = 1\n")
-    command = [sys.executable, "-m", "freshness_tracker"]
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("FRESHNESS_TRACKER_", "BURROW_"))}
-    run = subprocess.Popen([*command, "run", "--config", str(path)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    text = BASE.replace('burrow.url = "http://127.0.0.1:1"',
+                        f'burrow.url = "http://tracker:{secret}@127.0.0.1:1"')
+    run = ExporterProcess(tmp_path, text + "logging.level = DEBUG\nfrequency_sec = 1\n",
+                          name="creds").start(wait=False)
     try:
         def cycled() -> str:
-            url = f"http://127.0.0.1:{port}/healthz"
-            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:
-                body = r.read().decode()
-                return body if "cannot reach Burrow" in body else ""
+            with contextlib.suppress(OSError):
+                status, body = run.get("/healthz", timeout_s=2)
+                return body if status == 200 and "cannot reach Burrow" in body else ""
             return ""
 
         healthz = poll(cycled, 30, "a failed cycle in /healthz")
     finally:
-        run.send_signal(signal.SIGTERM)
-        run_out, run_err = run.communicate(timeout=20)
-    once = subprocess.run([*command, "once", "--format", "json", "--config", str(path)],
-                          capture_output=True, text=True, timeout=30, cwd=REPO, env=env)
-    check = subprocess.run([*command, "check", "--config", str(path)],
-                           capture_output=True, text=True, timeout=30, cwd=REPO, env=env)
-    outputs = {"run log": run_out + run_err, "/healthz": healthz,
+        run.stop(timeout_s=20)
+    path = str(run.config_path)
+    once = run_cli("once", "--format", "json", "--config", path)
+    check = run_cli("check", "--config", path)
+    outputs = {"run log": run.log(), "/healthz": healthz,
                "once --format json": once.stdout + once.stderr,
                "check": check.stdout + check.stderr}
-    assert "level=debug" in run_err  # DEBUG really was on
+    assert "level=debug" in run.log()  # DEBUG really was on
     for name, text in outputs.items():
         assert "http://127.0.0.1:1" in text, (name, text[-2000:])  # the URL, without credentials
         assert "Zq9Xv" not in text and "tracker:" not in text, (name, text[-2000:])

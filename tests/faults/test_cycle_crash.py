@@ -16,7 +16,8 @@ from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags
 from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.faults.harness import Matrix, Observation, Scrape
+from tests.faults.harness import Matrix, Observation
+from tests.support.scrape import Scrape
 
 CLUSTER = "c"
 

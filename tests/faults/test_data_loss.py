@@ -27,17 +27,11 @@ from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
 from tests.fakes import FakeBurrow, group, lag
-from tests.faults.conftest import groups_regex
-from tests.faults.harness import (
-    ExporterProcess,
-    Matrix,
-    Observation,
-    Scrape,
-    cluster_entry,
-    describe_recovery,
-    exporter_config,
-)
+from tests.faults.harness import Matrix, Observation, describe_recovery, fault_config, groups_regex
+from tests.support.config import cluster_entry
+from tests.support.exporter import ExporterProcess
 from tests.support.fake_kafka import BASE_TS, FakeBroker, FakeConsumer, fake_reader, make_log
+from tests.support.scrape import Scrape
 
 CLUSTER = "c1"
 CLUSTER_REAL = "local"
@@ -130,7 +124,7 @@ def test_records_deleted_past_a_real_commit_are_data_loss(
     stack.commit(grp, topic, 0, 2)
     stack.wait_for_burrow_lag(grp, topic, 0, 2, 8, timeout_s=60)
     assert stack.delete_records(topic, 0, before_offset=6) == 6
-    config = exporter_config(
+    config = fault_config(
         burrow_url=stack.burrow_url, groups_allow=groups_regex("dl"),
         clusters=[cluster_entry(CLUSTER_REAL, stack.bootstrap_servers,
                                 **{"auto.offset.reset": "latest"})])

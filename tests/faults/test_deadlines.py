@@ -23,7 +23,8 @@ from freshness_tracker.app import Exporter, unwind_grace_s
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, ReadRequest, RecordRead
 from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.faults.harness import Matrix, Observation, Scrape
+from tests.faults.harness import Matrix, Observation
+from tests.support.scrape import Scrape
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,54 +14,39 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devstack import RealStack
-from tests.faults.conftest import Seeded, groups_regex, seed
-from tests.faults.fake_burrow_server import LAG, Fault, FaultyBurrow
+from devstack.processes import free_port
+from tests.faults.fake_burrow_server import LAG, Fault
 from tests.faults.harness import (
-    REPO,
-    ExporterProcess,
     Matrix,
     Observation,
-    cluster_entry,
-    exporter_config,
-    free_port,
+    Rig,
+    fault_config,
+    fault_rig,
 )
 from tests.stack_support import poll
+from tests.support.config import cluster_entry
+from tests.support.exporter import REPO, ExporterProcess
 
 CLUSTER = "local"
 
 
-@dataclass
-class Rig:
-    stack: RealStack
-    seeded: Seeded
-    burrow: FaultyBurrow
-    workdir: Path
-
-
 @pytest.fixture(scope="module")
 def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    seeded = seed(fault_stack, "ef")
-    burrow = FaultyBurrow(fault_stack.burrow_url).start()
     try:
-        yield Rig(fault_stack, seeded, burrow, tmp_path_factory.mktemp("exporter-faults"))
+        with fault_rig(fault_stack, tmp_path_factory.mktemp("exporter-faults"), "ef") as rig:
+            yield rig
     finally:
-        burrow.stop()
         fault_stack.rtt_ms = 0
 
 
 def start_exporter(rig: Rig, name: str, **kw: Any) -> ExporterProcess:
-    config = exporter_config(
-        burrow_url=rig.burrow.url,
-        clusters=[cluster_entry(CLUSTER, rig.stack.bootstrap_servers)],
-        groups_allow=groups_regex("ef"), **kw)
-    exporter = ExporterProcess(rig.workdir, config, name=name).start()
+    exporter = rig.start_exporter(name, **kw)
     s = rig.seeded
     exporter.wait_for(lambda sc: sc.up(CLUSTER) == 1
                       and sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None,
@@ -211,7 +196,7 @@ def test_an_hour_of_cycles_over_1000_groups_leaks_nothing(
 
 def _reload_config(rig: Rig, port: int, groups_allow: str, frequency: float,
                    extra: str = "") -> str:
-    return exporter_config(
+    return fault_config(
         burrow_url=rig.burrow.url,
         clusters=[cluster_entry(CLUSTER, rig.stack.bootstrap_servers)],
         groups_allow=groups_allow, frequency=frequency, extra=extra,
@@ -309,7 +294,7 @@ def _catches(pid: int, sig: int) -> bool:
 @pytest.mark.timeout(120)
 def test_sighup_during_startup_does_not_kill_the_process(
         tmp_path: Path, matrix: Matrix, request: pytest.FixtureRequest) -> None:
-    config = exporter_config(burrow_url="http://127.0.0.1:1",
+    config = fault_config(burrow_url="http://127.0.0.1:1",
                              clusters=[cluster_entry(CLUSTER, "127.0.0.1:1")])
     exporter = ExporterProcess(tmp_path, config, name="sighup-startup").start(wait=False)
     assert exporter.proc is not None

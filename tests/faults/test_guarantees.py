@@ -10,57 +10,48 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from devstack import RealStack
+from devstack.processes import free_port
 from devstack.stack import OFFSETS_TOPIC
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID
-from tests.faults.conftest import Seeded, groups_regex, seed
-from tests.faults.fake_burrow_server import Fault, FaultyBurrow
+from tests.faults.fake_burrow_server import Fault
 from tests.faults.harness import (
-    DURATION,
-    FRESHNESS,
-    PARTITIONS,
-    ExporterProcess,
     Matrix,
     Observation,
-    cluster_entry,
-    exporter_config,
-    free_port,
+    Rig,
+    fault_config,
+    fault_rig,
+    groups_regex,
 )
 from tests.stack_support import marker_group_beside
+from tests.support.config import cluster_entry
+from tests.support.exporter import ExporterProcess
+from tests.support.scrape import DURATION, FRESHNESS, PARTITIONS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 CLUSTER = "local"
 
 
-@dataclass
-class Rig:
-    stack: RealStack
-    seeded: Seeded
-    extra_groups: list[str]
-    burrow: FaultyBurrow
-    workdir: Path
+@pytest.fixture(scope="module")
+def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    with fault_rig(fault_stack, tmp_path_factory.mktemp("guarantees"), "gu") as rig:
+        yield rig
 
 
 @pytest.fixture(scope="module")
-def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    seeded = seed(fault_stack, "gu")
-    extra = [f"{seeded.lagging}-x{i}" for i in range(4)]
+def extra_groups(rig: Rig) -> list[str]:
+    """Four more groups of the lagging one's name, each committed p0@6."""
+    seeded, extra = rig.seeded, [f"{rig.seeded.lagging}-x{i}" for i in range(4)]
     for group in extra:
-        fault_stack.commit(group, seeded.topic, 0, 6)
+        rig.stack.commit(group, seeded.topic, 0, 6)
     for group in extra:
-        fault_stack.wait_for_burrow_lag(group, seeded.topic, 0, 6, 4, timeout_s=60)
-    burrow = FaultyBurrow(fault_stack.burrow_url).start()
-    try:
-        yield Rig(fault_stack, seeded, extra, burrow, tmp_path_factory.mktemp("guarantees"))
-    finally:
-        burrow.stop()
+        rig.stack.wait_for_burrow_lag(group, seeded.topic, 0, 6, 4, timeout_s=60)
+    return extra
 
 
 def committed_offsets(stack: RealStack, group: str, topic: str) -> dict[int, int]:
@@ -82,7 +73,7 @@ def test_never_commits_offsets_nor_creates_a_group(rig: Rig, matrix: Matrix,
     stack, s = rig.stack, rig.seeded
     groups_before = stack.group_ids()
     offsets_before = {g: committed_offsets(stack, g, s.topic) for g in s.groups}
-    config = exporter_config(
+    config = fault_config(
         burrow_url=stack.burrow_url, clusters=[cluster_entry(CLUSTER, stack.bootstrap_servers,
                                                              num_consumers=2)],
         groups_allow=groups_regex("gu"),
@@ -123,7 +114,8 @@ def test_never_commits_offsets_nor_creates_a_group(rig: Rig, matrix: Matrix,
 
 
 def test_a_slow_and_a_dead_cluster_never_delay_or_blank_a_healthy_one(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+        rig: Rig, extra_groups: list[str], matrix: Matrix, request: pytest.FixtureRequest
+) -> None:
     """Three clusters in one exporter: `local` (healthy), `slowc` (Burrow answers its /lag
     after 3 s, more than burrow.timeout) and `deadk` (its brokers refuse connections)."""
     stack, s = rig.stack, rig.seeded
@@ -132,7 +124,7 @@ def test_a_slow_and_a_dead_cluster_never_delay_or_blank_a_healthy_one(
     rig.burrow.add(r"^/v3/kafka/slowc/consumer/[^/]+/lag$", Fault.delay(3.0))
     dead = f"127.0.0.1:{free_port()}"
     frequency = 1.0
-    config = exporter_config(
+    config = fault_config(
         burrow_url=rig.burrow.url,
         clusters=[cluster_entry(CLUSTER, stack.bootstrap_servers),
                   cluster_entry("slowc", stack.bootstrap_servers),
@@ -153,7 +145,7 @@ def test_a_slow_and_a_dead_cluster_never_delay_or_blank_a_healthy_one(
             assert scrape.up(CLUSTER) == 1
             assert scrape.freshness(CLUSTER, s.lagging, s.topic, 0) is not None, \
                 "the healthy cluster's series were blanked"
-            for group in rig.extra_groups:
+            for group in extra_groups:
                 assert scrape.freshness(CLUSTER, group, s.topic, 0) is not None
             ages.append(time.time() - (scrape.last_success(CLUSTER) or 0))
             time.sleep(0.2)

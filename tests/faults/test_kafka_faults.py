@@ -10,27 +10,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from confluent_kafka import Producer
 
 from devstack import RealStack
-from tests.faults.conftest import Seeded, groups_regex, now_ms, seed
-from tests.faults.fake_burrow_server import LAG, Fault, FaultyBurrow
+from freshness_tracker.cycle import now_ms
+from tests.faults.fake_burrow_server import LAG, Fault
 from tests.faults.harness import (
-    FRESHNESS,
-    GROUP_FRESHNESS,
-    PARTITIONS,
-    READ_FAILURES,
-    ExporterProcess,
     Matrix,
     Observation,
-    Scrape,
-    cluster_entry,
+    Rig,
     describe_recovery,
-    exporter_config,
+    fault_rig,
 )
+from tests.support.scrape import FRESHNESS, GROUP_FRESHNESS, PARTITIONS, READ_FAILURES, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -43,28 +37,12 @@ RECOVERY_BUDGET_S = LOOKUP_TIMEOUT * 2 + FREQUENCY + 1.0 + 4.0
 RESTART_RECOVERY_BUDGET_S = 45.0
 
 
-@dataclass
-class Rig:
-    stack: RealStack
-    seeded: Seeded
-    burrow: FaultyBurrow
-    exporter: ExporterProcess
-
-
 @pytest.fixture(scope="module")
 def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    seeded = seed(fault_stack, "kf")
-    burrow = FaultyBurrow(fault_stack.burrow_url).start()
-    config = exporter_config(
-        burrow_url=burrow.url, clusters=[cluster_entry(CLUSTER, fault_stack.bootstrap_servers)],
-        frequency=FREQUENCY, lookup_timeout=f"{LOOKUP_TIMEOUT:g}s",
-        groups_allow=groups_regex("kf"), extra="lookup.cacheSize = 0")
-    exporter = ExporterProcess(tmp_path_factory.mktemp("kafka-faults"), config).start()
-    try:
-        yield Rig(fault_stack, seeded, burrow, exporter)
-    finally:
-        exporter.stop()
-        burrow.stop()
+    with fault_rig(fault_stack, tmp_path_factory.mktemp("kafka-faults"), "kf", exporter=True,
+                   frequency=FREQUENCY, lookup_timeout=f"{LOOKUP_TIMEOUT:g}s",
+                   extra="lookup.cacheSize = 0") as rig:
+        yield rig
 
 
 def partitions_by_status(scrape: Scrape) -> dict[str, int]:

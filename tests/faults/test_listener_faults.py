@@ -20,14 +20,9 @@ from pathlib import Path
 import pytest
 
 from devstack import RealStack
-from tests.faults.harness import (
-    Certs,
-    ExporterProcess,
-    Matrix,
-    Observation,
-    cluster_entry,
-    exporter_config,
-)
+from tests.faults.harness import Certs, Matrix, Observation, fault_config
+from tests.support.config import cluster_entry
+from tests.support.exporter import ExporterProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -45,7 +40,7 @@ def listener_exporter(stack: RealStack, certs: Certs, workdir: Path, name: str,
     if tls:
         extra = (f'web {{ tlsCertFile = "{certs.cert}", tlsKeyFile = "{certs.key}", '
                  f'basicAuthUsername = "{USER}", basicAuthPassword = "{PASSWORD}" }}\n')
-    config = exporter_config(burrow_url=stack.burrow_url,
+    config = fault_config(burrow_url=stack.burrow_url,
                              clusters=[cluster_entry(CLUSTER, stack.bootstrap_servers)],
                              groups_allow="lst-.*", extra=extra)
     return ExporterProcess(workdir, config, name=name, scheme="https" if tls else "http",

@@ -23,20 +23,21 @@ from pathlib import Path
 import pytest
 
 from devstack import RealStack
-from tests.faults.conftest import groups_regex, now_ms, seed
+from freshness_tracker.cycle import now_ms
 from tests.faults.fake_burrow_server import ANY, Fault, FaultyBurrow
 from tests.faults.harness import (
-    BURROW_ERRORS,
     Certs,
-    ExporterProcess,
     Matrix,
     Observation,
-    Scrape,
     TlsTerminator,
-    cluster_entry,
-    exporter_config,
+    fault_config,
+    groups_regex,
+    seed,
 )
 from tests.stack_support import require_managed
+from tests.support.config import cluster_entry
+from tests.support.exporter import ExporterProcess
+from tests.support.scrape import BURROW_ERRORS, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -69,7 +70,7 @@ def test_https_burrow_basic_auth_secure_listener_and_no_secret_in_logs(
         '  "sasl.username" = "tracker"\n'
         '  "sasl.password" = ${?KAFKA_SASL_PASSWORD}\n'
         f'  "ssl.key.password" = "{FILE_SECRET}" }} }}]\n')
-    config = exporter_config(
+    config = fault_config(
         burrow_url=burrow.url, clusters=[], groups_allow=groups_regex("sec"),
         extra=(f'include "{tmp_path / "secrets.conf"}"\n'
                f'burrow.caFile = "{certs.ca}"\n'
@@ -165,7 +166,7 @@ def test_wrong_ca_wrong_password_and_url_credentials_fail_clearly_and_quietly(
     errors: dict[str, str] = {}
     try:
         for name, (url, extra, env) in cases.items():
-            config = exporter_config(
+            config = fault_config(
                 burrow_url=url, clusters=[cluster_entry(CLUSTER, fault_stack.bootstrap_servers)],
                 groups_allow="nothing-.*", extra=extra + "\nlogging.level = DEBUG")
             exporters[name] = ExporterProcess(tmp_path, config, name=name, env=env).start()
@@ -241,7 +242,7 @@ def test_kafka_reads_over_a_tls_listener_with_ca_verification(
     burrow = FaultyBurrow(stack.burrow_url).start()  # three exporter clusters, one real Burrow
     for name in ("tlsgood", "tlsbadca", "tlsplain"):
         burrow.alias(name, stack.cluster)
-    config = exporter_config(burrow_url=burrow.url, groups_allow=re.escape(group), clusters=[
+    config = fault_config(burrow_url=burrow.url, groups_allow=re.escape(group), clusters=[
         cluster_entry("tlsgood", address, **ssl_props),
         cluster_entry("tlsbadca", address, **{**ssl_props, "ssl.ca.location": str(certs.other_ca)}),
         cluster_entry("tlsplain", address),
