@@ -51,7 +51,7 @@ from freshness_tracker.sinks.prometheus import (
 )
 from tests.deploy.tools import require_tool
 from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.unit.test_collector import snapshot
+from tests.support.golden import snapshot
 
 #: Accept headers as Prometheus 2 and 3, curl and federating tools send them.
 ACCEPTS = [

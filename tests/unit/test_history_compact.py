@@ -21,7 +21,7 @@ from freshness_tracker.sinks.history import (
     write_snapshot,
 )
 from freshness_tracker.sinks.history_compact import CompactionError, compact_history
-from tests.unit.test_history import result, snapshot
+from tests.support.history import result, snapshot
 
 DAY_MS = 86_400_000
 DAY0 = 1_700_006_400_000  # 2023-11-15T00:00:00Z

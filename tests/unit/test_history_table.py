@@ -23,7 +23,7 @@ from freshness_tracker.sinks.history import (
     write_snapshot,
 )
 from freshness_tracker.sinks.history_compact import STAGING, compact_history
-from tests.unit.test_history import START, result, snapshot
+from tests.support.history import START, result, snapshot
 
 DAY_MS = 86_400_000
 
