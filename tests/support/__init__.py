@@ -1,12 +1,15 @@
 """The one set of test helpers, shared by every suite and by the benchmarks.
 
-- :mod:`tests.support.stack`: the real local stack (start, skip locally / fail in CI), polling.
-- :mod:`tests.support.fakes`: fakes of the core's Protocols (Burrow, record reader).
 - :mod:`tests.support.fake_kafka`: a fake librdkafka consumer over a fake broker.
-- :mod:`tests.support.scrape`: the one Prometheus text parser.
+- :mod:`tests.support.scrape`: the one Prometheus text parser, and the metric names tests look up.
 - :mod:`tests.support.config`: the one builder of exporter configs (HOCON text).
-- :mod:`tests.support.exporter`: the exporter in this process, or as a real process.
+- :mod:`tests.support.exporter`: the exporter in this process, with its listener, or as a real
+  ``python -m freshness_tracker`` process.
 - :mod:`tests.support.seeding`: records with known times and real group commits on the stack.
+- :mod:`tests.support.history`, :mod:`tests.support.golden`: domain results for sink tests.
 
-Test modules import from here (or from their suite's own support module), never from each other.
+Beside it: ``tests/stack_support.py`` (starting the real stack, polling) and ``tests/fakes.py``
+(fakes of the core's Protocols); each suite's own helpers sit in its directory
+(``tests/faults/harness.py``, ``tests/realkafka/helpers.py``, ``tests/deploy/tools.py``...).
+Test modules import from these, never from each other.
 """
