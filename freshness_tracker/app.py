@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.config.settings import Settings, require_files
@@ -172,6 +172,10 @@ class Exporter:
         )
         # What changes between snapshots (counters, process and client figures): rendered at
         # every scrape. The snapshot's families are rendered once per publication instead.
+        # No `<counter>_created` series: a second series per counter that no dashboard, alert or
+        # peer exporter reads (Prometheus tracks resets itself). Process-wide, and the exporter
+        # is the process.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.live = CollectorRegistry()
         series = SeriesSet(settings.granularity, frozenset(settings.partition_metrics),
                            {c.name: c.labels for c in settings.clusters if c.labels})

@@ -39,6 +39,7 @@ from prometheus_client.registry import Collector
 
 from freshness_tracker.domain.model import (
     BURROW_STATUS_CODES,
+    ClusterHealth,
     ClusterSnapshot,
     PartitionResult,
     PartitionStatus,
@@ -48,16 +49,23 @@ from freshness_tracker.publish import SnapshotHolder
 
 __all__ = [
     "ALL_PARTITION_METRICS",
+    "BUILD_INFO",
+    "CYCLE_COUNTERS",
     "DEFAULT_PARTITION_METRICS",
     "GROUP_FAMILIES",
     "HEALTH_FAMILIES",
+    "KAFKA_CONSUMERS",
+    "KAFKA_FETCH_REQUESTS",
     "PARTITION_FAMILIES",
+    "READ_DURATION",
     "RESERVED_LABELS",
     "TOPIC_FAMILIES",
+    "CycleCounter",
     "Family",
     "FreshnessCollector",
     "Granularity",
     "Level",
+    "SelfMetric",
     "SeriesSet",
     "SkipLog",
 ]
@@ -272,80 +280,159 @@ DEFAULT_PARTITION_METRICS: tuple[str, ...] = (FRESHNESS.name, COMMIT_LAG.name, H
 
 # --- roll-ups and health -------------------------------------------------------------------
 
-TOPIC_FAMILIES = (
-    Family("kafka_consumer_topic_max_freshness_ms",
-           "Worst partition freshness of the group on the topic, in milliseconds." + _LAST,
-           Level.TOPIC, _optional("max_freshness_ms")),
-    Family("kafka_consumer_topic_offset_lag",
-           "Sum of the group's offset lag over the topic's partitions; absent while one "
-           "partition's lag is impossible (negative in Burrow)." + _LAST,
-           Level.TOPIC, _optional("offset_lag")),
+TOPIC_MAX_FRESHNESS = Family(
+    "kafka_consumer_topic_max_freshness_ms",
+    "Worst partition freshness of the group on the topic, in milliseconds." + _LAST,
+    Level.TOPIC, _optional("max_freshness_ms"))
+TOPIC_OFFSET_LAG = Family(
+    "kafka_consumer_topic_offset_lag",
+    "Sum of the group's offset lag over the topic's partitions; absent while one partition's "
+    "lag is impossible (negative in Burrow)." + _LAST,
+    Level.TOPIC, _optional("offset_lag"))
+TOPIC_FAMILIES = (TOPIC_MAX_FRESHNESS, TOPIC_OFFSET_LAG)
+
+
+GROUP_MAX_FRESHNESS = Family(
+    "kafka_consumer_group_max_freshness_ms",
+    "Worst partition freshness of the group, in milliseconds; absent while any of its "
+    "partitions' reads failed (the unread one may be the worst)." + _LAST,
+    Level.GROUP, _optional("max_freshness_ms"))
+GROUP_OFFSET_LAG = Family(
+    "kafka_consumer_group_offset_lag",
+    "Sum of the group's offset lag over its partitions (not Burrow's totallag, which may "
+    "disagree with them); absent while one partition's lag is unknown." + _LAST,
+    Level.GROUP, _optional("offset_lag"))
+GROUP_STATUS = Family(
+    "kafka_consumer_group_burrow_status",
+    "Burrow's group status code: 0 NOTFOUND, 1 OK, 2 WARN, 3 ERR." + _LAST,
+    Level.GROUP, lambda g: _status_code(g.burrow_status))
+GROUP_UNMEASURED = Family(
+    "kafka_consumer_group_unmeasured_partitions",
+    "Partitions of the group without a freshness value this cycle (read failed, no "
+    "commit, or impossible inputs from Burrow or Kafka): the group max covers only the "
+    "others, and is absent while a read failed or an input was impossible." + _LAST,
+    Level.GROUP, _optional("unmeasured_partitions"))
+GROUP_DATA_LOSS_PARTITIONS = Family(
+    "kafka_consumer_group_data_loss_partitions",
+    "Partitions of the group whose unread records were deleted by retention." + _LAST,
+    Level.GROUP, _optional("data_loss_partitions"))
+GROUP_DATA_AS_OF = Family(
+    "kafka_consumer_group_data_current_as_of_timestamp_seconds",
+    "The oldest of the group's partitions' last committed record timestamps (Unix "
+    "seconds): the group has all its data up to then. Absent while a partition holding "
+    "data has no value (its last committed record unread, gone, or nothing of it "
+    "consumed)." + _LAST,
+    Level.GROUP, _optional("data_current_as_of_ms", 1000.0))
+GROUP_CATCH_UP = Family(
+    "kafka_consumer_group_catch_up_estimate_seconds",
+    "Estimated seconds until the group's offset lag is 0: the slowest partition's lag "
+    "divided by the rate it gained on the producers over Burrow's window (an estimate: "
+    "both rates are assumed to hold); 0 when caught up. Absent when not catching up or "
+    "unknown." + _LAST,
+    Level.GROUP, _optional("catch_up_ms", 1000.0))
+GROUP_CATCHING_UP = Family(
+    "kafka_consumer_group_catching_up",
+    "1 when every partition of the group has no lag or gained on its producers over "
+    "Burrow's window; 0 when one did not (its lag did not shrink, or Burrow says it "
+    "stopped or stalled); absent when unknown." + _LAST,
+    Level.GROUP, _flag("catching_up"))
+GROUP_FAMILIES = (GROUP_MAX_FRESHNESS, GROUP_OFFSET_LAG, GROUP_STATUS, GROUP_UNMEASURED,
+                  GROUP_DATA_LOSS_PARTITIONS, GROUP_DATA_AS_OF, GROUP_CATCH_UP,
+                  GROUP_CATCHING_UP)
+
+
+CLUSTER_UP = Family(
+    "freshness_tracker_cluster_up",
+    "1 when the cluster's last cycle succeeded: Burrow answered and, if anything had to "
+    "be read, at least one Kafka read succeeded. 0 otherwise.",
+    Level.CLUSTER, lambda h: 1.0 if h.up else 0.0)
+CLUSTER_LAST_ATTEMPT = Family(
+    "freshness_tracker_cluster_last_attempt_timestamp_seconds",
+    "When the cluster's last cycle started (Unix seconds).",
+    Level.CLUSTER, lambda h: h.last_attempt_ms / 1000)
+CLUSTER_LAST_SUCCESS = Family(
+    "freshness_tracker_cluster_last_success_timestamp_seconds",
+    "When the cluster's last successful cycle ended (Unix seconds); stops advancing "
+    "while the cluster fails.",
+    Level.CLUSTER, lambda h: None if h.last_success_ms is None
+    else h.last_success_ms / 1000)
+CLUSTER_CYCLE_DURATION = Family(
+    "freshness_tracker_cluster_cycle_duration_seconds",
+    "How long the cluster's last cycle took.",
+    Level.CLUSTER, lambda h: h.duration_ms / 1000)
+CLUSTER_GROUPS = Family(
+    "freshness_tracker_cluster_groups",
+    "Consumer groups measured in the cluster's last cycle.",
+    Level.CLUSTER, lambda h: float(h.groups))
+CLUSTER_PARTITIONS = Family(
+    "freshness_tracker_cluster_partitions",
+    "Partitions in the cluster's last cycle, by outcome.",
+    Level.CLUSTER_STATUS, lambda row: float(row[2]))
+HEALTH_FAMILIES = (CLUSTER_UP, CLUSTER_LAST_ATTEMPT, CLUSTER_LAST_SUCCESS, CLUSTER_CYCLE_DURATION,
+                   CLUSTER_GROUPS, CLUSTER_PARTITIONS)
+
+
+# --- self-metrics: what accumulates across cycles (sinks/selfmetrics.py instruments them) ----
+
+
+@dataclass(frozen=True, slots=True)
+class CycleCounter:
+    """A per-cluster counter (exposed as `<name>_total`) advanced after every cycle by a figure
+    of that cycle's health."""
+
+    name: str
+    doc: str
+    increment: Callable[[ClusterHealth], float]
+
+
+@dataclass(frozen=True, slots=True)
+class SelfMetric:
+    """A self-metric whose value is not a cycle figure (a histogram, the build info, or one
+    read from the Kafka clients at scrape time)."""
+
+    name: str
+    doc: str
+
+
+CYCLE_COUNTERS = (
+    CycleCounter("freshness_tracker_cycles", "Cycles run per cluster.", lambda h: 1),
+    CycleCounter("freshness_tracker_cycle_failures",
+                 "Cycles after which the cluster was reported down.",
+                 lambda h: 0 if h.up else 1),
+    CycleCounter("freshness_tracker_burrow_errors",
+                 "Burrow requests that failed after retries (cluster list, consumer list or a "
+                 "group's lag).", attrgetter("burrow_errors")),
+    CycleCounter("freshness_tracker_invalid_inputs",
+                 "Inputs not used because they are impossible: consumer-list entries and topics "
+                 "that are no exportable name, a partition listed twice, a negative lag, "
+                 "timestamps before 2000 or more than a day ahead. Each cycle logs the first "
+                 "ones.", attrgetter("invalid_inputs")),
+    CycleCounter("freshness_tracker_kafka_reads", "Record reads sent to Kafka.",
+                 attrgetter("kafka_reads")),
+    CycleCounter("freshness_tracker_kafka_read_failures",
+                 "Record reads that failed (no value was exported for them).",
+                 attrgetter("kafka_read_failures")),
+    CycleCounter("freshness_tracker_cache_hits",
+                 "Record timestamps answered from the cache instead of Kafka (or, for the record "
+                 "before a commit, that none exists there: a transaction marker).",
+                 attrgetter("cache_hits")),
+    CycleCounter("freshness_tracker_data_loss_events",
+                 "Partition measurements that found the committed offset below the log start.",
+                 attrgetter("data_loss_events")),
+    CycleCounter("freshness_tracker_offset_mismatches",
+                 "Reads where no record existed at the requested offset and the next one was "
+                 "used (compaction, transaction markers).", attrgetter("offset_mismatches")),
 )
-
-
-GROUP_FAMILIES = (
-    Family("kafka_consumer_group_max_freshness_ms",
-           "Worst partition freshness of the group, in milliseconds; absent while any of its "
-           "partitions' reads failed (the unread one may be the worst)." + _LAST,
-           Level.GROUP, _optional("max_freshness_ms")),
-    Family("kafka_consumer_group_offset_lag",
-           "Sum of the group's offset lag over its partitions (not Burrow's totallag, which may "
-           "disagree with them); absent while one partition's lag is unknown." + _LAST,
-           Level.GROUP, _optional("offset_lag")),
-    Family("kafka_consumer_group_burrow_status",
-           "Burrow's group status code: 0 NOTFOUND, 1 OK, 2 WARN, 3 ERR." + _LAST,
-           Level.GROUP, lambda g: _status_code(g.burrow_status)),
-    Family("kafka_consumer_group_unmeasured_partitions",
-           "Partitions of the group without a freshness value this cycle (read failed, no "
-           "commit, or impossible inputs from Burrow or Kafka): the group max covers only the "
-           "others, and is absent while a read failed or an input was impossible." + _LAST,
-           Level.GROUP, _optional("unmeasured_partitions")),
-    Family("kafka_consumer_group_data_loss_partitions",
-           "Partitions of the group whose unread records were deleted by retention." + _LAST,
-           Level.GROUP, _optional("data_loss_partitions")),
-    Family("kafka_consumer_group_data_current_as_of_timestamp_seconds",
-           "The oldest of the group's partitions' last committed record timestamps (Unix "
-           "seconds): the group has all its data up to then. Absent while a partition holding "
-           "data has no value (its last committed record unread, gone, or nothing of it "
-           "consumed)." + _LAST,
-           Level.GROUP, _optional("data_current_as_of_ms", 1000.0)),
-    Family("kafka_consumer_group_catch_up_estimate_seconds",
-           "Estimated seconds until the group's offset lag is 0: the slowest partition's lag "
-           "divided by the rate it gained on the producers over Burrow's window (an estimate: "
-           "both rates are assumed to hold); 0 when caught up. Absent when not catching up or "
-           "unknown." + _LAST,
-           Level.GROUP, _optional("catch_up_ms", 1000.0)),
-    Family("kafka_consumer_group_catching_up",
-           "1 when every partition of the group has no lag or gained on its producers over "
-           "Burrow's window; 0 when one did not (its lag did not shrink, or Burrow says it "
-           "stopped or stalled); absent when unknown." + _LAST,
-           Level.GROUP, _flag("catching_up")),
-)
-
-
-HEALTH_FAMILIES = (
-    Family("freshness_tracker_cluster_up",
-           "1 when the cluster's last cycle succeeded: Burrow answered and, if anything had to "
-           "be read, at least one Kafka read succeeded. 0 otherwise.",
-           Level.CLUSTER, lambda h: 1.0 if h.up else 0.0),
-    Family("freshness_tracker_cluster_last_attempt_timestamp_seconds",
-           "When the cluster's last cycle started (Unix seconds).",
-           Level.CLUSTER, lambda h: h.last_attempt_ms / 1000),
-    Family("freshness_tracker_cluster_last_success_timestamp_seconds",
-           "When the cluster's last successful cycle ended (Unix seconds); stops advancing "
-           "while the cluster fails.",
-           Level.CLUSTER, lambda h: None if h.last_success_ms is None
-           else h.last_success_ms / 1000),
-    Family("freshness_tracker_cluster_cycle_duration_seconds",
-           "How long the cluster's last cycle took.",
-           Level.CLUSTER, lambda h: h.duration_ms / 1000),
-    Family("freshness_tracker_cluster_groups",
-           "Consumer groups measured in the cluster's last cycle.",
-           Level.CLUSTER, lambda h: float(h.groups)),
-    Family("freshness_tracker_cluster_partitions",
-           "Partitions in the cluster's last cycle, by outcome.",
-           Level.CLUSTER_STATUS, lambda row: float(row[2])),
-)
+READ_DURATION = SelfMetric("freshness_tracker_kafka_read_duration_seconds",
+                           "Time a cycle spent reading Kafka, per cluster.")
+BUILD_INFO = SelfMetric("freshness_tracker_build_info", "Build information; always 1.")
+KAFKA_FETCH_REQUESTS = SelfMetric(
+    "freshness_tracker_kafka_fetch_requests",
+    "Fetch requests sent by the lookup consumers (librdkafka statistics, updated every 10 s "
+    "while consumers poll); divide its rate by kafka_reads to see batching.")
+KAFKA_CONSUMERS = SelfMetric("freshness_tracker_kafka_consumers",
+                             "Lookup consumers currently open per cluster (at most "
+                             "numConsumers).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,9 +511,11 @@ class FreshnessCollector(Collector):
         self._holder = holder
         self.series = series or SeriesSet()
 
-    def describe(self) -> Iterable[Metric]:
-        # Avoid a collect() at registration time (the registry calls describe() instead).
-        return []
+    def describe(self) -> Iterator[Metric]:
+        """The families, without samples: the registry checks their names against every other
+        collector's at registration (no collect() of a snapshot then)."""
+        for family in self.series.families():
+            yield GaugeMetricFamily(family.name, family.doc, labels=list(family.labels))
 
     def collect(self) -> Iterator[Metric]:
         clusters = self._holder.current.clusters  # read once: one consistent set of cycles

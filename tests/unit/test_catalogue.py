@@ -1,0 +1,60 @@
+"""The metric catalogue (`sinks/prometheus.py`): names clash at registration, not at a scrape;
+every self-metric of the catalogue is served under its catalogued name, and no `_created`
+series doubles the counters."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
+
+from freshness_tracker.app import Exporter
+from freshness_tracker.config import load_settings
+from freshness_tracker.publish import SnapshotHolder
+from freshness_tracker.sinks.prometheus import (
+    BUILD_INFO,
+    CYCLE_COUNTERS,
+    FRESHNESS,
+    KAFKA_CONSUMERS,
+    KAFKA_FETCH_REQUESTS,
+    READ_DURATION,
+    FreshnessCollector,
+    SeriesSet,
+)
+from tests.fakes import FakeBurrow, FakeReader, group, lag
+
+SETTINGS = ('burrow.url = "http://burrow:8000"\nclusters = [{ name = c, kafka { '
+            '"bootstrap.servers" = "k:1" } }]\n')
+
+
+def test_a_name_clash_fails_at_registration() -> None:
+    registry = CollectorRegistry()
+    registry.register(FreshnessCollector(SnapshotHolder()))
+    with pytest.raises(ValueError, match=FRESHNESS.name):
+        registry.register(FreshnessCollector(SnapshotHolder(), SeriesSet.everything()))
+
+
+def test_the_catalogue_is_what_is_served_without_created_series() -> None:
+    burrow = FakeBurrow({"c": [group("c", "g", lag(partition=0, committed=4, current_lag=1,
+                                                   commit_time=95_000))]})
+    reader = FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000})
+    exporter = Exporter(load_settings(text=SETTINGS), burrow=burrow,
+                        reader_factory=lambda _k: reader, clock=lambda: 100_000)
+    try:
+        exporter.run_once()
+        text = exporter.exposition.answer().body.decode()
+    finally:
+        exporter.close()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    samples = {s.name: s for f in families.values() for s in f.samples}
+    assert not [name for name in samples if name.endswith("_created")]
+    for counter in CYCLE_COUNTERS:
+        assert families[counter.name].documentation == counter.doc
+        assert samples[f"{counter.name}_total"].labels == {"cluster": "c"}
+    assert samples["freshness_tracker_cycles_total"].value == 1
+    assert samples["freshness_tracker_kafka_reads_total"].value == 2  # C and C - 1
+    for metric in (READ_DURATION, BUILD_INFO):
+        assert families[metric.name].documentation == metric.doc
+    assert samples[FRESHNESS.name].value == 10_000  # now - the record at C (offset 4)
+    # read from the consumer pools: absent with a fake reader, but their names are catalogued
+    assert {KAFKA_FETCH_REQUESTS.name, KAFKA_CONSUMERS.name}.isdisjoint(samples)
