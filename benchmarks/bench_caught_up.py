@@ -44,6 +44,7 @@ from devstack.processes import wait_until
 from freshness_tracker.app import Exporter
 from freshness_tracker.config.load import load_settings
 from freshness_tracker.domain.model import PartitionStatus
+from tests.support.config import cluster_entry, exporter_config
 
 log = logging.getLogger("benchmarks.bench_caught_up")
 
@@ -51,13 +52,10 @@ PREFIX = "caughtup"
 
 
 def _settings(stack: RealStack, on: bool, groups: str) -> Any:
-    return load_settings(text=(
-        f"burrow.url = {json.dumps(stack.burrow_url)}\n"
-        f'clusters = [{{ name = "{stack.cluster}", kafka {{ "bootstrap.servers" = '
-        f"{json.dumps(stack.bootstrap_servers)} }} }}]\n"
-        f"filters.groups.allow = [{json.dumps(groups)}]\n"
-        f"lookup.commitLagWhenCaughtUp = {'true' if on else 'false'}\n"
-    ))  # fmt: skip
+    return load_settings(text=exporter_config(
+        burrow_url=stack.burrow_url, groups_allow=groups,
+        clusters=[cluster_entry(stack.cluster, stack.bootstrap_servers, num_consumers=None)],
+        extra=f"lookup.commitLagWhenCaughtUp = {'true' if on else 'false'}"))
 
 
 class Partitions:

@@ -79,14 +79,11 @@ class _Marks:
 
 def _settings(burrow_url: str, bootstrap: str, group_regex: str, props: dict[str, str]) -> Any:
     from freshness_tracker.config.load import load_settings
+    from tests.support.config import cluster_entry, exporter_config
 
-    kafka = {"bootstrap.servers": bootstrap, **props}
-    kafka_hocon = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in kafka.items())
-    return load_settings(text=(
-        f"burrow.url = {json.dumps(burrow_url)}\n"
-        f'clusters = [{{ name = "local", kafka {{ {kafka_hocon} }} }}]\n'
-        f"filters.groups.allow = [{json.dumps(group_regex)}]\n"
-    ))  # fmt: skip
+    return load_settings(text=exporter_config(
+        burrow_url=burrow_url, groups_allow=group_regex,
+        clusters=[cluster_entry("local", bootstrap, num_consumers=None, **props)]))
 
 
 class _PoolCounter:

@@ -168,13 +168,13 @@ def _wait_for_series(url: str, cluster: str, drivers: list[ShapeDriver],
     """Until /metrics has a freshness series for every group (the first cycles can miss one)."""
     import requests
 
-    wanted = {f'consumer="{d.group}"' for d in drivers}
+    from tests.support.scrape import FRESHNESS, Scrape
+
+    wanted = {d.group for d in drivers}
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        text = requests.get(url + "/metrics", timeout=5).text
-        lines = [ln for ln in text.splitlines()
-                 if ln.startswith("kafka_consumer_freshness_ms{") and f'cluster="{cluster}"' in ln]
-        if all(any(w in ln for ln in lines) for w in wanted):
+        scrape = Scrape.parse(requests.get(url + "/metrics", timeout=5).text)
+        if wanted <= scrape.consumers(FRESHNESS, cluster):
             return
         time.sleep(0.5)
     raise TimeoutError("the exporter never exported every group's freshness")
