@@ -1,50 +1,49 @@
-"""Burrow's REST API over one keep-alive session, with hard deadlines and bounded retries.
+"""Burrow's REST API over pooled keep-alive connections, with hard deadlines and bounded retries.
 
-Connection errors, timeouts and 5xx are retried with exponential backoff (tenacity); a 404 is
-an answer ("Burrow does not know this"), never retried. Every requests/JSON error is mapped
-here to a BurrowError, so the rest of the code never sees a third-party exception.
+Connection errors, timeouts and 5xx are retried with exponential backoff; a 404 is an answer
+("Burrow does not know this"), never retried. Every transport/JSON error is mapped here to a
+BurrowError, so the rest of the code never sees a third-party exception.
 
-`burrow.timeout` bounds a whole response (connect, headers and body), not each socket read:
-requests' own timeout restarts with every byte, so a body dripped one byte a second never trips
-it. A reaper thread shuts the socket down at the deadline, whatever the HTTP library is doing,
-and no request outlives the cycle's deadline either (`freshness_tracker.deadline`). Bodies are
-decoded here, not by urllib3, so their decoded size is bounded while it grows: a 1 MB gzip
-that expands to 1 GiB costs `burrow.maxResponseBytes`, not the process.
+The transport is the standard library's `http.client` on connections this module pools and
+lends to one request at a time: a `/lag` call costs a few socket calls, not a general-purpose
+HTTP stack's per-request environment merging (a cycle makes one call per group: 5,000 calls
+for 100,000 partitions). Nothing is read from the environment: no proxy variables, no netrc,
+no CA bundle variable; TLS verifies against `burrow.caFile` when set, else the system's CA
+store (OpenSSL's default paths: `SSL_CERT_FILE` / `SSL_CERT_DIR` if set), and
+`burrow.tlsVerify = false` turns verification off.
+
+`burrow.timeout` bounds a whole response (connect, headers and body), not each socket read: a
+per-read timeout restarts with every byte, so a body dripped one byte a second never trips it.
+A reaper thread shuts the socket down at the deadline, whatever the read is doing, and no
+request outlives the cycle's deadline either (`freshness_tracker.deadline`). Bodies are decoded
+here, so their decoded size is bounded while it grows: a 1 MB gzip that expands to 1 GiB costs
+`burrow.maxResponseBytes`, not the process.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import heapq
 import http.client
 import itertools
 import json
 import logging
+import select
 import socket
+import ssl
 import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
-import requests
-import urllib3
-from requests.adapters import HTTPAdapter
-from tenacity import (
-    RetryCallState,
-    retry,
-    retry_if_exception_type,
-    stop_after_attempt,
-    stop_any,
-    wait_exponential,
-)
-from tenacity.stop import stop_base
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
+from freshness_tracker import __version__
 from freshness_tracker.burrow import parse
+from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.burrow.url import split_credentials
 from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.deadline import current as current_deadline
@@ -57,26 +56,11 @@ from freshness_tracker.errors import (
     BurrowUnavailable,
 )
 
+#: BurrowSettings lives in `burrow.settings` (importing it there loads no HTTP code); the name
+#: stays importable from here for callers that import both.
 __all__ = ["BurrowClient", "BurrowSettings"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class BurrowSettings:
-    """Where Burrow is and how patiently to ask it."""
-
-    url: str = "http://127.0.0.1:8000"
-    timeout_s: float = 10.0
-    retries: int = 2  # extra attempts after the first, for connection errors and 5xx only
-    backoff_s: float = 0.2
-    concurrency: int = 8  # parallel /lag requests per cluster
-    username: str = ""
-    password: str = field(default="", repr=False)
-    ca_file: str = ""
-    tls_verify: bool = True
-    max_response_bytes: int = 16 * 1024 * 1024  # decoded; a bigger body is a failed request
-
 
 #: Encodings we decode ourselves (so the decoded size is bounded as it grows); nothing else is
 #: asked for, and a body in another one is refused.
@@ -85,18 +69,24 @@ _CHUNK_BYTES = 64 * 1024
 #: How long cluster_lags() waits for its workers past the cycle deadline (their requests are
 #: cut at that deadline by the reaper; this only covers a worker that is slow to notice).
 _JOIN_SLACK_S = 2.0
-_READ_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, http.client.HTTPException,
-                OSError)
+#: The longest backoff between two attempts, whatever burrow.backoff and the attempt number.
+_MAX_BACKOFF_S = 5.0
+#: What a broken exchange raises: sockets, TLS (ssl.SSLError is an OSError) and HTTP framing.
+_READ_ERRORS = (OSError, http.client.HTTPException, ValueError)
+#: A kept-alive connection the server closed while it was idle fails like this before any
+#: answer: the request is sent once more on a new connection (GETs only, no answer was seen).
+_STALE_ERRORS = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
+                 ConnectionAbortedError)
 
 
 class _InFlight:
-    """One request: its hard deadline and, once the pool lends one, its connection."""
+    """One request: its hard deadline and, once it has one, its connection."""
 
     __slots__ = ("_lock", "connection", "cut", "deadline", "done")
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
-        self.connection: Any = None
+        self.connection: http.client.HTTPConnection | None = None
         self.cut = False
         self.done = False
         self._lock = threading.Lock()
@@ -117,42 +107,18 @@ class _InFlight:
             if sock is not None:
                 # socket.socket's shutdown, not SSLSocket's: that one also drops the TLS state
                 # under the reading thread (a ValueError there, not an OSError). Only the
-                # syscall is wanted: it wakes the blocked read.
+                # syscall is wanted: it wakes the blocked read (or a TLS handshake).
                 with contextlib.suppress(OSError):
                     socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
-_tracked = threading.local()
-
-
-class _TrackingMixin:
-    """Tells the request running in this thread which connection it was lent."""
-
-    def _get_conn(self, timeout: float | None = None) -> Any:
-        conn = super()._get_conn(timeout)  # type: ignore[misc]
-        inflight = getattr(_tracked, "inflight", None)
-        if inflight is not None:
-            inflight.connection = conn
-        return conn
-
-
-class _TrackingHTTPPool(_TrackingMixin, HTTPConnectionPool):
-    pass
-
-
-class _TrackingHTTPSPool(_TrackingMixin, HTTPSConnectionPool):
-    pass
-
-
-class _TrackingAdapter(HTTPAdapter):
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {
-            "http": _TrackingHTTPPool, "https": _TrackingHTTPSPool}
-
-
 class _Reaper:
-    """One daemon thread that cuts off every request still running at its deadline."""
+    """One daemon thread that cuts off every request still running at its deadline.
+
+    It sleeps until the earliest deadline it holds and is woken only when a new request's
+    deadline is earlier than that (rare: deadlines are `now + burrow.timeout`, in order), so
+    watching a request costs a heap push, not a thread switch.
+    """
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, _InFlight]] = []
@@ -168,7 +134,8 @@ class _Reaper:
                 self._thread = threading.Thread(target=self._run, name="burrow-reaper",
                                                 daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            elif self._heap[0][2] is inflight:  # earlier than what the reaper sleeps until
+                self._cond.notify()
 
     def close(self) -> None:
         with self._cond:
@@ -187,10 +154,69 @@ class _Reaper:
                 self._cond.wait(wait)
 
 
+class _Pool:
+    """Idle keep-alive connections to Burrow's one origin, each lent to one request at a time."""
+
+    def __init__(self, scheme: str, host: str, port: int, max_idle: int,
+                 tls: Callable[[], ssl.SSLContext]) -> None:
+        self._scheme, self._host, self._port = scheme, host, port
+        self._max_idle = max_idle
+        self._tls = tls
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def new(self, timeout_s: float) -> http.client.HTTPConnection:
+        """A connection that connects on its first request (connect bounded by `timeout_s`)."""
+        if self._scheme == "https":
+            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout_s,
+                                               context=self._tls())
+        return http.client.HTTPConnection(self._host, self._port, timeout=timeout_s)
+
+    def take(self) -> http.client.HTTPConnection | None:
+        """An idle connection the server has not closed, or None."""
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                conn = self._idle.pop()
+            if _still_open(conn):
+                return conn
+            conn.close()
+
+    def give(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < self._max_idle:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+
+def _still_open(conn: http.client.HTTPConnection) -> bool:
+    """An idle keep-alive socket with nothing to read: the server has not closed it (nor sent
+    anything unasked, which would desynchronise the next answer)."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return not poller.poll(0)
+    except (OSError, ValueError):
+        return False
+
+
 class BurrowClient:
     """The calls a cycle needs: health, clusters, servers, consumers, per-group lag."""
 
-    def __init__(self, settings: BurrowSettings, session: requests.Session | None = None,
+    def __init__(self, settings: BurrowSettings,
                  clock: Callable[[], int] | None = None) -> None:
         self.settings = settings
         #: With a clock (the cycle's: the exporter and the Spark job pass theirs), each `/lag`
@@ -200,33 +226,27 @@ class BurrowClient:
         # Credentials in the URL (https://user:pass@burrow) are used as basic auth and removed
         # from the URL, which appears in every error message and log line.
         self._base, url_auth = _split_userinfo(settings.url.rstrip("/"))
-        self._session = session or requests.Session()
+        parts = urlsplit(self._base)
+        scheme = parts.scheme.lower()
+        #: Everything before the path: what a request's path is cut from.
+        self._origin_length = len(f"{parts.scheme}://{parts.netloc}")
+        auth = (settings.username, settings.password) if settings.username else url_auth
+        self._headers = {"Accept-Encoding": _ACCEPT_ENCODING, "Accept": "application/json",
+                         "User-Agent": f"freshness-tracker/{__version__}"}
+        if auth is not None:
+            token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
+            self._headers["Authorization"] = f"Basic {token}"
+        self._tls_lock = threading.Lock()
+        self._tls_context: ssl.SSLContext | None = None
         # Keep-alive connections for the per-cluster pools of several clusters at once.
-        adapter = _TrackingAdapter(pool_connections=4,
-                                   pool_maxsize=4 * max(settings.concurrency, 4))
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        if settings.username:
-            self._session.auth = (settings.username, settings.password)
-        elif url_auth is not None:
-            self._session.auth = url_auth
-        # Passed with every request: a session-level `verify` loses to REQUESTS_CA_BUNDLE /
-        # CURL_CA_BUNDLE in the environment (requests merges those over it), which would
-        # silently replace burrow.caFile with the system bundle.
-        self._verify: bool | str = settings.ca_file or settings.tls_verify
-        self._session.verify = self._verify
+        port = parts.port or (443 if scheme == "https" else 80)
+        self._pool = _Pool(scheme, parts.hostname or "", port, 4 * max(settings.concurrency, 4),
+                           self._tls)
         # One pool of `concurrency` /lag workers per cluster: a bulkhead, so one cluster whose
         # /lag answers are slow cannot queue another cluster's requests behind its own.
         self._executors: dict[str, ThreadPoolExecutor] = {}
         self._executors_lock = threading.Lock()
         self._reaper = _Reaper()
-        backoff = wait_exponential(multiplier=settings.backoff_s, max=5)
-        self._get_json: Callable[[str], Any] = retry(
-            reraise=True,
-            retry=retry_if_exception_type(BurrowUnavailable),
-            stop=stop_any(stop_after_attempt(settings.retries + 1), _CycleDeadlineNear()),
-            wait=lambda state: _capped_by_deadline(backoff(state)),
-        )(self._get_json_once)
 
     @property
     def url(self) -> str:
@@ -239,7 +259,7 @@ class BurrowClient:
         for executor in executors:
             executor.shutdown(wait=False, cancel_futures=True)
         self._reaper.close()
-        self._session.close()
+        self._pool.close()
 
     def _executor_for(self, cluster: str) -> ThreadPoolExecutor:
         with self._executors_lock:
@@ -249,6 +269,18 @@ class BurrowClient:
                                               thread_name_prefix=f"burrow-{cluster}")
                 self._executors[cluster] = executor
             return executor
+
+    def _tls(self) -> ssl.SSLContext:
+        """The TLS context, built once: `burrow.caFile` wins over `burrow.tlsVerify`."""
+        with self._tls_lock:
+            if self._tls_context is None:
+                ca_file = self.settings.ca_file
+                context = ssl.create_default_context(cafile=ca_file or None)
+                if not ca_file and not self.settings.tls_verify:
+                    context.check_hostname = False
+                    context.verify_mode = ssl.CERT_NONE
+                self._tls_context = context
+            return self._tls_context
 
     # --- HTTP -------------------------------------------------------------------------
 
@@ -265,22 +297,25 @@ class BurrowClient:
             raise BurrowUnavailable(f"not asking Burrow for {url}: the cycle deadline was "
                                     "reached", url)
         inflight = _InFlight(time.monotonic() + limit_s)
-        _tracked.inflight = inflight
         self._reaper.watch(inflight)
+        conn: http.client.HTTPConnection | None = None
         try:
-            response = self._session.get(url, timeout=limit_s, verify=self._verify, stream=True,
-                                         headers={"Accept-Encoding": _ACCEPT_ENCODING})
-            try:
-                status = response.status_code
-                if status >= 500:
-                    raise BurrowUnavailable(f"Burrow answered HTTP {status} for {url}", url)
-                body = b"" if status == 404 else self._read_body(response, url)
-            finally:
-                inflight.finish()
-                response.close()
+            conn, response = self._exchange(url[self._origin_length:] or "/", inflight, limit_s)
+            status = response.status
+            if status >= 500:
+                raise BurrowUnavailable(f"Burrow answered HTTP {status} for {url}", url)
+            if status == 404:
+                body = b""
+            else:
+                body = self._read_body(response, url)
+                if not response.will_close and response.isclosed():
+                    inflight.finish()  # no cut from here: the connection may be lent again
+                    if not inflight.cut:
+                        self._pool.give(conn)
+                        conn = None
         except BurrowError:
             raise
-        except requests.Timeout as exc:
+        except TimeoutError as exc:  # socket.timeout: connect or a read past the limit
             raise BurrowUnavailable(f"Burrow did not answer {url} within {limit_s:g}s",
                                     url) from exc
         except _READ_ERRORS as exc:
@@ -290,25 +325,56 @@ class BurrowClient:
             raise BurrowUnavailable(f"cannot reach Burrow at {url}: {_reason(exc)}", url) from exc
         finally:
             inflight.finish()
-            _tracked.inflight = None
+            if conn is not None:
+                conn.close()
         if inflight.cut:  # the deadline hit as the body ended: do not trust what was read
             raise BurrowUnavailable(f"Burrow did not finish answering {url} within "
                                     f"{limit_s:g}s", url)
         return status, body
 
-    def _read_body(self, response: requests.Response, url: str) -> bytes:
+    def _exchange(self, path: str, inflight: _InFlight, limit_s: float
+                  ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Send the GET and read the status line and headers, on an idle connection if there
+        is one (a new one if the server had closed it meanwhile) or on a new connection."""
+        conn = self._pool.take()
+        while True:
+            reused = conn is not None
+            if conn is None:
+                conn = self._pool.new(limit_s)
+            else:
+                assert conn.sock is not None
+                conn.sock.settimeout(max(inflight.deadline - time.monotonic(), 0.001))
+            inflight.connection = conn
+            try:
+                conn.request("GET", path, headers=self._headers)
+                return conn, conn.getresponse()
+            except _STALE_ERRORS:
+                conn.close()
+                if not reused or inflight.cut:
+                    raise
+            except BaseException:
+                conn.close()
+                raise
+            conn = None  # the idle connection was closed by the server: once more, new
+
+    def _read_body(self, response: http.client.HTTPResponse, url: str) -> bytes:
         """The body, decoded here with its decoded size bounded as it grows."""
         limit = self.settings.max_response_bytes
-        encoding = response.headers.get("Content-Encoding", "").strip().lower()
+        encoding = (response.getheader("Content-Encoding") or "").strip().lower()
         decoder: Any = None
         if encoding in ("gzip", "x-gzip", "deflate"):
             decoder = zlib.decompressobj(32 + zlib.MAX_WBITS)  # gzip or zlib framing
         elif encoding not in ("", "identity"):
             raise BurrowResponseError(f"Burrow answered {url} in Content-Encoding {encoding!r}, "
                                       f"which was not asked for", url)
+        too_large = (f"Burrow's answer to {url} is larger than burrow.maxResponseBytes "
+                     f"({limit} bytes decoded)")
+        if decoder is None and response.length is not None and response.length > limit:
+            raise BurrowResponseError(f"{too_large}; raise it if a group really has that many "
+                                      "partitions", url)
         out = bytearray()
         try:
-            for chunk in response.raw.stream(_CHUNK_BYTES, decode_content=False):
+            while chunk := response.read(_CHUNK_BYTES):
                 pending = chunk
                 while pending:
                     if decoder is None:
@@ -318,19 +384,35 @@ class BurrowClient:
                         pending = decoder.unconsumed_tail
                     out += data
                     if len(out) > limit:
-                        raise BurrowResponseError(
-                            f"Burrow's answer to {url} is larger than burrow.maxResponseBytes "
-                            f"({limit} bytes decoded); raise it if a group really has that "
-                            "many partitions", url)
+                        raise BurrowResponseError(f"{too_large}; raise it if a group really "
+                                                  "has that many partitions", url)
+            if response.length:  # read(amt) returns b"" at a premature end of the body
+                raise http.client.IncompleteRead(bytes(out), response.length)
             if decoder is not None:
                 out += decoder.flush()
         except zlib.error as exc:
             raise BurrowResponseError(f"Burrow answered {url} with a body that does not "
                                       f"decode as {encoding}: {exc}", url) from exc
         if len(out) > limit:
-            raise BurrowResponseError(f"Burrow's answer to {url} is larger than "
-                                      f"burrow.maxResponseBytes ({limit} bytes decoded)", url)
+            raise BurrowResponseError(too_large, url)
         return bytes(out)
+
+    def _get_json(self, url: str) -> Any:
+        """`_get_json_once`, again after a backoff while Burrow is unavailable (connection
+        errors, timeouts, 5xx): `burrow.retries` more times at most, never past the cycle's
+        deadline. Backoff: burrow.backoff × 2^(attempt − 1), at most 5 s."""
+        attempt = 1
+        while True:
+            try:
+                return self._get_json_once(url)
+            except BurrowUnavailable:
+                deadline = current_deadline()
+                if attempt > self.settings.retries or (
+                        deadline is not None and deadline.remaining() < 0.1):
+                    raise
+                backoff = min(self.settings.backoff_s * 2 ** (attempt - 1), _MAX_BACKOFF_S)
+                time.sleep(_capped_by_deadline(max(backoff, 0.0)))
+                attempt += 1
 
     def _get_json_once(self, url: str) -> Any:
         status, raw = self._get(url)
@@ -383,7 +465,7 @@ class BurrowClient:
         # The offsets are Burrow's as of this answer: freshness is measured at this moment,
         # whatever the Kafka reads that follow cost.
         lags = parse.parse_group_lag(body, cluster, group, url)
-        return lags if self._clock is None else replace(lags, observed_ms=observed)
+        return lags if observed is None else replace(lags, observed_ms=observed)
 
     def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
         """`/lag` for every group, `concurrency` at a time on the keep-alive session.
@@ -439,14 +521,6 @@ def _split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     return base, (None if user is None else (user, password or ""))
 
 
-class _CycleDeadlineNear(stop_base):
-    """No retry once the cycle has (almost) no time left for one."""
-
-    def __call__(self, retry_state: RetryCallState) -> bool:
-        deadline = current_deadline()
-        return deadline is not None and deadline.remaining() < 0.1
-
-
 def _capped_by_deadline(seconds: float) -> float:
     """A backoff never sleeps past the cycle's deadline."""
     deadline = current_deadline()
@@ -454,7 +528,7 @@ def _capped_by_deadline(seconds: float) -> float:
 
 
 def _reason(exc: BaseException) -> str:
-    """The innermost cause, without the credential-bearing URL repr requests sometimes adds."""
+    """The innermost cause's type: never an exception text, which may carry the URL."""
     cause: BaseException = exc
     while cause.__cause__ is not None or cause.__context__ is not None:
         nxt = cause.__cause__ or cause.__context__

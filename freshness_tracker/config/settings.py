@@ -21,7 +21,7 @@ from typing import Any
 from dateutil.relativedelta import relativedelta
 from pyhocon import ConfigTree
 
-from freshness_tracker.burrow.client import BurrowSettings
+from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.burrow.url import BurrowUrlError, parse_burrow_url
 from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.errors import ConfigError

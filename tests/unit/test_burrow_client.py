@@ -1,117 +1,232 @@
-"""BurrowClient over HTTP mocked with `responses`: retries, 404s, bad bodies, auth."""
+"""BurrowClient against a real HTTP(S) server on 127.0.0.1: retries, 404s, bad bodies, auth,
+keep-alive connections, and the transport's bounds (a dripped body, a gzip bomb, a body longer
+than burrow.maxResponseBytes, a body cut short)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-import requests
-import responses
 
-from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+from freshness_tracker.burrow.client import BurrowClient
+from freshness_tracker.burrow.settings import BurrowSettings
+from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.errors import BurrowNotFound, BurrowResponseError, BurrowUnavailable
+from tests.support.http_burrow import DROP, RecordingBurrow, ok
 
 DATA = Path(__file__).parent.parent / "data" / "burrow"
-URL = "http://burrow.test:8000"
 
 
-def client(**kw: object) -> BurrowClient:
-    return BurrowClient(BurrowSettings(url=URL, retries=2, backoff_s=0.001, **kw))  # type: ignore[arg-type]
+@pytest.fixture
+def server() -> Iterator[RecordingBurrow]:
+    with RecordingBurrow() as s:
+        yield s
+
+
+@pytest.fixture
+def make_client(server: RecordingBurrow) -> Iterator[Any]:
+    made: list[BurrowClient] = []
+
+    def make(**kw: Any) -> BurrowClient:
+        settings = {"url": server.url, "retries": 2, "backoff_s": 0.001} | kw
+        made.append(BurrowClient(BurrowSettings(**settings)))
+        return made[-1]
+
+    yield make
+    for c in made:
+        c.close()
 
 
 def body(name: str) -> str:
     return (DATA / name).read_text()
 
 
-@responses.activate
-def test_health_good() -> None:
-    responses.get(f"{URL}/burrow/admin", body="GOOD")
-    assert client().healthy()
+def test_health_good(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/burrow/admin", ok("GOOD"))
+    assert make_client().healthy()
 
 
-@responses.activate
-def test_health_bad_or_down() -> None:
-    responses.get(f"{URL}/burrow/admin", body="STARTING", status=503)
-    assert not client().healthy()
+def test_health_bad_or_down(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/burrow/admin", ok("STARTING", 503))
+    assert not make_client().healthy()
+    assert not make_client(url="http://127.0.0.1:1").healthy()  # nothing listens
 
 
-@responses.activate
-def test_cluster_lags_with_a_vanished_group() -> None:
-    responses.get(f"{URL}/v3/kafka/local/consumer/live-group/lag",
-                  body=body("v3_consumer_live-group_lag.json"))
-    responses.get(f"{URL}/v3/kafka/local/consumer/gone/lag",
-                  body=body("v3_consumer_unknown_404.json"), status=404)
-    lags = client().cluster_lags("local", ["live-group", "gone"])
+def test_cluster_lags_with_a_vanished_group(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka/local/consumer/live-group/lag",
+                 ok(body("v3_consumer_live-group_lag.json")))
+    server.route("/v3/kafka/local/consumer/gone/lag",
+                 ok(body("v3_consumer_unknown_404.json"), 404))
+    lags = make_client().cluster_lags("local", ["live-group", "gone"])
     assert [g.consumer for g in lags.groups] == ["live-group"]
     assert lags.missing_groups == ("gone",)
-    assert len(responses.calls) == 2  # the 404 was not retried
+    assert len(server.calls) == 2  # the 404 was not retried
 
 
-@responses.activate
-def test_retries_5xx_then_succeeds() -> None:
-    responses.get(f"{URL}/v3/kafka", status=500)
-    responses.get(f"{URL}/v3/kafka", body=body("v3_kafka.json"))
-    assert client().clusters() == ["local"]
-    assert len(responses.calls) == 2
+def test_retries_5xx_then_succeeds(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka", ok(b"", 500), ok(body("v3_kafka.json")))
+    assert make_client().clusters() == ["local"]
+    assert len(server.calls) == 2
 
 
-@responses.activate
-def test_gives_up_after_retries() -> None:
-    responses.get(f"{URL}/v3/kafka", body=requests.ConnectionError("refused"))
-    with pytest.raises(BurrowUnavailable):
-        client().clusters()
-    assert len(responses.calls) == 3
+def test_gives_up_after_retries(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka", DROP)  # the connection closes with no answer, every time
+    with pytest.raises(BurrowUnavailable, match=r"cannot reach Burrow at .*RemoteDisconnected"):
+        make_client().clusters()
+    assert len(server.calls) == 3
 
 
-@responses.activate
-def test_html_body_is_a_response_error_not_retried() -> None:
-    responses.get(f"{URL}/v3/kafka", body="<html>proxy error</html>")
+def test_backoff_doubles_and_the_cycle_deadline_stops_the_retries(
+        server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka", ok(b"", 502))
+    started = time.monotonic()
+    with pytest.raises(BurrowUnavailable, match="HTTP 502"):
+        make_client(retries=3, backoff_s=0.1).clusters()
+    assert len(server.calls) == 4
+    assert time.monotonic() - started >= 0.1 + 0.2 + 0.4  # 0.1 × 2^(attempt − 1)
+    server.calls.clear()
+    started = time.monotonic()
+    with cycle_deadline(Deadline.after(0.3)), pytest.raises(BurrowUnavailable):
+        make_client(retries=10, backoff_s=1.0).clusters()
+    assert time.monotonic() - started < 1.0  # no backoff sleeps past the cycle's deadline
+    assert len(server.calls) == 1
+
+
+def test_html_body_is_a_response_error_not_retried(server: RecordingBurrow,
+                                                  make_client: Any) -> None:
+    server.route("/v3/kafka", ok("<html>proxy error</html>"))
     with pytest.raises(BurrowResponseError, match="not JSON"):
-        client().clusters()
-    assert len(responses.calls) == 1
+        make_client().clusters()
+    assert len(server.calls) == 1
 
 
-@responses.activate
-def test_truncated_json() -> None:
-    responses.get(f"{URL}/v3/kafka", body=body("v3_kafka.json")[:20])
+def test_truncated_json(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka", ok(body("v3_kafka.json")[:20]))
     with pytest.raises(BurrowResponseError):
-        client().clusters()
+        make_client().clusters()
 
 
-@responses.activate
-def test_unknown_cluster_404() -> None:
-    responses.get(f"{URL}/v3/kafka/nope", status=404,
-                  json={"error": True, "message": "cluster module not found"})
+def test_a_body_shorter_than_its_content_length_is_unavailable_and_retried(
+        server: RecordingBurrow, make_client: Any) -> None:
+    whole = body("v3_kafka.json").encode()
+    server.route("/v3/kafka", ok(whole[:20], length=len(whole)), ok(whole))
+    assert make_client().clusters() == ["local"]  # the cut answer was retried
+    server.route("/v3/kafka", ok(whole[:20], length=len(whole)))
+    with pytest.raises(BurrowUnavailable, match="IncompleteRead"):
+        make_client(retries=0).clusters()
+
+
+def test_a_chunked_body_is_read(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka/local/consumer/live-group/lag",
+                 ok(body("v3_consumer_live-group_lag.json"), chunked=True))
+    assert make_client().group_lag("local", "live-group").partitions
+
+
+def test_a_content_length_over_the_limit_is_refused_unread(server: RecordingBurrow,
+                                                          make_client: Any) -> None:
+    server.route("/v3/kafka", ok(b" " * 5000))
+    with pytest.raises(BurrowResponseError, match="maxResponseBytes"):
+        make_client(max_response_bytes=4096).clusters()
+    server.route("/v3/kafka", ok(b" " * 5000, chunked=True))  # no length: cut as it grows
+    with pytest.raises(BurrowResponseError, match="maxResponseBytes"):
+        make_client(max_response_bytes=4096).clusters()
+
+
+def test_unknown_cluster_404(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka/nope", ok({"error": True, "message": "cluster module not found"},
+                                      404))
     with pytest.raises(BurrowNotFound):
-        client().cluster_servers("nope")
+        make_client().cluster_servers("nope")
 
 
-@responses.activate
-def test_group_names_are_url_quoted() -> None:
-    responses.get(f"{URL}/v3/kafka/local/consumer/a%2Fb%20c/lag",
-                  body=body("v3_consumer_live-group_lag.json"))
-    assert client().group_lag("local", "a/b c").consumer == "a/b c"
+def test_group_names_are_url_quoted(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka/local/consumer/a%2Fb%20c/lag",
+                 ok(body("v3_consumer_live-group_lag.json")))
+    assert make_client().group_lag("local", "a/b c").consumer == "a/b c"
+    assert [c.path for c in server.calls] == ["/v3/kafka/local/consumer/a%2Fb%20c/lag"]
 
 
-@responses.activate
-def test_basic_auth_sent_and_password_not_in_repr() -> None:
-    responses.get(f"{URL}/v3/kafka", body=body("v3_kafka.json"))
-    c = client(username="u", password="s3cret")
+def test_a_path_prefix_in_the_url_is_kept(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/burrow-behind/ingress/v3/kafka", ok(body("v3_kafka.json")))
+    client = make_client(url=f"{server.url}/burrow-behind/ingress/")
+    assert client.clusters() == ["local"]
+    assert client.url == f"{server.url}/burrow-behind/ingress"
+
+
+def test_basic_auth_sent_and_password_not_in_repr(server: RecordingBurrow,
+                                                  make_client: Any) -> None:
+    server.route("/v3/kafka", ok(body("v3_kafka.json")))
+    c = make_client(username="u", password="s3cret")
     c.clusters()
-    assert responses.calls[0].request.headers["Authorization"].startswith("Basic ")
+    token = base64.b64encode(b"u:s3cret").decode()
+    assert server.calls[0].headers["Authorization"] == f"Basic {token}"
     assert "s3cret" not in repr(c.settings)
 
 
-@responses.activate
-def test_error_true_body_is_an_error() -> None:
-    responses.get(f"{URL}/v3/kafka", json={"error": True, "message": "boom"})
+def test_error_true_body_is_an_error(server: RecordingBurrow, make_client: Any) -> None:
+    server.route("/v3/kafka", ok({"error": True, "message": "boom"}))
     with pytest.raises(BurrowResponseError):
-        client().clusters()
+        make_client().clusters()
 
 
 def test_body_shapes_match_captures() -> None:
     assert json.loads(body("v3_kafka.json"))["clusters"] == ["local"]
+
+
+# --- keep-alive connections --------------------------------------------------------------
+
+
+def test_requests_share_kept_alive_connections(server: RecordingBurrow,
+                                               make_client: Any) -> None:
+    """200 `/lag` calls, 4 at a time, come on at most 4 connections (plus one for clusters)."""
+    for i in range(200):
+        server.route(f"/v3/kafka/local/consumer/g{i}/lag",
+                     ok(body("v3_consumer_live-group_lag.json")))
+    server.route("/v3/kafka", ok(body("v3_kafka.json")))
+    client = make_client(concurrency=4)
+    assert client.clusters() == ["local"]
+    lags = client.cluster_lags("local", [f"g{i}" for i in range(200)])
+    assert len(lags.groups) == 200 and not lags.failed_groups
+    assert len(server.calls) == 201
+    assert server.connections <= 4
+
+
+@pytest.mark.parametrize("noticed", [True, False], ids=["seen-idle", "seen-on-send"])
+def test_a_connection_the_server_closed_is_replaced_without_an_error(
+        noticed: bool, make_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Connection: close` is honoured, and an idle connection the server closed (Burrow's
+    idle timeout) costs neither an error nor a retry: the next call opens a new one, whether
+    the pool sees the close before lending the connection or the request fails on it."""
+    from freshness_tracker.burrow import client as client_module
+
+    if not noticed:
+        monkeypatch.setattr(client_module, "_still_open", lambda conn: conn.sock is not None)
+    with RecordingBurrow(idle_timeout_s=0.2) as server:
+        server.route("/v3/kafka", ok(body("v3_kafka.json"), close=True),
+                     ok(body("v3_kafka.json")))
+        client = make_client(url=server.url, retries=0)
+        assert client.clusters() == ["local"]
+        assert client.clusters() == ["local"]
+        assert client.clusters() == ["local"]  # kept alive
+        assert [c.connection for c in server.calls] == [1, 2, 2]
+        time.sleep(0.6)  # the server closes the idle connection
+        assert client.clusters() == ["local"]
+        assert [c.connection for c in server.calls] == [1, 2, 2, 3]
+
+
+def test_the_environment_is_not_read(server: RecordingBurrow, make_client: Any,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proxy variables do not divert Burrow's requests (no proxy is ever used)."""
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:1")
+    server.route("/v3/kafka", ok(body("v3_kafka.json")))
+    assert make_client(retries=0).clusters() == ["local"]
+    assert server.calls[0].headers["Host"] == f"127.0.0.1:{server.port}"
 
 
 # --- the transport against a real (misbehaving) HTTP(S) server ---------------------------

@@ -228,7 +228,8 @@ def test_the_burrow_client_stamps_each_lag_answer_when_it_arrives() -> None:
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+    from freshness_tracker.burrow.client import BurrowClient
+    from freshness_tracker.burrow.settings import BurrowSettings
 
     body = json.dumps({"error": False, "status": {"status": "OK", "totallag": 6, "partitions": [
         {"topic": "t", "partition": 0, "current_lag": 6, "status": "OK",

@@ -30,7 +30,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from freshness_tracker.burrow import parse
-from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+from freshness_tracker.burrow.client import BurrowClient
+from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.config.settings import ClusterSettings
 from freshness_tracker.cycle import ClusterMeasurer
 from freshness_tracker.domain.freshness import EARLIEST_PLAUSIBLE_MS, MAX_AHEAD_MS

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import responses
 from confluent_kafka import Consumer
 from prometheus_client import CollectorRegistry
 
 from freshness_tracker.app import Exporter
-from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+from freshness_tracker.burrow.client import BurrowClient
+from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import WebSettings, redact
-from freshness_tracker.errors import ConfigError
+from freshness_tracker.errors import BurrowUnavailable, ConfigError
 from freshness_tracker.http import make_app
 from freshness_tracker.kafka import consumers as consumers_module
 from freshness_tracker.kafka.consumers import FORCED_SETTINGS, ConsumerPool, build_consumer_config
@@ -33,6 +33,7 @@ from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSetting
 from tests.fakes import FakeBurrow, group, lag
 from tests.faults.harness import make_certs
 from tests.support.fake_kafka import FakeBroker, FakeConsumer, make_log
+from tests.support.http_burrow import RecordingBurrow, ok
 
 SECURITY_PROPS = {
     "security.protocol": "SASL_SSL",
@@ -164,34 +165,44 @@ def test_secrets_are_redacted_in_every_settings_repr(monkeypatch: pytest.MonkeyP
         "sasl.password": "***", "bootstrap.servers": "b"}
 
 
-@responses.activate
 def test_credentials_in_the_burrow_url_become_basic_auth_and_leave_the_url() -> None:
-    responses.get("http://burrow.test:8000/v3/kafka", json={"clusters": ["c"]})
-    client = BurrowClient(BurrowSettings(url="http://us%3Aer:p%40ss@burrow.test:8000"))
-    assert client.url == "http://burrow.test:8000"
-    assert client.clusters() == ["c"]
-    token = base64.b64encode(b"us:er:p@ss").decode()
-    assert responses.calls[0].request.headers["Authorization"] == f"Basic {token}"
-    assert "p%40ss" not in responses.calls[0].request.url
-    client.close()
-
-
-@responses.activate
-def test_the_ca_file_is_not_overridden_by_requests_ca_bundle(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
-    monkeypatch.setenv("CURL_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
-    ca = tmp_path / "ca.pem"
-    ca.write_text("not used by responses")
-    responses.get("https://burrow.test/v3/kafka", json={"clusters": []})
-    for settings, expected in ((BurrowSettings(url="https://burrow.test", ca_file=str(ca)),
-                                str(ca)),
-                               (BurrowSettings(url="https://burrow.test", tls_verify=False),
-                                False)):
-        client = BurrowClient(settings)
-        client.clusters()
-        assert responses.calls[-1].request.req_kwargs["verify"] == expected
+    with RecordingBurrow() as server:
+        server.route("/v3/kafka", ok({"clusters": ["c"]}))
+        client = BurrowClient(BurrowSettings(url=f"http://us%3Aer:p%40ss@127.0.0.1:{server.port}"))
+        assert client.url == server.url
+        assert client.clusters() == ["c"]
+        token = base64.b64encode(b"us:er:p@ss").decode()
+        assert server.calls[0].headers["Authorization"] == f"Basic {token}"
+        assert server.calls[0].path == "/v3/kafka"
+        assert "p%40ss" not in repr(server.calls[0]) and "p@ss" not in repr(server.calls[0])
         client.close()
+
+
+def test_the_ca_file_is_not_overridden_by_the_environment(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """burrow.caFile is the CA, whatever REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE or SSL_CERT_FILE
+    say (they name the system bundle here, which does not hold the test CA); an unrelated CA
+    fails verification; tlsVerify = false accepts the certificate unverified."""
+    certs = make_certs(tmp_path)
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"):
+        monkeypatch.setenv(name, "/etc/ssl/certs/ca-certificates.crt")
+    with RecordingBurrow(tls=(str(certs.cert), str(certs.key))) as server:
+        server.route("/v3/kafka", ok({"clusters": []}))
+        for settings, works in ((BurrowSettings(url=server.url, ca_file=str(certs.ca)), True),
+                                (BurrowSettings(url=server.url, tls_verify=False), True),
+                                (BurrowSettings(url=server.url, ca_file=str(certs.other_ca),
+                                                retries=0), False),
+                                (BurrowSettings(url=server.url, retries=0), False)):
+            client = BurrowClient(settings)
+            try:
+                if works:
+                    assert client.clusters() == []
+                else:
+                    with pytest.raises(BurrowUnavailable, match="CertVerification"):
+                        client.clusters()
+            finally:
+                client.close()
+        assert len(server.calls) == 2  # the refused handshakes sent no request
 
 
 def _call(app: Any, path: str, auth: str | None = None) -> tuple[str, bytes]:
@@ -276,19 +287,23 @@ def test_a_password_in_the_burrow_url_is_never_printed(
 
 
 @pytest.mark.parametrize("password", URL_PASSWORDS)
-@responses.activate
 def test_the_password_of_the_burrow_url_is_sent_as_basic_auth(password: str) -> None:
-    responses.get("http://burrow.test:8000/v3/kafka", json={"clusters": ["c"]})
-    url = f"http://user:{password}@burrow.test:8000"
-    token = "Basic " + base64.b64encode(f"user:{password}".encode()).decode()
-    settings = load_settings(text=f"burrow.url = {json.dumps(url)}\nclusters = [{{ name = c }}]")
-    for burrow in (settings.burrow, BurrowSettings(url=url)):  # from a file, and built in code
-        client = BurrowClient(burrow)
-        assert client.url == "http://burrow.test:8000"
-        assert client.clusters() == ["c"]
-        assert responses.calls[-1].request.headers["Authorization"] == token
-        assert responses.calls[-1].request.url == "http://burrow.test:8000/v3/kafka"
-        client.close()
+    with RecordingBurrow() as server:
+        server.route("/v3/kafka", ok({"clusters": ["c"]}))
+        url = f"http://user:{password}@127.0.0.1:{server.port}"
+        token = "Basic " + base64.b64encode(f"user:{password}".encode()).decode()
+        settings = load_settings(
+            text=f"burrow.url = {json.dumps(url)}\nclusters = [{{ name = c }}]")
+        for burrow in (settings.burrow, BurrowSettings(url=url)):  # a file, and built in code
+            client = BurrowClient(burrow)
+            assert client.url == server.url
+            assert client.clusters() == ["c"]
+            assert server.calls[-1].headers["Authorization"] == token
+            assert server.calls[-1].path == "/v3/kafka"
+            assert server.calls[-1].headers["Host"] == f"127.0.0.1:{server.port}"
+            assert MARKER not in repr(server.calls[-1]).replace(
+                base64.b64encode(f"user:{password}".encode()).decode(), "")
+            client.close()
 
 
 @pytest.mark.parametrize(("url", "problem"), [
