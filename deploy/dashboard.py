@@ -10,6 +10,28 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from freshness_tracker.sinks.prometheus import (
+    BUILD_INFO,
+    CLUSTER_CYCLE_DURATION,
+    CLUSTER_LAST_SUCCESS,
+    CLUSTER_PARTITIONS,
+    CLUSTER_UP,
+    COMMIT_LAG,
+    DATA_LOSS,
+    FRESHNESS,
+    GROUP_DATA_LOSS_PARTITIONS,
+    GROUP_MAX_FRESHNESS,
+    GROUP_OFFSET_LAG,
+    GROUP_STATUS,
+    GROUP_UNMEASURED,
+    HEADROOM,
+    LOST,
+    OFFSET_LAG,
+    PARTITION_STATUS,
+    TOPIC_MAX_FRESHNESS,
+    TOPIC_OFFSET_LAG,
+)
+
 DS = {"type": "prometheus", "uid": "${datasource}"}
 GROUP = 'job=~"$job", cluster=~"$cluster", consumer=~"$consumer"'
 TOPIC = GROUP + ', topic=~"$topic"'
@@ -23,9 +45,9 @@ def one_copy(selector: str) -> str:
     return f"max without (instance, pod) ({selector})"
 
 # Burrow's own status indexes (the exporter exports them as is).
-GROUP_STATUS = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
+GROUP_STATUS_NAMES = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
                 3: ("ERR", "red")}
-PARTITION_STATUS = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
+PARTITION_STATUS_NAMES = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
                     3: ("ERR", "red"), 4: ("STOP", "red"), 5: ("STALL", "orange"),
                     6: ("REWIND", "purple")}
 
@@ -112,25 +134,25 @@ def _panels() -> list[dict[str, Any]]:
     y += 1
     ps += [
         stat("Worst group freshness",
-             f"max(kafka_consumer_group_max_freshness_ms{{{GROUP}}})", "dtdurationms", 0, y,
+             f"max({GROUP_MAX_FRESHNESS.name}{{{GROUP}}})", "dtdurationms", 0, y,
              "Age of the oldest uncommitted record over the selected groups.",
              [(None, "green"), (60_000, "yellow"), (300_000, "red")]),
         stat("Groups measured",
-             f"count(count by (cluster, consumer) (kafka_consumer_group_burrow_status{{{GROUP}}}))"
+             f"count(count by (cluster, consumer) ({GROUP_STATUS.name}{{{GROUP}}}))"
              " or vector(0)", "short", 4, y,
              "Consumer groups measured in the last cycle (all shards, each counted once)."),
         stat("Partitions with data loss",
-             f"sum({one_copy(f'kafka_consumer_group_data_loss_partitions{{{GROUP}}}')})",
+             f"sum({one_copy(f'{GROUP_DATA_LOSS_PARTITIONS.name}{{{GROUP}}}')})",
              "short", 8, y,
              "Partitions whose unread records were deleted by retention.",
              [(None, "green"), (1, "red")]),
         stat("Unmeasured partitions",
-             f"sum({one_copy(f'kafka_consumer_group_unmeasured_partitions{{{GROUP}}}')})",
+             f"sum({one_copy(f'{GROUP_UNMEASURED.name}{{{GROUP}}}')})",
              "short", 12, y,
              "Partitions without a freshness value this cycle (read failed or no commit).",
              [(None, "green"), (1, "yellow")]),
         stat("Clusters down",
-             f"count(freshness_tracker_cluster_up{{{CLUSTER}}} == 0) or vector(0)", "short",
+             f"count({CLUSTER_UP.name}{{{CLUSTER}}} == 0) or vector(0)", "short",
              16, y, "Clusters whose last cycle failed (Burrow or every Kafka read).",
              [(None, "green"), (1, "red")]),
         stat("Exporter targets up", 'sum(up{job=~"$job"})', "short", 20, y,
@@ -143,26 +165,26 @@ def _panels() -> list[dict[str, Any]]:
     objective = [(None, "green"), (300_000, "red")]
     ps += [
         panel("timeseries", "Freshness per group (worst partition)", [target(
-            f"max by (cluster, consumer) (kafka_consumer_group_max_freshness_ms{{{GROUP}}})",
+            f"max by (cluster, consumer) ({GROUP_MAX_FRESHNESS.name}{{{GROUP}}})",
             "{{cluster}} / {{consumer}}")], unit="ms", w=12, h=9, x=0, y=y,
             thresholds=objective,
             description="now − timestamp of the oldest uncommitted record, worst partition of "
                         "each group; 0 when caught up. The red line is the 5 min objective."),
         panel("timeseries", "Freshness per topic", [target(
             "max by (cluster, consumer, topic) "
-            f"(kafka_consumer_topic_max_freshness_ms{{{TOPIC}}})",
+            f"({TOPIC_MAX_FRESHNESS.name}{{{TOPIC}}})",
             "{{consumer}} / {{topic}}")], unit="ms", w=12, h=9, x=12, y=y,
             thresholds=objective, description="Worst partition per group and topic."),
     ]
     y += 9
     ps += [
         panel("timeseries", "Freshness per partition", [target(
-            one_copy(f"kafka_consumer_freshness_ms{{{TOPIC}}}"),
+            one_copy(f"{FRESHNESS.name}{{{TOPIC}}}"),
             "{{consumer}} / {{topic}} [{{partition}}]")], unit="ms", w=12, h=9, x=0, y=y,
             thresholds=objective,
-            description="A lower bound where kafka_consumer_data_loss is 1."),
+            description=f"A lower bound where {DATA_LOSS.name} is 1."),
         panel("table", "Worst partitions now", [target(
-            f"topk(20, {one_copy(f'kafka_consumer_freshness_ms{{{TOPIC}}}')})",
+            f"topk(20, {one_copy(f'{FRESHNESS.name}{{{TOPIC}}}')})",
             "{{cluster}} {{consumer}} {{topic}} {{partition}}", instant=True, table=True)],
             unit="dtdurationms", w=12, h=9, x=12, y=y,
             description="The 20 partitions with the oldest uncommitted record.",
@@ -179,10 +201,10 @@ def _panels() -> list[dict[str, Any]]:
     y += 1
     ps += [
         panel("timeseries", "Freshness beside offset lag", [
-            target(f"max by (cluster, consumer) (kafka_consumer_group_max_freshness_ms{{{GROUP}}})",
+            target(f"max by (cluster, consumer) ({GROUP_MAX_FRESHNESS.name}{{{GROUP}}})",
                    "freshness {{consumer}}", "A"),
             target(f"sum by (cluster, consumer) "
-                   f"({one_copy(f'kafka_consumer_group_offset_lag{{{GROUP}}}')})",
+                   f"({one_copy(f'{GROUP_OFFSET_LAG.name}{{{GROUP}}}')})",
                    "offset lag {{consumer}}", "B")],
             unit="ms", w=12, h=9, x=0, y=y,
             description="Time (left axis) and records (right axis, dashed) behind, per group: "
@@ -194,7 +216,7 @@ def _panels() -> list[dict[str, Any]]:
                 {"id": "custom.lineStyle", "value": {"fill": "dash", "dash": [10, 10]}}]}],
             custom={"axisLabel": "time behind"}),
         panel("timeseries", "Commit lag per partition", [target(
-            one_copy(f"kafka_consumer_commit_lag_ms{{{TOPIC}}}"),
+            one_copy(f"{COMMIT_LAG.name}{{{TOPIC}}}"),
             "{{consumer}} / {{topic}} [{{partition}}]")], unit="ms", w=12, h=9, x=12, y=y,
             description="Commit time − timestamp of the last committed record: how long a "
                         "record waited before the group committed it."),
@@ -203,11 +225,11 @@ def _panels() -> list[dict[str, Any]]:
     ps += [
         panel("timeseries", "Offset lag per topic", [target(
             "sum by (cluster, consumer, topic) "
-            f"({one_copy(f'kafka_consumer_topic_offset_lag{{{TOPIC}}}')})",
+            f"({one_copy(f'{TOPIC_OFFSET_LAG.name}{{{TOPIC}}}')})",
             "{{consumer}} / {{topic}}")], unit="short", w=12, h=8, x=0, y=y,
             description="Records between the committed offset and the log end (Burrow)."),
         panel("timeseries", "Offset lag per partition", [target(
-            one_copy(f"kafka_consumer_offset_lag{{{TOPIC}}}"),
+            one_copy(f"{OFFSET_LAG.name}{{{TOPIC}}}"),
             "{{consumer}} / {{topic}} [{{partition}}]")], unit="short", w=12, h=8, x=12, y=y,
             description="Burrow's current_lag per partition."),
     ]
@@ -217,20 +239,20 @@ def _panels() -> list[dict[str, Any]]:
     ps += [
         panel("timeseries", "Retention headroom (worst partition per topic)", [target(
             "min by (cluster, consumer, topic) "
-            f"(kafka_consumer_retention_headroom_ms{{{TOPIC}}})",
+            f"({HEADROOM.name}{{{TOPIC}}})",
             "{{consumer}} / {{topic}}")], unit="ms", w=8, h=8, x=0, y=y,
             thresholds=[(None, "red"), (3_600_000, "green")],
             description="retention.ms − freshness: time left before unconsumed records are "
                         "deleted. Alert on it before data loss."),
         panel("timeseries", "Data loss per group (partitions)", [target(
             "sum by (cluster, consumer) "
-            f"({one_copy(f'kafka_consumer_group_data_loss_partitions{{{GROUP}}}')})",
+            f"({one_copy(f'{GROUP_DATA_LOSS_PARTITIONS.name}{{{GROUP}}}')})",
             "{{cluster}} / {{consumer}}")], unit="short", w=8, h=8, x=8, y=y,
             thresholds=[(None, "green"), (1, "red")],
             description="Committed offset below the log start: records were deleted unread."),
         panel("timeseries", "Lost records", [target(
             "sum by (cluster, consumer, topic) "
-            f"({one_copy(f'kafka_consumer_lost_records{{{TOPIC}}}')})",
+            f"({one_copy(f'{LOST.name}{{{TOPIC}}}')})",
             "{{consumer}} / {{topic}}")], unit="short", w=8, h=8, x=16, y=y,
             description="Log start − committed offset, summed over partitions."),
     ]
@@ -239,16 +261,16 @@ def _panels() -> list[dict[str, Any]]:
     y += 1
     ps += [
         panel("state-timeline", "Burrow group status", [target(
-            f"max by (cluster, consumer) (kafka_consumer_group_burrow_status{{{GROUP}}})",
+            f"max by (cluster, consumer) ({GROUP_STATUS.name}{{{GROUP}}})",
             "{{cluster}} / {{consumer}}")], unit="none", w=12, h=8, x=0, y=y,
-            value_mappings=mappings(GROUP_STATUS),
+            value_mappings=mappings(GROUP_STATUS_NAMES),
             description="Burrow's evaluation of the group (its sliding window rules).",
             options={"showValue": "auto", "mergeValues": True, "rowHeight": 0.8,
                      "legend": {"showLegend": False}}),
         panel("table", "Burrow partition status", [target(
-            one_copy(f"kafka_consumer_partition_burrow_status{{{TOPIC}}}"),
+            one_copy(f"{PARTITION_STATUS.name}{{{TOPIC}}}"),
             "{{consumer}} {{topic}} {{partition}}", instant=True, table=True)],
-            unit="none", w=12, h=8, x=12, y=y, value_mappings=mappings(PARTITION_STATUS),
+            unit="none", w=12, h=8, x=12, y=y, value_mappings=mappings(PARTITION_STATUS_NAMES),
             description="Burrow's status per partition (STOP, STALL, REWIND name the problem).",
             custom={"cellOptions": {"type": "color-background"}},
             transformations=[{"id": "organize", "options": {
@@ -263,18 +285,18 @@ def _panels() -> list[dict[str, Any]]:
     y += 1
     ps += [
         panel("state-timeline", "Cluster up", [target(
-            f"min by (cluster) (freshness_tracker_cluster_up{{{CLUSTER}}})", "{{cluster}}")],
+            f"min by (cluster) ({CLUSTER_UP.name}{{{CLUSTER}}})", "{{cluster}}")],
             unit="none", w=8, h=7, x=0, y=y,
             value_mappings=mappings({0: ("DOWN", "red"), 1: ("UP", "green")}),
             description="1 when the cluster's last cycle succeeded.",
             options={"showValue": "auto", "mergeValues": True, "legend": {"showLegend": False}}),
         panel("timeseries", "Cycle duration", [target(
-            f"max by (cluster) (freshness_tracker_cluster_cycle_duration_seconds{{{CLUSTER}}})",
+            f"max by (cluster) ({CLUSTER_CYCLE_DURATION.name}{{{CLUSTER}}})",
             "{{cluster}}")], unit="s", w=8, h=7, x=8, y=y,
             description="How long each cluster's last cycle took (all replicas: the slowest)."),
         panel("timeseries", "Last successful cycle age", [target(
             "time() - max by (cluster) "
-            f"(freshness_tracker_cluster_last_success_timestamp_seconds{{{CLUSTER}}})",
+            f"({CLUSTER_LAST_SUCCESS.name}{{{CLUSTER}}})",
             "{{cluster}}")], unit="s", w=8, h=7, x=16, y=y,
             thresholds=[(None, "green"), (600, "red")],
             description="Seconds since the cluster's last successful cycle ended; grows while "
@@ -310,7 +332,7 @@ def _panels() -> list[dict[str, Any]]:
     y += 7
     ps += [
         panel("timeseries", "Partitions by outcome", [target(
-            f"sum by (cluster, status) (freshness_tracker_cluster_partitions{{{CLUSTER}}})",
+            f"sum by (cluster, status) ({CLUSTER_PARTITIONS.name}{{{CLUSTER}}})",
             "{{cluster}} {{status}}")], unit="short", w=12, h=7, x=0, y=y,
             custom={"stacking": {"mode": "normal", "group": "A"}, "fillOpacity": 30},
             description="ok, caught_up, gap, data_loss, no_commit, lookup_failed; summed over the "
@@ -347,14 +369,14 @@ def build() -> dict[str, Any]:
         "templating": {"list": [
             {"name": "datasource", "label": "Data source", "type": "datasource",
              "query": "prometheus", "current": {}, "hide": 0, "refresh": 1, "options": []},
-            variable("job", "Job", "label_values(freshness_tracker_build_info, job)"),
+            variable("job", "Job", f"label_values({BUILD_INFO.name}, job)"),
             variable("cluster", "Cluster",
-                     'label_values(freshness_tracker_cluster_up{job=~"$job"}, cluster)'),
+                     f'label_values({CLUSTER_UP.name}{{job=~"$job"}}, cluster)'),
             variable("consumer", "Consumer group",
-                     'label_values(kafka_consumer_group_burrow_status{job=~"$job", '
+                     f'label_values({GROUP_STATUS.name}{{job=~"$job", '
                      'cluster=~"$cluster"}, consumer)'),
             variable("topic", "Topic",
-                     'label_values(kafka_consumer_topic_offset_lag{job=~"$job", '
+                     f'label_values({TOPIC_OFFSET_LAG.name}{{job=~"$job", '
                      'cluster=~"$cluster", consumer=~"$consumer"}, topic)'),
         ]},
         "panels": _panels(),

@@ -45,6 +45,11 @@ import yaml
 
 from freshness_tracker.domain.slo import Objective
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.sinks.prometheus import (
+    GROUP_MAX_FRESHNESS,
+    GROUP_STATUS,
+    TOPIC_MAX_FRESHNESS,
+)
 
 __all__ = [
     "BAD",
@@ -133,11 +138,11 @@ def _sli(objectives: Sequence[Objective], i: int, job: str | None) -> dict[str, 
     o = objectives[i]
     sel = _selectors(objectives, i, job)
     if o.topic is None:
-        worst = f"max by (cluster, consumer) (kafka_consumer_group_max_freshness_ms{{{sel}}})"
+        worst = f"max by (cluster, consumer) ({GROUP_MAX_FRESHNESS.name}{{{sel}}})"
     else:
-        worst = ("max by (cluster, consumer) (kafka_consumer_topic_max_freshness_ms"
+        worst = (f"max by (cluster, consumer) ({TOPIC_MAX_FRESHNESS.name}"
                  f"{{{sel}, topic=~{_promql_string(o.topic)}}})")
-    reported = f"max by (cluster, consumer) (kafka_consumer_group_burrow_status{{{sel}}})"
+    reported = f"max by (cluster, consumer) ({GROUP_STATUS.name}{{{sel}}})"
     return {
         "record": BAD,
         "expr": f"(\n  {worst} > bool {o.freshness_ms}\n)\nor\n(\n  {reported} * 0 + 1\n)\n",
