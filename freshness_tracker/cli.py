@@ -226,7 +226,7 @@ def _history_sinks(settings: Settings) -> list:  # type: ignore[type-arg]
 
 def cmd_once(args: argparse.Namespace) -> int:
     from freshness_tracker.app import Exporter
-    from freshness_tracker.sinks.render import render_json, render_prometheus, render_table
+    from freshness_tracker.sinks.render import render_json, render_table
 
     settings = _settings(args.config)
     exporter = Exporter(settings, sinks=_history_sinks(settings))
@@ -238,8 +238,8 @@ def cmd_once(args: argparse.Namespace) -> int:
         print(render_json(snapshot))
     elif args.format == "table":
         print(render_table(snapshot))
-    else:
-        print(render_prometheus(exporter.registry), end="")
+    else:  # the bytes /metrics serves: the same render (sinks/exposition.py), text 0.0.4
+        print(exporter.exposition.answer().body.decode(), end="")
     return EXIT_OK if all(c.health.up for c in snapshot.clusters) else EXIT_FAILED
 
 

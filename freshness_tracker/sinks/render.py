@@ -1,4 +1,5 @@
-"""`once` output: Prometheus text, JSON, or a table a person reads at a glance."""
+"""`once` output: JSON, or a table a person reads at a glance (its Prometheus text is the
+exporter's cached exposition, `sinks/exposition.py`, the bytes /metrics serves)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,9 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest
-
 from freshness_tracker.domain.model import PartitionResult, Snapshot
 
-__all__ = ["render_json", "render_prometheus", "render_table", "format_ms"]
-
-
-def render_prometheus(registry: CollectorRegistry) -> str:
-    return generate_latest(registry).decode()
+__all__ = ["render_json", "render_table", "format_ms"]
 
 
 def _partition_json(r: PartitionResult) -> dict[str, Any]:

@@ -17,6 +17,8 @@ import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -475,3 +477,35 @@ def test_the_exposition_passes_promtool(exporter: Exporter) -> None:
     findings = [line for line in result.stdout.decode().splitlines() if line.strip()]
     assert all(f.endswith("metric names should not contain abbreviated units")
                for f in findings), findings
+
+
+def test_once_prints_the_cached_exposition(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`once --format prometheus` prints the bytes /metrics would serve (one render path),
+    not a second rendering through prometheus_client."""
+    import logging
+
+    from freshness_tracker.cli import main
+
+    answers: list[bytes] = []
+    real = CachedExposition.answer
+
+    def spy(self: CachedExposition, *args: Any, **kwargs: Any) -> Any:
+        answer = real(self, *args, **kwargs)
+        answers.append(answer.body)
+        return answer
+
+    monkeypatch.setattr(CachedExposition, "answer", spy)
+    conf = tmp_path / "c.conf"
+    conf.write_text('burrow { url = "http://127.0.0.1:1", timeout = 1s, retries = 0 }\n'
+                    'clusters = [{ name = local, kafka { bootstrap.servers = "127.0.0.1:1" } }]\n')
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        assert main(["once", "--format", "prometheus", "--config", str(conf)]) == 1
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    out = capsys.readouterr().out
+    assert len(answers) == 1 and out == answers[0].decode()
+    assert 'freshness_tracker_cluster_up{cluster="local"} 0.0' in out
