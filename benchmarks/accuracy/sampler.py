@@ -9,9 +9,6 @@ samples, so all three methods see the same Burrow data at the same moments.
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -19,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
-from devstack.demo import exporter_config
-from devstack.processes import free_port
+from tests.support.config import cluster_entry, exporter_config
+from tests.support.exporter import ExporterProcess as SupportExporterProcess
+from tests.support.scrape import DURATION, FRESHNESS, LAST_ATTEMPT, Scrape
 
 __all__ = ["ExporterProcess", "Sample", "Sampler"]
 
@@ -53,62 +50,21 @@ class Sample:
         return cls(*row)
 
 
-class ExporterProcess:
-    """``python -m freshness_tracker run --config ...`` against the stack; logs to a file."""
+class ExporterProcess(SupportExporterProcess):
+    """``python -m freshness_tracker run --config ...`` against the stack (the tests' exporter
+    process), ready once it has published a cycle; logs to ``workdir/exporter.log``."""
 
     def __init__(self, burrow_url: str, bootstrap: str, cluster: str, workdir: Path,
                  frequency_s: float, group_allow: str) -> None:  # fmt: skip
-        self.port = free_port()
-        self.workdir = workdir
-        self.config_path = workdir / "exporter.conf"
-        self.log_path = workdir / "exporter.log"
-        text = exporter_config(burrow_url, bootstrap, cluster, port=self.port,
-                               frequency_sec=frequency_s)  # type: ignore[arg-type]
-        text += f'filters.groups.allow = ["{group_allow}"]\nlistenAddress = "127.0.0.1"\n'
-        self.config_path.write_text(text)
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: Any = None
+        super().__init__(workdir, exporter_config(
+            burrow_url=burrow_url, clusters=[cluster_entry(cluster, bootstrap, num_consumers=None)],
+            groups_allow=group_allow, frequency=frequency_s, port="@PORT@",
+            listen_address="127.0.0.1"))
 
-    def start(self, timeout_s: float = 60.0) -> None:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("FRESHNESS_TRACKER_", "BURROW_"))}
-        self._log = self.log_path.open("wb")
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "freshness_tracker", "run", "--config", str(self.config_path)],
-            stdout=self._log, stderr=subprocess.STDOUT, env=env,
-        )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"exporter exited with {self._proc.returncode}:\n"
-                                   f"{self.log_tail()}")
-            try:
-                if requests.get(self.url + "/readyz", timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        raise TimeoutError(f"exporter not ready in {timeout_s} s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(5)
-        self._proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no exporter log)"
+    def start(self, timeout_s: float = 60.0, *, wait: bool = True,
+              ready: bool = True) -> ExporterProcess:
+        super().start(timeout_s, wait=wait, ready=ready)
+        return self
 
 
 @dataclass(frozen=True)
@@ -201,31 +157,25 @@ def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:
     """{(group, topic): (freshness ms, committed offset, offset lag)} for partition 0, plus
     {("__cycle__",): (cycle start ms, cycle duration s)} and {("__group__", group): (catch-up
     estimate s, catching up 1/0)} for ``cluster``."""
-    values: dict[tuple[str, str], dict[str, float]] = {}
-    groups: dict[str, dict[str, float]] = {}
-    group_wanted = {"kafka_consumer_group_catch_up_estimate_seconds": "estimate",
-                    "kafka_consumer_group_catching_up": "catching_up"}
-    cycle_start = cycle_s = None
-    wanted = {"kafka_consumer_freshness_ms": "fresh", "kafka_consumer_committed_offset": "offset",
-              "kafka_consumer_offset_lag": "lag"}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.labels.get("cluster") != cluster:
-                continue
-            if s.name in wanted and s.labels.get("partition") == "0":
-                values.setdefault((s.labels["consumer"], s.labels["topic"]), {})[
-                    wanted[s.name]] = s.value
-            elif s.name in group_wanted:
-                groups.setdefault(s.labels["consumer"], {})[group_wanted[s.name]] = s.value
-            elif s.name == "freshness_tracker_cluster_last_attempt_timestamp_seconds":
-                cycle_start = s.value * 1000
-            elif s.name == "freshness_tracker_cluster_cycle_duration_seconds":
-                cycle_s = s.value
-    result: dict[tuple[str, ...], Any] = {("__cycle__",): (cycle_start, cycle_s)}
-    for key, v in values.items():
-        offset, lag = v.get("offset"), v.get("lag")
-        result[key] = (v.get("fresh"), None if offset is None else int(offset),
-                       None if lag is None else int(lag))
-    for group, g in groups.items():
-        result[("__group__", group)] = (g.get("estimate"), g.get("catching_up"))
+    scrape = Scrape.parse(text)
+
+    def by(name: str, *keys: str, **match: Any) -> dict[tuple[str, ...], float]:
+        series = scrape.series(name, cluster=cluster, **match)
+        return {tuple(dict(labels)[k] for k in keys): v for labels, v in series.items()}
+
+    def one(name: str) -> float | None:
+        return next(iter(scrape.series(name, cluster=cluster).values()), None)
+
+    fresh, offset, lag = (by(name, "consumer", "topic", partition=0) for name in (
+        FRESHNESS, "kafka_consumer_committed_offset", "kafka_consumer_offset_lag"))
+    estimate, catching_up = (by(name, "consumer") for name in (
+        "kafka_consumer_group_catch_up_estimate_seconds", "kafka_consumer_group_catching_up"))
+    start = one(LAST_ATTEMPT)
+    result: dict[tuple[str, ...], Any] = {
+        ("__cycle__",): (None if start is None else start * 1000, one(DURATION))}
+    for key in fresh.keys() | offset.keys() | lag.keys():
+        o, n = offset.get(key), lag.get(key)
+        result[key] = (fresh.get(key), None if o is None else int(o), None if n is None else int(n))
+    for group in estimate.keys() | catching_up.keys():
+        result[("__group__", *group)] = (estimate.get(group), catching_up.get(group))
     return result

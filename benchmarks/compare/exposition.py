@@ -1,0 +1,124 @@
+"""What each tool's ``/metrics`` says about one partition, and about its own rounds (pure).
+
+Every tool names things its own way; this module is the one place that knows how:
+
+* **freshness-tracker**: ``kafka_consumer_freshness_ms{cluster, consumer, topic, partition}``
+  (milliseconds); its round is ``freshness_tracker_cluster_cycle_duration_seconds`` and
+  ``freshness_tracker_cluster_last_attempt_timestamp_seconds``.
+* **klag-exporter** 0.1.22 (``granularity = "partition"``):
+  ``kafka_consumergroup_group_lag_seconds{cluster_name, group, topic, partition, ...}`` (absent
+  when it has no number: rate mode with too little history or an idle producer),
+  ``kafka_consumergroup_group_lag`` (offsets); its round is
+  ``kafka_lag_exporter_scrape_duration_seconds`` and
+  ``kafka_lag_exporter_last_update_timestamp_seconds``.
+* **kafka_exporter** 1.9.0: ``kafka_consumergroup_lag{consumergroup, topic, partition}``
+  (offsets only); it collects on every scrape, so a scrape is its round.
+
+Values are returned in seconds (time lag) or records (offset lag).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from prometheus_client.parser import text_string_to_metric_families
+
+__all__ = ["TOOLS", "Exposition", "ToolMetrics", "parse_exposition", "series_count"]
+
+
+@dataclass(frozen=True)
+class ToolMetrics:
+    """Where one tool keeps the figures the comparison reads."""
+
+    time_lag: str | None  # per-partition time lag family (None: offsets only)
+    time_scale: float  # multiply to get seconds
+    offset_lag: str | None
+    group_label: str
+    round_seconds: str | None = None  # the tool's own duration of its last round
+    round_stamp: str | None = None  # when its last round ran (changes once per round)
+    cluster_label: str | None = None
+
+
+TOOLS: dict[str, ToolMetrics] = {
+    "ours": ToolMetrics(
+        time_lag="kafka_consumer_freshness_ms",
+        time_scale=0.001,
+        offset_lag="kafka_consumer_offset_lag",
+        group_label="consumer",
+        round_seconds="freshness_tracker_cluster_cycle_duration_seconds",
+        round_stamp="freshness_tracker_cluster_last_attempt_timestamp_seconds",
+        cluster_label="cluster",
+    ),
+    "klag": ToolMetrics(
+        time_lag="kafka_consumergroup_group_lag_seconds",
+        time_scale=1.0,
+        offset_lag="kafka_consumergroup_group_lag",
+        group_label="group",
+        round_seconds="kafka_lag_exporter_scrape_duration_seconds",
+        round_stamp="kafka_lag_exporter_last_update_timestamp_seconds",
+        cluster_label="cluster_name",
+    ),
+    "kafka_exporter": ToolMetrics(
+        time_lag=None,
+        time_scale=1.0,
+        offset_lag="kafka_consumergroup_lag",
+        group_label="consumergroup",
+    ),
+}
+
+
+Key = tuple[str, str, int]  # (group, topic, partition)
+
+
+@dataclass
+class Exposition:
+    """One scrape, reduced: per-partition time lag (s) and offset lag, and the round figures."""
+
+    time_lag_s: dict[Key, float] = field(default_factory=dict)
+    offset_lag: dict[Key, float] = field(default_factory=dict)
+    round_seconds: float | None = None
+    round_stamp: float | None = None
+    series: int = 0
+
+
+def parse_exposition(text: str, tool: str, cluster: str | None = None) -> Exposition:
+    """Reduce a Prometheus text exposition of ``tool`` (a key of :data:`TOOLS`).
+
+    ``cluster`` keeps only that cluster's series where the tool labels clusters. The round
+    figures are the largest value over clusters (one cluster in every run here)."""
+    spec = TOOLS[tool]
+    out = Exposition()
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out.series += 1
+            labels = s.labels
+            if (
+                cluster is not None
+                and spec.cluster_label is not None
+                and spec.cluster_label in labels
+                and labels[spec.cluster_label] != cluster
+            ):
+                continue
+            if s.name == spec.round_seconds:
+                out.round_seconds = max(out.round_seconds or 0.0, s.value)
+                continue
+            if s.name == spec.round_stamp:
+                out.round_stamp = max(out.round_stamp or 0.0, s.value)
+                continue
+            if s.name not in (spec.time_lag, spec.offset_lag) or "partition" not in labels:
+                continue
+            try:
+                key = (labels[spec.group_label], labels["topic"], int(labels["partition"]))
+            except (KeyError, ValueError):
+                continue
+            if s.name == spec.time_lag:
+                out.time_lag_s[key] = s.value * spec.time_scale
+            else:
+                out.offset_lag[key] = s.value
+    return out
+
+
+def series_count(lines: Iterable[str]) -> int:
+    """Sample lines in an exposition (comments and blank lines excluded)."""
+    return sum(1 for ln in lines if ln.strip() and not ln.startswith("#"))

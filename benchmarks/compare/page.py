@@ -1,0 +1,423 @@
+"""The text of ``docs/comparison.md`` (and the README's short table) from the saved runs."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.accuracy.harness import RunData
+from benchmarks.accuracy.report import fmt
+from benchmarks.compare.accuracy import CompareShape
+from benchmarks.compare.report import (
+    ACC_COLUMNS,
+    TITLES,
+    _score,
+    accuracy_table,
+    cost_table,
+    machine,
+    plot_shape,
+)
+from benchmarks.compare.stats import ratio, ratio_text
+
+__all__ = ["render"]
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def render(
+    run: RunData | None,
+    shapes: Sequence[CompareShape] | None,
+    acc: dict[str, Any] | None,
+    cost: dict[str, Any] | None,
+    img_dir: Path,
+    plots: bool = True,
+) -> tuple[str, str]:
+    skipped = {**(acc or {}).get("skipped", {}), **(cost or {}).get("skipped", {})}
+    parts = [
+        "# Side by side: freshness-tracker and the tools users would pick instead",
+        "",
+        _INTRO,
+        "",
+        "## What ran",
+        "",
+        *_versions(acc, cost, skipped),
+        "",
+    ]
+    readme_rows: list[str] = []
+    if run is not None and shapes is not None:
+        cfg = run.config
+        when = (acc or {}).get("when", "")
+        parts += [
+            "## Accuracy",
+            "",
+            _ACC_TEXT.format(
+                duration=cfg.duration_s,
+                freq=cfg.frequency_s,
+                interval=cfg.sample_interval_s,
+                threshold=cfg.threshold_s,
+                window=cfg.moment_window_s,
+                when=when,
+                wall=run.wall_s / 60,
+            ),
+            "",
+            accuracy_table(shapes, cfg),
+            "",
+            *_acc_summary(shapes),
+            "",
+        ]
+        rel = Path(os.path.relpath(img_dir, DOCS))
+        for shape in shapes:
+            name = shape.result.run.shape.name
+            if plots:
+                plot_shape(shape, img_dir / f"compare-{name}.png", cfg)
+            parts += [
+                f"### {shape.result.run.shape.title} (`{name}`)",
+                "",
+                f"![{name}]({(rel / f'compare-{name}.png').as_posix()})",
+                "",
+            ]
+        readme_rows += _readme_accuracy(shapes)
+    if cost is not None:
+        parts += [
+            "## Cost at equal work",
+            "",
+            _COST_TEXT.format(
+                poll=cost["poll_s"],
+                rounds=cost["rounds"],
+                kafka=cost["kafka_version"],
+                burrow=cost["burrow"],
+                build=cost["build_s"] / 60,
+                wall=cost["wall_s"] / 60,
+                when=cost.get("when", ""),
+                idle=cost["idle_requests_3s"] or "none",
+            ),
+            "",
+        ]
+        for rep in range(cost["reps"]):
+            parts += [cost_table(cost, rep), ""]
+        readme_rows += _readme_cost(cost)
+    parts += [
+        "## Where a peer beats us, and what would close it",
+        "",
+        *_beats(shapes, cost),
+        "",
+        _CANNOT,
+        "",
+        _REPRODUCE,
+        "",
+    ]
+    readme = "\n".join(
+        [
+            '| | freshness-tracker | klag-exporter "message" | klag-exporter "rate" |',
+            "|---|---|---|---|",
+            *readme_rows,
+        ]
+    )
+    return "\n".join(parts), readme
+
+
+def _versions(
+    acc: dict[str, Any] | None, cost: dict[str, Any] | None, skipped: dict[str, str]
+) -> list[str]:
+    from benchmarks.compare.peers import KMINION_VERSION, kafka_exporter_bin, klag_bin
+
+    lines = [f"- Machine: {machine()}."]
+    if acc is not None:
+        lines.append(
+            "- Accuracy: one-node Apache Kafka 3.9.1 (KRaft) + Debian's Burrow 1.2.1 "
+            "(`offset-refresh = 1`), devstack's `RealStack()` as the accuracy harness runs "
+            "it: on this shared 2-core machine, six shapes with real groups and four "
+            "exporters beside three broker JVMs would measure the machine's load more than "
+            "the tools (the 3-node stack is the cost part's)."
+        )
+    if cost is not None:
+        lines.append(
+            f"- Cost: {cost['nodes']}-node Apache Kafka {cost['kafka_version']} "
+            f"(KRaft, RF 3, frame proxies counting requests) + {cost['burrow']} Burrow."
+        )
+    lines += [
+        "- freshness-tracker: this tree, `python -m freshness_tracker run`, default settings "
+        "except `frequency_sec`.",
+        f"- klag-exporter 0.1.22: `cargo install klag-exporter --version 0.1.22 --locked` "
+        f"({'built: ' + str(klag_bin()) if klag_bin() else 'not built'}); its defaults except "
+        '`poll_interval` (= ours\' frequency), `granularity = "partition"` (ours exports '
+        'partitions) and `timestamp_sampling.mode`, run twice: `"message"` (reads the record '
+        'at the committed offset, like us) and `"rate"` (its default: offset lag ÷ the high '
+        "watermark's rate over its last 5 polls).",
+        "- kafka_exporter 1.9.0: "
+        + (
+            f"built locally from the v1.9.0 tag ({kafka_exporter_bin()}; `go install` of the "
+            "module is refused by the Go module proxy, 403, but the tag's source builds with its "
+            "dependencies from the proxy: `benchmarks/compare/build_peers.sh`); offsets only, it "
+            "collects on every scrape."
+            if kafka_exporter_bin()
+            else "not built."
+        ),
+        f"- kminion {KMINION_VERSION}: **not run**. `go install "
+        f"github.com/cloudhut/kminion/v2@v{KMINION_VERSION}` is refused by the Go module proxy "
+        "(403 for that module), and the GitHub snapshot this machine can reach ends at "
+        "2021-06-22 (tags up to v2.1.0), so v2.3.5's source is not available here. kminion, like "
+        "kafka_exporter, exports offsets only.",
+        "- Burrow 1.9.5's `/metrics`: **not run**: its module is refused by the Go module proxy "
+        "(403) too, and Debian's Burrow 1.2.1, which we run, has no `/metrics` endpoint at all "
+        "(only the REST API ours reads).",
+        "- kafka-lag-exporter (interpolation) and lag ÷ rate: our own ports "
+        "(`benchmarks/accuracy/estimators.py`), run on the very Burrow samples ours used; the "
+        "archived Scala project cannot be built from the registries.",
+    ]
+    for tool, why in skipped.items():
+        lines.append(f"- not run this time: {tool}: {why}.")
+    return lines
+
+
+def _acc_summary(shapes: Sequence[CompareShape]) -> list[str]:
+    lines = ["In short (this run):", ""]
+    for key in ACC_COLUMNS:
+        scored = [(s, sh.result.run.shape.name) for sh in shapes if (s := _score(sh, key))]
+        if not scored:
+            continue
+        means = [(s.mean_abs_s, n) for s, n in scored if math.isfinite(s.mean_abs_s)]
+        false = sum(s.false_alarm_s for s, _ in scored)
+        stuck = next((s.alarm_delay_s for s, n in scored if n == "stuck"), None)
+        none = [n for s, n in scored if s.nan_pct or s.inf_pct]
+        text = f"- **{TITLES[key]}**: "
+        if means:
+            worst = max(means)
+            text += f"worst mean |error| {fmt(worst[0])} s ({worst[1]}); "
+        text += f"{false:.0f} s of false alarms over all shapes"
+        if stuck is not None:
+            text += (
+                "; never alerted on the stuck consumer"
+                if math.isinf(stuck)
+                else f"; alerted on the stuck consumer {fmt(stuck)} s after the truth crossed "
+                "the threshold"
+            )
+        if none:
+            text += f"; no number at times on {', '.join(none)}"
+        lines.append(text + ".")
+    return lines
+
+
+def _readme_accuracy(shapes: Sequence[CompareShape]) -> list[str]:
+    rows = []
+    keys = ("ours", "klag_message", "klag_rate")
+
+    def worst(key: str) -> str:
+        vals = [
+            (s.mean_abs_s, sh.result.run.shape.name)
+            for sh in shapes
+            if (s := _score(sh, key)) and math.isfinite(s.mean_abs_s)
+        ]
+        if not vals:
+            return "not run"
+        v, n = max(vals)
+        return f"{fmt(v)} s ({n})"
+
+    def false(key: str) -> str:
+        vals = [s.false_alarm_s for sh in shapes if (s := _score(sh, key))]
+        return f"{sum(vals):.0f} s" if vals else "not run"
+
+    def stuck(key: str) -> str:
+        for sh in shapes:
+            s = _score(sh, key)
+            if s and sh.result.run.shape.name == "stuck" and s.alarm_delay_s is not None:
+                return "never" if math.isinf(s.alarm_delay_s) else f"{s.alarm_delay_s:+.1f} s"
+        return "—"
+
+    rows.append(
+        "| worst mean \\|error\\| over the six shapes | "
+        + " | ".join(worst(k) for k in keys)
+        + " |"
+    )
+    rows.append(
+        "| false alarms (above 20 s while the truth was below) | "
+        + " | ".join(false(k) for k in keys)
+        + " |"
+    )
+    rows.append(
+        "| alert on the stuck consumer, vs the truth | " + " | ".join(stuck(k) for k in keys) + " |"
+    )
+    return rows
+
+
+def _cost_median(
+    cost: dict[str, Any], scenario: str, tool: str, path: tuple[str, str]
+) -> float | None:
+    vals = []
+    for r in cost["results"]:
+        if r["scenario"] == scenario and r["tool"] == tool:
+            v = r[path[0]][path[1]]
+            vals.append(sum(v.values()) if isinstance(v, dict) else v)
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _readme_cost(cost: dict[str, Any]) -> list[str]:
+    rows = []
+    sc = cost["scenarios"][0]
+    keys = ("ours", "klag_message", "klag_rate")
+    for label, path in (
+        ("CPU per steady round", ("steady", "cpu_per_round_s")),
+        ("peak RSS", ("steady", "peak_rss_mib")),
+        ("Kafka requests, first round", ("first", "requests")),
+    ):
+        base = _cost_median(cost, sc["name"], "ours", path)
+        cells = []
+        for k in keys:
+            v = _cost_median(cost, sc["name"], k, path)
+            cells.append(
+                "not run" if v is None else "1×" if k == "ours" else ratio_text(ratio(v, base))
+            )
+        rows.append(
+            f"| {label}, {sc['partitions']:,} lagging partitions (ratio to ours) | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return rows
+
+
+_METRIC_FIX = {
+    ("steady", "cpu_per_round_s"): "ours is a Python process: a round with nothing to read "
+    "still walks Burrow's answers for every partition and re-renders every series; skipping "
+    "unchanged groups (Burrow's per-group `end.timestamp`) and caching the rendered exposition "
+    "between unchanged cycles would close most of it",
+    ("steady", "peak_rss_mib"): "a CPython interpreter with prometheus_client, confluent-kafka "
+    "and our domain objects has a floor of tens of MiB that a Rust binary does not; per "
+    "partition, interning label strings and dropping the per-partition objects after rendering "
+    "would narrow it",
+    ("first", "cpu_s"): "start-up: importing the interpreter and libraries; a long-running "
+    "exporter pays it once",
+    ("first", "round_s"): "the cold cycle reads each lagging partition's record (as klag's "
+    "message mode does) after Burrow's lag for every group; more concurrent batches per broker "
+    "would shorten it",
+    ("steady", "round_s"): "the steady cycle's time is Burrow's REST answers for every group: "
+    "fewer, larger Burrow requests (the cluster-wide lag in one call) would shorten it",
+    ("steady", "metrics_bytes"): "ours exports more per-partition series by default "
+    "(freshness, committed offset, offset lag, status, data-current-as-of): the series set is "
+    "configurable (`metrics.series`)",
+    ("first", "requests"): "the cold cycle reads C − 1 too (commit lag for caught-up partitions, "
+    "`lookup.commitLagWhenCaughtUp`, on by default): klag never reads a caught-up partition",
+    ("steady", "requests"): "",
+}
+
+
+def _beats(shapes: Sequence[CompareShape] | None, cost: dict[str, Any] | None) -> list[str]:
+    lines: list[str] = []
+    if shapes:
+        for sh in shapes:
+            ours = sh.result.scores["ours"]
+            for key in ("klag_message", "klag_rate"):
+                s = sh.peers.get(key)
+                if s is None or not math.isfinite(s.mean_abs_s):
+                    continue
+                if s.mean_abs_s < ours.mean_abs_s - 0.05:
+                    lines.append(
+                        f"- **Accuracy, {sh.result.run.shape.name}**: {TITLES[key]} mean |error| "
+                        f"{fmt(s.mean_abs_s)} s vs ours {fmt(ours.mean_abs_s)} s. Ours reads "
+                        "offsets from Burrow, which sees a commit only once its consumer has "
+                        "read `__consumer_offsets` and refreshes log end offsets every "
+                        "`offset-refresh`; klag asks the brokers directly at each poll. Reading "
+                        "committed offsets from Kafka (OffsetFetch) instead of Burrow would close "
+                        "it, at the price of the Burrow-based design's single source of offsets."
+                    )
+    if cost:
+        for sc in cost["scenarios"]:
+            for key in ("klag_message", "klag_rate", "kafka_exporter"):
+                for path, label in (
+                    (("steady", "cpu_per_round_s"), "CPU per steady round"),
+                    (("steady", "peak_rss_mib"), "peak RSS"),
+                    (("first", "round_s"), "first round's time"),
+                    (("steady", "round_s"), "steady round's time"),
+                    (("first", "requests"), "Kafka requests in the first round"),
+                    (("steady", "metrics_bytes"), "/metrics size"),
+                ):
+                    base = _cost_median(cost, sc["name"], "ours", path)
+                    v = _cost_median(cost, sc["name"], key, path)
+                    r = ratio(v, base)
+                    if r is not None and r < 0.8:
+                        fix = _METRIC_FIX.get(path, "")
+                        lines.append(
+                            f"- **{label}, {sc['title']}**: {TITLES[key]} needs "
+                            f"{ratio_text(r)} of ours."
+                            + (f" What would close it: {fix}." if fix else "")
+                        )
+    return lines or ["- Nowhere in this run."]
+
+
+_INTRO = """\
+Generated by `python -m benchmarks.compare` ([`benchmarks/compare/`](../benchmarks/compare/)):
+every number and plot below comes from the runs named here. It builds on the accuracy harness
+([accuracy.md](accuracy.md): its six traffic shapes, real consumer groups and exact ground truth)
+and on the proxied real-Kafka stack of [performance.md](performance.md). The peers are built
+from their public releases on this machine; none is a dependency of the package or of CI, and
+each binds 127.0.0.1 only."""
+
+_ACC_TEXT = """\
+Same stack, same groups, same traffic, same run: {duration:.0f} s of the six shapes, every tool
+polling every {freq:g} s (ours' `frequency_sec`, klag's `poll_interval`), every tool's `/metrics`
+scraped every {interval:g} s ({when}, {wall:.1f} min wall time). Every tool is scored raw, as a
+Prometheus scrape sees it, by the harness's own scorer: mean and max |error| against the ground
+truth, the mean |error| over the {window:g} s after the shape's onset (burst, stall, outage) and
+after its recovery, seconds above the {threshold:g} s threshold while the truth was below it,
+and, where the truth crosses the threshold after an onset, when the tool first alerted relative
+to the truth's crossing (negative: before). "No number": samples where the tool exported no time
+lag (klag's rate mode omits the series below 0.01 records/s) or +∞ (our lag ÷ rate port).
+The two ports are evaluated at Burrow's sampling instant, with no publication delay of their
+own; that favours them by up to one poll. kafka_exporter has no time lag: its row is when an
+offset-lag alert fires, the threshold being {threshold:g} s × the shape's produce rate before the
+onset (the best an operator who knew the rate could set)."""
+
+_COST_TEXT = """\
+Each tool alone in turn ({when}; build of the workloads {build:.1f} min, whole part {wall:.1f}
+min) on a 3-node Apache Kafka {kafka} behind frame proxies that count every request per API, with
+{burrow} Burrow running throughout; every tool polls every {poll:g} s. *First round*: from the
+process's start to its first complete round (every partition exported), the tool's own duration
+of that round (ours: `freshness_tracker_cluster_cycle_duration_seconds`, klag:
+`kafka_lag_exporter_scrape_duration_seconds`, kafka_exporter: the scrape, since it collects on
+scrape), and CPU seconds and Kafka requests since the start (start-up included; ours' timestamp
+cache is cold: every lagging partition is read, as when every offset moved). *Steady rounds*:
+the next {rounds} rounds with nothing moving, one scrape per round as Prometheus would; CPU and
+requests per round, peak RSS (VmHWM) and `/metrics` size at the end. Requests through the
+proxies while no tool ran (3 s): {idle}. Ours gets its offsets from Burrow: Burrow's Kafka
+traffic uses the brokers' internal listener and is not counted, its CPU over ours' window is the
+"+ Burrow" row (with `offset-refresh = 1`, ten times Burrow's default rate: it is the
+accuracy stack's setting). A deployment that already runs Burrow pays that anyway; one that
+does not should add it to ours."""
+
+_CANNOT = """\
+## What each tool cannot do
+
+- **freshness-tracker** needs Burrow (offsets and group status come from its REST API): a commit
+  is visible only once Burrow has read it, and log end offsets only at Burrow's
+  `offset-refresh`. No OpenTelemetry push (Prometheus exposition only).
+- **klag-exporter, "message"** reads the record at the committed offset, like us, but re-reads
+  after its cache TTL (60 s) even when nothing moved; no reading of the record before a caught-up
+  group's commit (so no commit lag or "data current as of" for caught-up groups); no retention
+  or data-loss distinction beyond offsets below the log start; no batching per leader (a pool of
+  `max_concurrent_fetches` = 5 consumers).
+- **klag-exporter, "rate"** (its default) estimates: offset lag ÷ the high watermark's rate over
+  its last 5 polls. Right while the produce rate is steady; no number when the producer is idle
+  or slower than 0.01 records/s (exactly when a stuck consumer on a quiet topic matters), and
+  wrong by the ratio of rates when traffic changes (the stuck shape's nightly drop).
+- **kafka_exporter / kminion** export offsets only: any time figure has to be estimated in
+  PromQL from offset rates (the `rate` row's method), with the same failure modes.
+- **kafka-lag-exporter** (archived) interpolates a table of (offset, time) points: see the
+  interpolation rows and [accuracy.md](accuracy.md) for its runaway extrapolation."""
+
+_REPRODUCE = """\
+## Reproduce
+
+```sh
+benchmarks/compare/build_peers.sh          # klag-exporter (cargo) and kafka_exporter (go build)
+python -m benchmarks.compare               # both parts (~25 min); rewrites this page
+python -m benchmarks.compare --skip-cost --duration 120   # a quick accuracy look
+python -m benchmarks.compare --from build/compare         # re-render from saved runs
+```
+
+`--partitions`, `--fleet`, `--fleet-share`, `--poll`, `--rounds`, `--reps`, `--tools` change the
+cost part; `--help` lists everything. The raw runs are `build/compare/accuracy.json` and
+`cost.json`."""

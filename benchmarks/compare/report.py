@@ -1,0 +1,261 @@
+"""``docs/comparison.md`` and ``docs/img/compare-*.png`` from a saved comparison run."""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.accuracy.analysis import MethodScore
+from benchmarks.accuracy.harness import HarnessConfig
+from benchmarks.accuracy.report import fmt
+from benchmarks.compare.accuracy import CompareShape
+from benchmarks.compare.stats import ratio, ratio_text
+
+__all__ = ["ACC_COLUMNS", "accuracy_table", "cost_table", "machine", "plot_shape", "write_page"]
+
+TITLES = {
+    "ours": "freshness-tracker",
+    "klag_message": 'klag-exporter 0.1.22, "message"',
+    "klag_rate": 'klag-exporter 0.1.22, "rate"',
+    "interpolation": "interpolation (kafka-lag-exporter's method, our port)",
+    "rate": "offset lag ÷ produce rate (our port)",
+    "kafka_exporter": "kafka_exporter 1.9.0 (offsets only)",
+    "burrow": "+ Burrow 1.2.1 (ours' offsets source)",
+}
+COLORS = {
+    "truth": "#222222",
+    "ours": "#1f77b4",
+    "klag_message": "#d62728",
+    "klag_rate": "#9467bd",
+    "interpolation": "#ff7f0e",
+    "rate": "#2ca02c",
+}
+STYLES = {"ours": "-", "klag_message": "-", "klag_rate": "--", "interpolation": ":", "rate": ":"}
+ACC_COLUMNS = ("ours", "klag_message", "klag_rate", "interpolation", "rate")
+
+
+def _score(shape: CompareShape, key: str) -> MethodScore | None:
+    if key in ("ours", "interpolation", "rate"):
+        return shape.result.scores[key]
+    return shape.peers.get(key)
+
+
+def _no_number(s: MethodScore) -> str:
+    parts = []
+    if s.inf_pct:
+        parts.append(f"{s.inf_pct:.0f}% ∞")
+    if s.nan_pct:
+        parts.append(f"{s.nan_pct:.0f}% none")
+    return ", ".join(parts) or "0"
+
+
+def _alert(delay: float | None) -> str:
+    if delay is None:
+        return "—"
+    if math.isinf(delay):
+        return "never"
+    return f"{delay:+.1f}"
+
+
+def accuracy_table(shapes: Sequence[CompareShape], cfg: HarnessConfig) -> str:
+    t = f"{cfg.threshold_s:g}"
+    lines = [
+        f"| shape | tool | mean \\|err\\| (s) | max \\|err\\| (s) | err after onset (s) "
+        f"| err after recovery (s) | false alarms > {t} s (s) | first alert vs truth (s) "
+        "| no number (samples) |",
+        "|" + "---|" * 9,
+    ]
+    for shape in shapes:
+        first = True
+        for key in ACC_COLUMNS:
+            s = _score(shape, key)
+            if s is None:
+                continue
+            name = f"**{shape.result.run.shape.name}**" if first else ""
+            first = False
+            lines.append(
+                f"| {name} | {TITLES[key]} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
+                f"{fmt(s.onset_s)} | {fmt(s.recovery_s)} | {s.false_alarm_s:.0f} | "
+                f"{_alert(s.alarm_delay_s)} | {_no_number(s)} |"
+            )
+        for key, delay in shape.offset_alert_s.items():
+            if delay is not None:
+                lines.append(
+                    f"| | {TITLES.get(key, key)}: offset-lag alert | — | — | — | — | — | "
+                    f"{_alert(delay)} | — |"
+                )
+    return "\n".join(lines)
+
+
+def _cost_row(r: dict[str, Any], base: dict[str, Any]) -> list[str]:
+    f, s = r["first"], r["steady"]
+    bf, bs = base["first"], base["steady"]
+
+    def cell(v: float | None, b: float | None, digits: str = ".2f", unit: str = "") -> str:
+        if v is None:
+            return "n/a"
+        text = f"{v:{digits}}{unit}"
+        return text if r is base else f"{text} ({ratio_text(ratio(v, b))})"
+
+    first_req = sum(f["requests"].values())
+    steady_req = sum(s["requests_per_round"].values())
+    return [
+        cell(f["round_s"], bf["round_s"]),
+        cell(f["cpu_s"], bf["cpu_s"]),
+        cell(first_req, sum(bf["requests"].values()), ",.0f"),
+        cell(s["round_s"], bs["round_s"], ".3f"),
+        cell(s["cpu_per_round_s"], bs["cpu_per_round_s"], ".3f"),
+        cell(steady_req, sum(bs["requests_per_round"].values()), ",.1f"),
+        cell(s["peak_rss_mib"], bs["peak_rss_mib"], ".0f"),
+        cell(s["metrics_bytes"] / 1024, bs["metrics_bytes"] / 1024, ",.0f"),
+    ]
+
+
+def _apis(requests: dict[str, float]) -> str:
+    return (
+        ", ".join(
+            f"{k} {v:,.1f}".replace(".0 ", " ").removesuffix(".0")
+            for k, v in sorted(requests.items(), key=lambda kv: -kv[1])
+        )
+        or "none"
+    )
+
+
+def cost_table(cost: dict[str, Any], rep: int = 0) -> str:
+    lines = []
+    for sc in cost["scenarios"]:
+        rows = [r for r in cost["results"] if r["scenario"] == sc["name"] and r["rep"] == rep]
+        base = next((r for r in rows if r["tool"] == "ours"), None)
+        if base is None:
+            continue
+        lines += [
+            f"**{sc['title']}** (repetition {rep + 1}; ratio to freshness-tracker in brackets)",
+            "",
+            "| tool | first round (s) | CPU to first round (s) | requests to first round "
+            "| steady round (s) | CPU per steady round (s) | requests per steady round "
+            "| peak RSS (MiB) | /metrics (KiB) |",
+            "|" + "---|" * 9,
+        ]
+        for r in sorted(rows, key=lambda r: list(TITLES).index(r["tool"])):
+            lines.append(f"| {TITLES[r['tool']]} | " + " | ".join(_cost_row(r, base)) + " |")
+            if r["tool"] == "ours" and "burrow_cpu_per_round_s" in r["steady"]:
+                s = r["steady"]
+                lines.append(
+                    f"| {TITLES['burrow']} | | | | | {s['burrow_cpu_per_round_s']:.3f} "
+                    f"| not proxied | {s['burrow_peak_rss_mib']:.0f} | |"
+                )
+        lines += [
+            "",
+            "Requests by API (first round, from the tool's start / per steady round):",
+            "",
+        ]
+        for r in sorted(rows, key=lambda r: list(TITLES).index(r["tool"])):
+            lines.append(
+                f"- {TITLES[r['tool']]}: {_apis(r['first']['requests'])} / "
+                f"{_apis(r['steady']['requests_per_round'])}"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kib / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return (
+        f"{platform.system()} {platform.release()}, {os.cpu_count()} × {cpu}{mem}; "
+        "shared with other jobs running JVMs, so every figure is compared with ours "
+        "measured in the same run"
+    )
+
+
+# ---- plots ---------------------------------------------------------------------------------
+
+
+def plot_shape(shape: CompareShape, path: Path, cfg: HarnessConfig) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = shape.result
+    series: list[tuple[str, list[float], list[float]]] = [
+        ("ours", res.t_s, res.ours_s),
+        *[(k, c.t_s, c.values) for k, c in shape.curves.items()],
+        ("interpolation", res.t_est_s, res.interp_s),
+        ("rate", res.t_est_s, res.rate_s),
+    ]
+    truth_max = max((v for v in res.curve_s if math.isfinite(v)), default=0.0)
+    top = max(truth_max * 1.6, 5.0)
+    fig, ax = plt.subplots(figsize=(10, 4.6), dpi=110)
+    ax.plot(
+        res.curve_t_s,
+        res.curve_s,
+        color=COLORS["truth"],
+        lw=3,
+        alpha=0.3,
+        label="ground truth",
+        zorder=2,
+    )
+    for key, t, values in series:
+        score = _score(shape, key)
+        clipped = [
+            min(v, top) if math.isfinite(v) else (top if v == math.inf else math.nan)
+            for v in values
+        ]
+        label = TITLES[key] + (f": mean |err| {fmt(score.mean_abs_s)} s" if score else "")
+        over = sum(1 for v in values if v > top)
+        if over:
+            label += f" ({over} samples off scale)"
+        ax.plot(
+            t,
+            clipped,
+            STYLES[key],
+            color=COLORS[key],
+            lw=1.3,
+            label=label,
+            zorder=4 if key == "ours" else 3,
+        )
+    if cfg.threshold_s < top:
+        ax.axhline(
+            cfg.threshold_s,
+            color="#888888",
+            ls=":",
+            lw=1,
+            label=f"alert threshold {cfg.threshold_s:g} s",
+        )
+    for label, _kind, at in res.events:
+        ax.axvline(at, color="#aaaaaa", ls="--", lw=0.8)
+        ax.text(at, top * 0.98, f" {label}", va="top", fontsize=8, color="#555555")
+    ax.set_ylim(-0.03 * top, top)
+    ax.set_xlim(0, res.curve_t_s[-1] if res.curve_t_s else 1)
+    ax.set_xlabel("seconds since the start of the run")
+    ax.set_ylabel("time lag / freshness (s)")
+    ax.set_title(res.run.shape.title, fontsize=11, loc="left")
+    ax.grid(True, alpha=0.25)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=8, frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, bbox_inches="tight")
+    plt.close(fig)
+
+
+def write_page(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body)
+    return path

@@ -1,0 +1,167 @@
+"""The comparison's pure parts (benchmarks/compare): reading each peer's exposition, scoring a
+peer's samples against the ground truth, ratios. No peer binary is needed or started."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchmarks.accuracy.analysis import analyse_shape
+from benchmarks.accuracy.harness import HarnessConfig, ShapeRun
+from benchmarks.accuracy.shapes import Event, Shape
+from benchmarks.accuracy.truth import TruthLog
+from benchmarks.compare.accuracy import PeerSample, offset_alert_delay, pre_onset_rate, score_peer
+from benchmarks.compare.cost import api_totals
+from benchmarks.compare.exposition import parse_exposition
+from benchmarks.compare.peers import klag_config, proc_cpu_s, proc_peak_rss_mib
+from benchmarks.compare.stats import ratio, ratio_text
+
+# Each tool's /metrics, trimmed to a few series (tests/data/compare/: klag-exporter 0.1.22 with
+# granularity = "partition", kafka_exporter 1.9.0, ours).
+DATA = Path(__file__).resolve().parents[1] / "data" / "compare"
+KLAG = (DATA / "klag.prom").read_text()
+
+OURS = (DATA / "ours.prom").read_text()
+
+KAFKA_EXPORTER = (DATA / "kafka_exporter.prom").read_text()
+
+
+def test_klag_exposition_gives_seconds_offsets_and_its_round() -> None:
+    expo = parse_exposition(KLAG, "klag", cluster="local")
+    assert expo.time_lag_s == {("g1", "t1", 0): 12.5, ("g1", "t1", 1): 0.0}
+    assert expo.offset_lag == {("g1", "t1", 0): 7.0, ("g1", "t1", 1): 0.0}  # not "other"
+    assert expo.round_seconds == 0.042
+    assert expo.round_stamp == 1764097000
+    assert expo.series == 8  # every sample line, the other cluster's too
+
+
+def test_ours_exposition_is_converted_from_milliseconds() -> None:
+    expo = parse_exposition(OURS, "ours", cluster="local")
+    assert expo.time_lag_s == {("g1", "t1", 0): 12.5}
+    assert expo.offset_lag == {("g1", "t1", 0): 7.0, ("g1", "t1", 1): 0.0}
+    assert expo.round_seconds == 0.31
+    assert expo.round_stamp == pytest.approx(1.764097e9)
+
+
+def test_kafka_exporter_has_offsets_only_and_no_round() -> None:
+    expo = parse_exposition(KAFKA_EXPORTER, "kafka_exporter")
+    assert expo.time_lag_s == {}
+    assert expo.offset_lag == {("g1", "t1", 0): 7.0, ("g1", "t1", 1): 0.0}  # no sum series
+    assert expo.round_seconds is None and expo.round_stamp is None
+
+
+def test_klag_config_is_toml_with_the_mode_and_loopback_only() -> None:
+    conf = tomllib.loads(klag_config("h1:9092,h2:9092", 9999, "message", 2.0, "^acc-", "^acc-"))
+    assert conf["exporter"]["http_host"] == "127.0.0.1"
+    assert conf["exporter"]["poll_interval"] == "2s"
+    assert conf["exporter"]["granularity"] == "partition"
+    assert conf["exporter"]["timestamp_sampling"]["mode"] == "message"
+    assert conf["clusters"][0]["bootstrap_servers"] == "h1:9092,h2:9092"
+    assert conf["clusters"][0]["group_whitelist"] == ["^acc-"]
+    with pytest.raises(ValueError):
+        klag_config("h:1", 1, "interpolate", 2.0, ".*", ".*")
+
+
+# ---- scoring a peer against the ground truth ------------------------------------------------
+
+T0 = 1_000_000_000_000.0
+
+
+def _stuck_at_10() -> tuple[ShapeRun, HarnessConfig]:
+    """A record every second from t=0; commits keep up until t=10 s, then stop: the truth is
+    0 until t=10 and t − 10 after."""
+    truth = TruthLog()
+    for i in range(60):
+        truth.produced(i, int(T0) + i * 1000)
+    for i in range(10):
+        truth.committed(int(T0) + i * 1000, i + 1)
+    shape = Shape(
+        "stuck",
+        "stuck",
+        "",
+        tuple(float(i) for i in range(60)),
+        ((0.0, 0.0), (10.0, None)),
+        (Event("stall", "onset", 10.0),),
+    )
+    return ShapeRun(shape, "t", "g", truth, []), HarnessConfig(
+        threshold_s=20.0, moment_window_s=5.0
+    )
+
+
+def test_a_peer_5_s_over_the_truth_scores_5_s_and_alerts_4_s_early() -> None:
+    run, cfg = _stuck_at_10()
+    res = analyse_shape(run, cfg, T0, T0 + 59_000, cycle_window_s=2.0)
+    samples = []
+    for i in range(60):
+        t_ms = T0 + i * 1000
+        truth = run.truth.freshness_ms(t_ms)
+        assert truth is not None
+        lag = run.truth.records_at(t_ms) - (run.truth.committed_offset(t_ms) or 0)
+        samples.append(PeerSample(t_ms, truth / 1000 + 5.0, lag))
+    score, t_s, values = score_peer(res, cfg, T0, T0 + 59_000, samples, "peer")
+    assert len(t_s) == len(values) == 60
+    assert score.mean_abs_s == pytest.approx(5.0)
+    assert score.max_abs_s == pytest.approx(5.0)
+    assert score.onset_s == pytest.approx(5.0)
+    # value > 20 from t=26 (truth 16) while the truth stays below 20 until t=30
+    assert score.false_alarm_s == 4.0
+    assert score.alarm_delay_s == pytest.approx(-4.0)
+    # offsets: lag = records − 10 exceeds 10 records from t=20, the truth crosses 20 s at t=30
+    assert offset_alert_delay(res, cfg, T0, samples, 10) == pytest.approx(-10.0)
+    assert offset_alert_delay(res, cfg, T0, samples, 1_000) == math.inf
+
+
+def test_missing_numbers_count_as_no_number_not_as_error() -> None:
+    run, cfg = _stuck_at_10()
+    res = analyse_shape(run, cfg, T0, T0 + 59_000, cycle_window_s=2.0)
+    samples = [PeerSample(T0 + i * 1000, None if i % 2 else 0.0, None) for i in range(10)]
+    score, _t, _v = score_peer(res, cfg, T0, T0 + 59_000, samples, "peer")
+    assert score.nan_pct == 50.0
+    assert score.samples == 10
+    assert score.mean_abs_s == 0.0
+
+
+def test_pre_onset_rate_is_records_per_second_before_the_onset() -> None:
+    run, _cfg = _stuck_at_10()
+    assert pre_onset_rate(run.shape) == pytest.approx(1.0)
+    assert pre_onset_rate(Shape("idle", "", "", (1.0,), ((0.0, 0.0),))) is None
+
+
+# ---- cost figures ------------------------------------------------------------------------
+
+
+def test_api_totals_sum_brokers_and_name_apis() -> None:
+    assert api_totals({1: {1: 3, 3: 1}, 2: {1: 2, 9: 4}, 3: {999: 1}}) == {
+        "Fetch": 5,
+        "Metadata": 1,
+        "OffsetFetch": 4,
+        "api999": 1,
+    }
+
+
+def test_proc_figures_of_this_process() -> None:
+    import os
+
+    assert proc_cpu_s(os.getpid()) > 0
+    assert proc_peak_rss_mib(os.getpid()) > 1
+
+
+@given(st.floats(0.001, 1e6), st.floats(0.001, 1e6))
+def test_ratio_is_value_over_base(value: float, base: float) -> None:
+    r = ratio(value, base)
+    assert r is not None and r == pytest.approx(value / base)
+    assert ratio_text(r).endswith("×")
+
+
+def test_ratio_edges() -> None:
+    assert ratio(None, 1.0) is None and ratio(1.0, None) is None
+    assert ratio(0.0, 0.0) == 1.0
+    assert ratio(2.0, 0.0) == math.inf and ratio_text(math.inf) == "ours 0"
+    assert ratio(math.nan, 1.0) is None
+    assert ratio_text(None) == "n/a"
+    assert [ratio_text(x) for x in (0.25, 1.0, 2.345, 12.6)] == ["0.25×", "1.0×", "2.3×", "13×"]
