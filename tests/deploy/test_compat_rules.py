@@ -5,7 +5,6 @@ mapping against the exporter's own codes, and the chart's compatRules values."""
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
 import helm_python as helm
@@ -16,7 +15,7 @@ import yaml
 from freshness_tracker.domain.model import BURROW_STATUS_CODES
 from tests.deploy import crds
 from tests.deploy.chart import RELEASE, one, render
-from tests.deploy.tools import COMPAT_RULES_FILE, COMPAT_RULES_TEST_FILE, require_tool
+from tests.deploy.tools import COMPAT_RULES_FILE, COMPAT_RULES_TEST_FILE, promtool
 
 #: The names each tool exports that the rules give, with the labels of each (their docs/code).
 KAFKA_LAG_EXPORTER = {
@@ -51,20 +50,12 @@ def rules() -> dict[str, Any]:
 
 
 def test_promtool_check_rules() -> None:
-    promtool = require_tool("promtool")
-    result = subprocess.run([promtool, "check", "rules", str(COMPAT_RULES_FILE)],
-                            capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 12 rules found" in result.stdout
+    assert "SUCCESS: 12 rules found" in promtool("check", "rules", str(COMPAT_RULES_FILE))
 
 
 def test_promtool_unit_tests_pass() -> None:
-    promtool = require_tool("promtool")
-    result = subprocess.run([promtool, "test", "rules", str(COMPAT_RULES_TEST_FILE)],
-                            capture_output=True, text=True, timeout=120, check=False,
-                            cwd=COMPAT_RULES_TEST_FILE.parent)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS" in result.stdout
+    assert "SUCCESS" in promtool("test", "rules", str(COMPAT_RULES_TEST_FILE),
+                                 cwd=COMPAT_RULES_TEST_FILE.parent)
 
 
 def test_every_name_of_both_tools_is_recorded(rules: dict[str, Any]) -> None:

@@ -1,8 +1,9 @@
-"""Shared bits for the deployment tests: repo paths, required tools (and free_port)."""
+"""Shared bits for the deployment tests: repo paths, required tools, promtool (and free_port)."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from devstack.processes import free_port
 from tests.stack_support import in_ci
 
-__all__ = ["free_port", "in_ci", "require_tool"]
+__all__ = ["free_port", "in_ci", "promtool", "require_tool"]
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "freshness-tracker"
@@ -39,3 +40,10 @@ def require_tool(name: str) -> str:
         pytest.skip(message)  # local runs only: under CI=true the line above fails
     return path
 
+
+def promtool(*args: str, cwd: Path | None = None, timeout_s: float = 120) -> str:
+    """``promtool ARGS``; its output, after checking it exited 0 (the test fails otherwise)."""
+    result = subprocess.run([require_tool("promtool"), *args], capture_output=True, text=True,
+                            timeout=timeout_s, check=False, cwd=cwd)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
