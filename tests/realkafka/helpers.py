@@ -3,15 +3,17 @@ and exact checks."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 
 from devstack import RealStack
-from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult
+from devstack.stack import now_ms
+from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
 from tests.stack_support import in_ci
 from tests.support.exporter import exporter
-from tests.support.scrape import Scrape
+from tests.support.scrape import FRESHNESS, Scrape
 
 
 class StackPool:
@@ -66,6 +68,36 @@ def result(snap: ClusterSnapshot, group: str, topic: str, partition: int) -> Par
     (found,) = [r for r in snap.partitions
                 if (r.key.consumer, r.key.topic, r.key.partition) == (group, topic, partition)]
     return found
+
+
+def data_loss_past_a_commit(
+    stack: RealStack, unique_name: Callable[[str], str]
+) -> tuple[Scrape, dict[str, Any]]:
+    """Records 0-5 of 10 deleted under a group that committed 2, one cycle, and what every stack
+    must show: data loss, 4 lost records, freshness from the earliest retained record (a lower
+    bound), no commit lag (record C − 1 is gone too); (the scrape, the partition's labels)."""
+    topic, group = unique_name("t"), unique_name("loss")
+    stack.create_topic(topic)
+    t = now_ms()
+    ts = [t - 100_000 + 10_000 * i for i in range(10)]
+    assert stack.produce(topic, 0, ts) == list(range(10))
+    stack.commit(group, topic, 0, 2)
+    stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=8)
+
+    assert stack.delete_records(topic, 0, before_offset=6) == 6  # records 0-5 are gone
+
+    snap, scrape = one_cycle(stack, group)
+    r = result(snap, group, topic, 0)
+    assert r.status is PartitionStatus.DATA_LOSS, r
+    assert r.data_loss and r.freshness_is_lower_bound
+    assert r.lost_records == 4  # 2, 3, 4, 5: committed but never read, now deleted
+    assert_freshness_from(snap, r, ts[6])  # the earliest retained record: a lower bound
+    assert r.commit_lag_ms is None  # record C − 1 = 1 is gone too
+    assert r.retention_headroom_ms == 0
+    assert snap.health.data_loss_events == 1
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
+    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
+    return scrape, labels
 
 
 def assert_freshness_from(snap: ClusterSnapshot, r: PartitionResult, record_ts: int) -> None:

@@ -20,7 +20,12 @@ from devstack import RealStack, StackFeatureUnavailable
 from devstack.processes import port_open
 from devstack.stack import DEFAULT_RETENTION_MS, CommitWindow, now_ms
 from freshness_tracker.domain.model import PartitionStatus
-from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
+from tests.realkafka.helpers import (
+    assert_freshness_from,
+    data_loss_past_a_commit,
+    one_cycle,
+    result,
+)
 from tests.support.scrape import COMMIT_LAG, FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -65,29 +70,9 @@ def test_exact_freshness_and_commit_lag_from_a_real_commit(
 def test_data_loss_when_delete_records_passes_the_commit(
     stack: RealStack, unique_name: Callable[[str], str]
 ) -> None:
-    topic, group = unique_name("t"), unique_name("loss")
-    stack.create_topic(topic)
-    t = now_ms()
-    ts = [t - 100_000 + 10_000 * i for i in range(10)]
-    assert stack.produce(topic, 0, ts) == list(range(10))
-    stack.commit(group, topic, 0, 2)
-    stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=8)
-
-    assert stack.delete_records(topic, 0, before_offset=6) == 6  # records 0-5 are gone
-
-    snap, scrape = one_cycle(stack, group)
-    r = result(snap, group, topic, 0)
-    assert r.status is PartitionStatus.DATA_LOSS, r
-    assert r.data_loss and r.freshness_is_lower_bound
-    assert r.lost_records == 4  # 2, 3, 4, 5: committed but never read, now deleted
-    assert_freshness_from(snap, r, ts[6])  # the earliest retained record: a lower bound
-    assert r.commit_lag_ms is None  # record C − 1 = 1 is gone too
-    assert r.retention_headroom_ms == 0
-    assert snap.health.data_loss_events == 1
-    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
+    scrape, labels = data_loss_past_a_commit(stack, unique_name)
     assert scrape.get("kafka_consumer_data_loss", **labels) == 1
     assert scrape.get("kafka_consumer_lost_records", **labels) == 4
-    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
 
 
 def test_commit_time_cannot_be_chosen_on_real_kafka() -> None:
