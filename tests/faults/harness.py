@@ -25,6 +25,7 @@ from freshness_tracker.cycle import now_ms
 from tests.faults.fake_burrow_server import FaultyBurrow
 from tests.support.config import cluster_entry, exporter_config
 from tests.support.exporter import ExporterProcess
+from tests.support.scrape import Scrape
 
 CLUSTER = "local"  # the name the fault modules give the stack's cluster
 
@@ -107,6 +108,15 @@ class Rig:
     def exporter(self) -> ExporterProcess:
         assert self.process is not None, "this rig runs no shared exporter"
         return self.process
+
+    def healthy(self, exporter: ExporterProcess | None = None, *groups: str) -> Scrape:
+        """Wait until ``exporter`` (the rig's by default) serves a cycle with the cluster up and
+        ``groups`` (both seeded ones by default) measured: the baseline of a fault test."""
+        s, want = self.seeded, groups or self.seeded.groups
+        return (exporter or self.exporter).wait_for(
+            lambda sc: sc.up(CLUSTER) == 1
+            and all(sc.freshness(CLUSTER, g, s.topic, 0) is not None for g in want),
+            30, f"a healthy cycle measuring {', '.join(want)}")
 
     def start_exporter(self, name: str = "exporter", **config: Any) -> ExporterProcess:
         """An exporter process of this rig's cluster through its FaultyBurrow, measuring its

@@ -20,6 +20,7 @@ import pytest
 from devstack import RealStack
 from tests.faults.fake_burrow_server import ANY, CLUSTERS, LAG, Fault, lag_path
 from tests.faults.harness import (
+    CLUSTER,
     Matrix,
     Observation,
     Rig,
@@ -43,7 +44,6 @@ from tests.support.scrape import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
-CLUSTER = "local"
 FREQUENCY = 1.0
 BURROW_TIMEOUT = 1.0
 RETRIES = 1
@@ -60,18 +60,6 @@ def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Ite
                    frequency=FREQUENCY, burrow_timeout=f"{BURROW_TIMEOUT:g}s",
                    retries=RETRIES) as rig:
         yield rig
-
-
-def healthy(rig: Rig) -> Scrape:
-    """Wait for a cycle with both groups measured; the baseline of every test."""
-    s = rig.seeded
-
-    def good(scrape: Scrape) -> bool:
-        return (scrape.up(CLUSTER) == 1
-                and scrape.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
-                and scrape.freshness(CLUSTER, s.other, s.topic, 0) is not None)
-
-    return rig.exporter.wait_for(good, 30, "a healthy cycle with both groups")
 
 
 def assert_fresh_values(rig: Rig, scrape: Scrape) -> None:
@@ -180,7 +168,7 @@ TIMED = {"slow", "drip-body", "drip-headers", "silent"}
 def test_whole_cluster_burrow_fault(rig: Rig, matrix: Matrix, kind: str,
                                    request: pytest.FixtureRequest) -> None:
     fault, how = WHOLE_CLUSTER_FAULTS[kind]
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     began = time.monotonic()
     rig.burrow.add(ANY, fault)
     try:
@@ -200,7 +188,7 @@ def test_whole_cluster_burrow_fault(rig: Rig, matrix: Matrix, kind: str,
 
 def test_group_404_notfound(rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
     s = rig.seeded
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     before = baseline.consumer_series(CLUSTER, s.other)
     rig.burrow.add(lag_path(CLUSTER, s.other), Fault.not_found())
     try:
@@ -231,7 +219,7 @@ def test_group_404_notfound(rig: Rig, matrix: Matrix, request: pytest.FixtureReq
 def test_one_group_slow_only_that_group_blanks(rig: Rig, matrix: Matrix,
                                                request: pytest.FixtureRequest) -> None:
     s = rig.seeded
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     rig.burrow.add(lag_path(CLUSTER, s.other), Fault.delay(BURROW_TIMEOUT + 2.0))
     try:
         gone = rig.exporter.wait_for(lambda sc: sc.consumer_series(CLUSTER, s.other) == 0,
@@ -256,7 +244,7 @@ def test_one_group_slow_only_that_group_blanks(rig: Rig, matrix: Matrix,
 
 def test_cluster_vanishes_from_v3_kafka(rig: Rig, matrix: Matrix,
                                         request: pytest.FixtureRequest) -> None:
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     began = time.monotonic()
     rig.burrow.add(CLUSTERS, Fault.hide_clusters(CLUSTER))
     try:
@@ -275,7 +263,7 @@ def test_burrow_killed_mid_cycle(rig: Rig, matrix: Matrix,
                                  request: pytest.FixtureRequest) -> None:
     """A `/lag` request is parked in flight; the real Burrow is stopped; the request then finds
     it dead and its connection is dropped with no answer, as a killed Burrow's would be."""
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     rig.burrow.rearm()
     rig.burrow.add(LAG, Fault.hold())
     assert rig.burrow.hold_until(lambda: True, 15), "no /lag request arrived to park"
@@ -367,7 +355,7 @@ def test_one_hostile_group_body_costs_that_group_only(
 
     fault, how = ONE_GROUP_FAULTS[kind]
     s = rig.seeded
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     assert rig.exporter.proc is not None
     process = psutil.Process(rig.exporter.proc.pid)
     rig.burrow.add(lag_path(CLUSTER, s.other), fault)
@@ -439,7 +427,7 @@ def _lines(scrape: Scrape, family: str, **labels: Any) -> int:
 def test_a_lone_surrogate_topic_costs_its_partition_never_metrics(
         rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
     s = rig.seeded
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     unmeasured = baseline.get(GROUP_UNMEASURED, cluster=CLUSTER, consumer=s.other) or 0
 
     def add_odd_topic(body: Any) -> None:
@@ -476,7 +464,7 @@ def test_a_lone_surrogate_topic_costs_its_partition_never_metrics(
 
 def test_unusable_consumer_list_entries_cost_only_themselves(
         rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     odd: list[Any] = ["", "g\udc80x", 7, None]
 
     def add_odd_names(body: Any) -> None:
@@ -507,7 +495,7 @@ def test_unusable_consumer_list_entries_cost_only_themselves(
 def test_a_partition_listed_three_times_is_one_series(
         rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
     s = rig.seeded
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     real_lag = baseline.get("kafka_consumer_topic_offset_lag", cluster=CLUSTER, consumer=s.other,
                             topic=s.topic)
 
@@ -542,7 +530,7 @@ def test_a_partition_listed_three_times_is_one_series(
 def test_a_negative_lag_is_unmeasured_never_caught_up(
         rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
     s = rig.seeded
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     unmeasured = baseline.get(GROUP_UNMEASURED, cluster=CLUSTER, consumer=s.other) or 0
 
     def negative(body: Any) -> None:
@@ -618,7 +606,7 @@ def test_an_absurd_commit_timestamp_gives_no_commit_lag(
 
 def test_every_group_gone_is_a_failed_cluster(
         rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     began = time.monotonic()
     rig.burrow.add(LAG, Fault.not_found())
     try:

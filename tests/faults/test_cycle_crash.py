@@ -7,17 +7,16 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
-from prometheus_client import generate_latest
 
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags
 from tests.fakes import FakeBurrow, FakeReader, group, lag
 from tests.faults.harness import Matrix, Observation
-from tests.support.scrape import Scrape
+from tests.support.scrape import Scrape, scrape_until
 
 CLUSTER = "c"
 
@@ -49,16 +48,10 @@ def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
     loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True)
 
     def scrape() -> Scrape:
-        return Scrape.parse(generate_latest(exporter.registry).decode())
+        return Scrape.of(exporter.registry)
 
-    def wait(predicate: object, what: str) -> Scrape:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            s = scrape()
-            if predicate(s):  # type: ignore[operator]
-                return s
-            time.sleep(0.02)
-        raise TimeoutError(what)
+    def wait(predicate: Callable[[Scrape], bool], what: str) -> Scrape:
+        return scrape_until(scrape, predicate, 10, what, 0.02)
 
     labels = {"cluster": CLUSTER, "consumer": "g", "topic": "t", "partition": 0}
     try:

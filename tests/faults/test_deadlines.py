@@ -17,14 +17,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import pytest
-from prometheus_client import generate_latest
 
 from freshness_tracker.app import Exporter, unwind_grace_s
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, ReadRequest, RecordRead
 from tests.fakes import FakeBurrow, FakeReader, group, lag
 from tests.faults.harness import Matrix, Observation
-from tests.support.scrape import Scrape
+from tests.support.scrape import Scrape, scrape_until
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -102,17 +101,11 @@ class Rig:
     gates: dict[str, Gate]
 
     def scrape(self) -> Scrape:
-        return Scrape.parse(generate_latest(self.exporter.registry).decode())
+        return Scrape.of(self.exporter.registry)
 
     def wait(self, predicate: Callable[[Scrape], bool], timeout_s: float, what: str) -> Scrape:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            scrape = self.scrape()
-            if predicate(scrape):
-                return scrape
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{what}; health: {self.exporter.health()}")
-            time.sleep(0.02)
+        return scrape_until(self.scrape, predicate, timeout_s,
+                            lambda _: f"{what}; health: {self.exporter.health()}", 0.02)
 
 
 @pytest.fixture

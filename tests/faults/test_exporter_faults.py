@@ -23,6 +23,7 @@ from devstack import RealStack
 from devstack.processes import free_port
 from tests.faults.fake_burrow_server import LAG, Fault
 from tests.faults.harness import (
+    CLUSTER,
     Matrix,
     Observation,
     Rig,
@@ -32,8 +33,6 @@ from tests.faults.harness import (
 from tests.stack_support import poll
 from tests.support.config import cluster_entry
 from tests.support.exporter import REPO, ExporterProcess
-
-CLUSTER = "local"
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +46,7 @@ def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 def start_exporter(rig: Rig, name: str, **kw: Any) -> ExporterProcess:
     exporter = rig.start_exporter(name, **kw)
-    s = rig.seeded
-    exporter.wait_for(lambda sc: sc.up(CLUSTER) == 1
-                      and sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None,
-                      30, "a first healthy cycle")
+    rig.healthy(exporter, rig.seeded.lagging)
     return exporter
 
 

@@ -20,6 +20,7 @@ from devstack.stack import OFFSETS_TOPIC
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID
 from tests.faults.fake_burrow_server import Fault
 from tests.faults.harness import (
+    CLUSTER,
     Matrix,
     Observation,
     Rig,
@@ -34,7 +35,6 @@ from tests.support.scrape import DURATION, FRESHNESS, PARTITIONS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
-CLUSTER = "local"
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ from devstack import RealStack
 from freshness_tracker.cycle import now_ms
 from tests.faults.fake_burrow_server import LAG, Fault
 from tests.faults.harness import (
+    CLUSTER,
     Matrix,
     Observation,
     Rig,
@@ -28,7 +29,6 @@ from tests.support.scrape import FRESHNESS, GROUP_FRESHNESS, PARTITIONS, READ_FA
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
-CLUSTER = "local"
 FREQUENCY = 1.0
 LOOKUP_TIMEOUT = 2.0
 RECOVERY_BUDGET_S = LOOKUP_TIMEOUT * 2 + FREQUENCY + 1.0 + 4.0
@@ -50,21 +50,13 @@ def partitions_by_status(scrape: Scrape) -> dict[str, int]:
             if v}
 
 
-def healthy(rig: Rig) -> Scrape:
-    s = rig.seeded
-    return rig.exporter.wait_for(
-        lambda sc: sc.up(CLUSTER) == 1 and sc.freshness(CLUSTER, s.lagging, s.topic, 0)
-        is not None and sc.freshness(CLUSTER, s.other, s.topic, 0) is not None,
-        30, "a healthy cycle")
-
-
 def test_broker_cut_mid_cycle_and_restored(rig: Rig, matrix: Matrix,
                                            request: pytest.FixtureRequest) -> None:
     """A cycle is parked between its Burrow phase and its Kafka reads; the broker is cut off
     (its client listener closed, every connection dropped, reconnects refused) while Burrow keeps
     reading it through the internal listener; the cycle then reads a dead cluster."""
     s, e = rig.seeded, rig.exporter
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     rig.burrow.rearm()
     rig.burrow.add(LAG, Fault.hold())
     assert rig.burrow.hold_until(lambda: True, 15)
@@ -246,7 +238,7 @@ def test_broker_stopped_and_restarted(rig: Rig, matrix: Matrix,
     while it is gone and measure again without a restart of its own. Last in the module: the
     other tests need not run on a freshly restarted broker."""
     s, e = rig.seeded, rig.exporter
-    baseline = healthy(rig)
+    baseline = rig.healthy()
     began = time.monotonic()
     rig.stack.stop_broker()
     stopped_s = time.monotonic() - began

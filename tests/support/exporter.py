@@ -29,7 +29,7 @@ from freshness_tracker.config.settings import Settings
 from freshness_tracker.http import MetricsServer, make_app
 from tests.stack_support import poll
 from tests.support.config import stack_config
-from tests.support.scrape import Scrape
+from tests.support.scrape import Scrape, scrape_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -132,14 +132,25 @@ class ExporterProcess:
     def url(self) -> str:
         return f"{self.scheme}://{self.host}:{self.port}"
 
-    def start(self, wait: bool = True, timeout_s: float = 30.0) -> ExporterProcess:
+    @property
+    def pid(self) -> int | None:
+        """The process id while it runs."""
+        return self.proc.pid if self.proc is not None and self.proc.poll() is None else None
+
+    def start(self, timeout_s: float = 30.0, *, wait: bool = True,
+              ready: bool = False) -> ExporterProcess:
+        """Start it; with ``wait``, until it listens; with ``ready``, until /readyz answers 200
+        (a first cycle published)."""
         with open(self.log_path, "wb") as out:
             self.proc = subprocess.Popen(
                 cli(self.command, "--config", str(self.config_path)),
                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
                 env=self.env, start_new_session=True)
-        if wait:
+        if wait or ready:
             poll(self._listening, timeout_s, lambda: f"the exporter to listen\n{self.log_tail()}")
+        if ready:
+            poll(lambda: self._listening() and self.get("/readyz")[0] == 200, timeout_s,
+                 lambda: f"the exporter to be ready\n{self.log_tail()}", interval_s=0.2)
         return self
 
     def _listening(self) -> bool:
@@ -177,23 +188,16 @@ class ExporterProcess:
     def wait_for(self, predicate: Callable[[Scrape], bool], timeout_s: float,
                  what: str) -> Scrape:
         """Scrape until ``predicate`` holds; the matching scrape, or TimeoutError with context."""
-        last: list[Scrape | None] = [None]
 
-        def check() -> Scrape | None:
-            scrape = self.scrape()
-            last[0] = scrape
-            return scrape if predicate(scrape) else None
-
-        def explain() -> str:
-            text = last[0].text if last[0] else "(no scrape)"
+        def explain(last: Scrape | None) -> str:
+            text = last.text if last else "(no scrape)"
             lines = [ln for ln in text.splitlines()
                      if ln.startswith(("freshness_tracker_cluster", "kafka_consumer_freshness",
                                        "freshness_tracker_cycles_total"))]
             return f"{what}\n--- last scrape ---\n" + "\n".join(lines[:40]) + \
                 f"\n--- exporter log ---\n{self.log_tail()}"
 
-        result: Scrape = poll(check, timeout_s, explain, interval_s=0.1)
-        return result
+        return scrape_until(self.scrape, predicate, timeout_s, explain)
 
     def wait_cycles(self, cluster: str, n: int, timeout_s: float) -> Scrape:
         """Wait until ``n`` more cycles of ``cluster`` have completed."""

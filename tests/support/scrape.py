@@ -6,16 +6,20 @@ catalogue names them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.stack_support import poll
+
 Labels = frozenset[tuple[str, str]]
 
 UP = "freshness_tracker_cluster_up"
 LAST_SUCCESS = "freshness_tracker_cluster_last_success_timestamp_seconds"
+LAST_ATTEMPT = "freshness_tracker_cluster_last_attempt_timestamp_seconds"
 CYCLES = "freshness_tracker_cycles_total"
 FAILURES = "freshness_tracker_cycle_failures_total"
 BURROW_ERRORS = "freshness_tracker_burrow_errors_total"
@@ -88,3 +92,19 @@ class Scrape:
     def freshness(self, cluster: str, consumer: str, topic: str, partition: int) -> float | None:
         return self.get(FRESHNESS, cluster=cluster, consumer=consumer, topic=topic,
                         partition=partition)
+
+
+def scrape_until(scrape: Callable[[], Scrape], predicate: Callable[[Scrape], bool],
+                 timeout_s: float, what: str | Callable[[Scrape | None], str],
+                 interval_s: float = 0.1) -> Scrape:
+    """Call ``scrape`` until ``predicate`` holds for its answer and return that; TimeoutError at
+    the deadline naming ``what`` (a callable gets the last scrape, None if there was none)."""
+    last: list[Scrape | None] = [None]
+
+    def check() -> Scrape | None:
+        last[0] = answer = scrape()
+        return answer if predicate(answer) else None
+
+    result: Scrape = poll(check, timeout_s, lambda: what(last[0]) if callable(what) else what,
+                          interval_s)
+    return result
