@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from socketserver import ThreadingMixIn
 from typing import Any
 from urllib.parse import parse_qs
@@ -33,13 +33,25 @@ from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
-from freshness_tracker.config.settings import WebSettings
 from freshness_tracker.sinks.exposition import Answer, CachedExposition
 
 __all__ = ["LISTEN_BACKLOG", "HealthFn", "ListenerLimits", "MetricsServer", "make_app",
            "tls_context"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    """The listener's settings (HOCON `port`, `listenAddress`, `web.*`; defaults in
+    reference.conf)."""
+
+    listen_address: str = "0.0.0.0"
+    port: int = 8081
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    basic_auth_username: str = ""
+    basic_auth_password: str = field(default="", repr=False)
 
 #: Returns (healthy, JSON-able details).
 HealthFn = Callable[[], tuple[bool, dict[str, Any]]]

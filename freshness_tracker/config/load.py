@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +20,12 @@ from pyhocon import ConfigFactory, ConfigTree
 from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
-from freshness_tracker.config.settings import Settings, settings_from_tree
+from freshness_tracker.config.settings import Settings, reference_text, settings_from_tree
 from freshness_tracker.errors import ConfigError
 
 __all__ = ["is_yaml", "load_settings", "load_tree", "reference_text", "user_config_as_hocon"]
 
 log = logging.getLogger(__name__)
-
-
-def reference_text() -> str:
-    """The packaged reference.conf: every key with its default."""
-    return resources.files("freshness_tracker.config").joinpath("reference.conf").read_text()
 
 
 #: A line only YAML writes: a block-sequence item (``- name: x``) or a key opening a nested

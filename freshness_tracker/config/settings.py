@@ -15,6 +15,7 @@ import ssl
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
@@ -25,6 +26,7 @@ from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.burrow.url import BurrowUrlError, parse_burrow_url
 from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.http import WebSettings
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from freshness_tracker.sinks.prometheus import (
     ALL_PARTITION_METRICS,
@@ -37,24 +39,19 @@ __all__ = [
     "ClusterSettings",
     "Granularity",
     "Settings",
-    "WebSettings",
     "parse_duration",
     "redact",
+    "reference_text",
     "require_files",
     "settings_from_tree",
 ]
 
+def reference_text() -> str:
+    """The packaged reference.conf: every key with its default."""
+    return resources.files("freshness_tracker.config").joinpath("reference.conf").read_text()
+
+
 SECRET_WORDS = ("password", "secret", "token", "key.pem", "credentials", "sasl.jaas")
-
-
-@dataclass(frozen=True, slots=True)
-class WebSettings:
-    listen_address: str = "0.0.0.0"
-    port: int = 8081
-    tls_cert_file: str = ""
-    tls_key_file: str = ""
-    basic_auth_username: str = ""
-    basic_auth_password: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,8 +482,6 @@ def _web(r: _Reader) -> WebSettings:
 def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     """Validate a merged tree into Settings."""
     from pyhocon import ConfigFactory
-
-    from freshness_tracker.config.load import reference_text  # local: avoid an import cycle
 
     warnings: list[str] = []
     ref = reference if reference is not None else ConfigFactory.parse_string(
