@@ -31,11 +31,12 @@ from tests.realkafka.helpers import (
     one_cycle,
     result,
 )
+from tests.support.kafka_wire import api_versions
 from tests.support.scrape import COMMIT_LAG, FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.legacy, pytest.mark.timeout(180)]
 
-API_LIST_OFFSETS, API_VERSIONS = 2, 18
+API_LIST_OFFSETS = 2
 GROUP_DATA_LOSS = "kafka_consumer_group_data_loss_partitions"
 
 
@@ -43,12 +44,9 @@ def api_version_range(address: str, api_key: int) -> tuple[int, int]:
     """(min, max) version of ``api_key`` the broker at ``address`` serves (ApiVersions v0)."""
     host, port = address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        body = struct.pack(">hhih", API_VERSIONS, 0, 7, 4) + b"test"
-        sock.sendall(struct.pack(">i", len(body)) + body)
-        size = struct.unpack(">i", _recv(sock, 4))[0]
-        reply = _recv(sock, size)
-    corr, error, count = struct.unpack_from(">ihi", reply)
-    assert (corr, error) == (7, 0)
+        reply = api_versions(sock, 7)
+    error, count = struct.unpack_from(">hi", reply, 4)
+    assert error == 0
     for i in range(count):
         key, low, high = struct.unpack_from(">hhh", reply, 10 + 6 * i)
         if key == api_key:
@@ -59,15 +57,6 @@ def api_version_range(address: str, api_key: int) -> tuple[int, int]:
 def dpkg_query(*args: str) -> str:
     return subprocess.run(["dpkg-query", *args], check=True, capture_output=True,
                           text=True).stdout.strip()  # fmt: skip
-
-
-def _recv(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        assert chunk, "connection closed"
-        buf += chunk
-    return buf
 
 
 def test_the_stack_is_burrow_121_on_kafka_391_with_zookeeper(stack: LegacyStack) -> None:

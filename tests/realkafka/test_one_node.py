@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import socket
 import statistics
-import struct
 import time
 from collections.abc import Callable
 
@@ -26,6 +25,7 @@ from tests.realkafka.helpers import (
     one_cycle,
     result,
 )
+from tests.support.kafka_wire import api_versions
 from tests.support.scrape import COMMIT_LAG, FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -87,22 +87,10 @@ def api_versions_rtt_ms(address: str, samples: int = 5) -> float:
     times = []
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         for corr in range(samples):
-            body = struct.pack(">hhih", 18, 0, corr, 4) + b"test"
             started = time.perf_counter()
-            sock.sendall(struct.pack(">i", len(body)) + body)
-            size = struct.unpack(">i", recv_exact(sock, 4))[0]
-            assert struct.unpack(">i", recv_exact(sock, size)[:4])[0] == corr
+            api_versions(sock, corr)
             times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        assert chunk, "connection closed"
-        buf += chunk
-    return buf
 
 
 def test_proxy_adds_rtt_and_cuts_the_client_listener_only(stack: RealStack) -> None:

@@ -7,6 +7,7 @@
   ``python -m freshness_tracker`` process.
 - :mod:`tests.support.seeding`: records with known times and real group commits on the stack.
 - :mod:`tests.support.history`, :mod:`tests.support.golden`: domain results for sink tests.
+- :mod:`tests.support.kafka_wire`: a raw ApiVersions round trip, below any Kafka client.
 
 Beside it: ``tests/stack_support.py`` (starting the real stack, polling) and ``tests/fakes.py``
 (fakes of the core's Protocols); each suite's own helpers sit in its directory
