@@ -40,7 +40,7 @@ def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
 
 
 #: The stack fixtures whose logs a failed test's report carries.
-_STACK_FIXTURES = ("stack", "stack3", "secure_stack")
+_STACK_FIXTURES = ("stack", "stack3", "secure_stack", "fault_stack")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -9,12 +9,14 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from devstack import RealStack
 from devstack.legacy import LegacyStack
+
+S = TypeVar("S", bound=RealStack)
 
 
 def in_ci() -> bool:
@@ -47,16 +49,7 @@ def running_stack(*, allow_external: bool = True, nodes: int = 1, proxied: bool 
     """
     local = (RealStack.from_env() if allow_external else None) or RealStack(
         nodes=nodes, proxied=proxied, kafka_version=kafka_version, burrow=burrow)
-    try:
-        local.start()
-    except Exception as exc:
-        if in_ci():
-            raise
-        pytest.skip(f"local stack unavailable: {exc}")  # local only: under CI=true it raised
-    try:
-        yield local
-    finally:
-        local.stop()
+    yield from _started(local, "local stack")
 
 
 def running_legacy_stack() -> Iterator[LegacyStack]:
@@ -64,13 +57,18 @@ def running_legacy_stack() -> Iterator[LegacyStack]:
     stopped afterwards. Never an external one (FT_STACK_* points at a current stack). Like
     :func:`running_stack`: a stack that cannot start skips locally, with the reason, and fails
     under CI=true."""
-    local = LegacyStack()
+    yield from _started(LegacyStack(), "Burrow 1.2.1 stack")
+
+
+def _started(local: S, what: str) -> Iterator[S]:
+    """``local`` started, stopped afterwards; one that cannot start skips locally, with the
+    reason, and fails under CI=true."""
     try:
         local.start()
     except Exception as exc:
         if in_ci():
             raise
-        pytest.skip(f"Burrow 1.2.1 stack unavailable: {exc}")  # local only: CI raised above
+        pytest.skip(f"{what} unavailable: {exc}")  # local only: under CI=true it raised
     try:
         yield local
     finally:

@@ -5,6 +5,7 @@ at the log end, and an ``_AUTO_OFFSET_RESET`` error event for an offset outside 
 
 from __future__ import annotations
 
+import builtins
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -68,7 +69,7 @@ class FakeError:
     def str(self) -> str:
         return self.text
 
-    def name(self) -> str:
+    def name(self) -> builtins.str:
         return f"E{self.code_}"
 
     def retriable(self) -> bool:
@@ -208,7 +209,7 @@ class FakeConsumer:
         if position == log.log_end:
             self.silenced.add(key)
             return [FakeMessage(*key, position, err=FakeError(RdKafkaError._PARTITION_EOF))]
-        out = []
+        out: list[FakeMessage] = []
         while position < log.log_end and len(out) < min(room, self.broker.records_per_poll):
             if position in log.records:
                 out.append(FakeMessage(*key, position, ts=log.records[position]))
