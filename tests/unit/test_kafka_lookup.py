@@ -1,9 +1,5 @@
-"""The lookup state machine and the consumer pool, driven by a fake consumer (no broker).
-
-The fake simulates what librdkafka delivers for manually assigned partitions: records in offset
-order from the assigned offset, an EOF event at the log end, and an `_AUTO_OFFSET_RESET` error
-event for an offset outside the log (as `auto.offset.reset=error` does).
-"""
+"""The lookup state machine and the consumer pool, driven by the fake librdkafka consumer of
+``tests/support/fake_kafka.py`` (no broker)."""
 
 from __future__ import annotations
 
@@ -575,7 +571,7 @@ def test_pool_warns_once_about_overridden_forced_settings(
 ) -> None:
     settings = ClusterKafkaSettings(CLUSTER, {"auto.offset.reset": "latest"})
     with caplog.at_level(logging.WARNING, logger="freshness_tracker.kafka.consumers"):
-        pool = ConsumerPool(settings, LookupSettings(), consumer_factory=_unused_factory)
+        pool = ConsumerPool(settings, LookupSettings(), consumer_factory=FakeBroker().new_consumer)
         with pool.borrow():
             pass
     warnings = [r for r in caplog.records if "auto.offset.reset" in r.getMessage()]
@@ -585,17 +581,8 @@ def test_pool_warns_once_about_overridden_forced_settings(
 
 def recording_factory() -> tuple[list[FakeConsumer], Callable[[dict[str, Any]], FakeConsumer]]:
     """A consumer factory for ConsumerPool that keeps every consumer it made, in order."""
-    created: list[FakeConsumer] = []
-
-    def factory(config: dict[str, Any]) -> FakeConsumer:
-        created.append(FakeConsumer(FakeBroker(), config))
-        return created[-1]
-
-    return created, factory
-
-
-def _unused_factory(config: dict[str, Any]) -> FakeConsumer:
-    return FakeConsumer(FakeBroker(), config)
+    broker = FakeBroker()
+    return broker.consumers, broker.new_consumer
 
 
 def test_pool_is_lazy_bounded_and_blocking() -> None:
