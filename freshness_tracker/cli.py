@@ -29,6 +29,7 @@ from freshness_tracker.errors import ConfigError, FreshnessTrackerError
 from freshness_tracker.logs import configure_logging
 
 if TYPE_CHECKING:
+    from freshness_tracker.app import SnapshotSink
     from freshness_tracker.service import Service
 
 __all__ = ["main"]
@@ -216,7 +217,7 @@ def _listener_error(settings: Settings, exc: OSError) -> ConfigError:
                        "use an address of this host, e.g. 0.0.0.0 or 127.0.0.1")
 
 
-def _history_sinks(settings: Settings) -> list:  # type: ignore[type-arg]
+def _history_sinks(settings: Settings) -> list[SnapshotSink]:
     if not settings.history_path:
         return []
     from freshness_tracker.sinks.history import HistorySink

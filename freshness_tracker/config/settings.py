@@ -57,11 +57,15 @@ SECRET_WORDS = ("password", "secret", "token", "key.pem", "credentials", "sasl.j
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
     """One configured cluster; `kafka.properties` may lack bootstrap.servers (Burrow has them).
-    `labels` are its static labels, on every series of the cluster (`clusters[].labels`)."""
+    `labels` are its static labels, on every series of the cluster (`clusters[].labels`). Its
+    name is the Kafka settings' (one name, carried once)."""
 
-    name: str
     kafka: ClusterKafkaSettings
     labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    @property
+    def name(self) -> str:
+        return self.kafka.name
 
     def __repr__(self) -> str:
         return (f"ClusterSettings(name={self.name!r}, kafka={redact(self.kafka.properties)!r}, "
@@ -400,7 +404,7 @@ def _clusters(tree: Any, warnings: list[str]) -> tuple[ClusterSettings, ...]:
         labels = _static_labels(entry.get("labels", None), f"{key}.labels")
         for unknown in set(entry) - set(_CLUSTER_KEYS):
             warnings.append(_unknown_message(f"{key}.{_unquote(unknown)}", unknown, _CLUSTER_KEYS))
-        out.append(ClusterSettings(name, ClusterKafkaSettings(name, MappingProxyType(props), num),
+        out.append(ClusterSettings(ClusterKafkaSettings(name, MappingProxyType(props), num),
                                    MappingProxyType(labels)))
     return tuple(out)
 

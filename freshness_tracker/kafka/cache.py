@@ -54,11 +54,11 @@ class TimestampCache:
     def contains(self, request: ReadRequest) -> bool:
         """Whether a timestamp is cached, without touching LRU order or counters (planning)."""
         with self._lock:
-            return _key(request) in self._entries
+            return request in self._entries
 
     def get(self, request: ReadRequest) -> _Entry | None:
         """The cached (timestamp_ms, timestamp_type) of the record at exactly this offset."""
-        key = _key(request)
+        key = request
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
@@ -71,7 +71,7 @@ class TimestampCache:
     def absent(self, request: ReadRequest) -> bool:
         """Whether no record exists at exactly this offset, for good (see the module doc)."""
         with self._lock:
-            return _key(request) in self._absent
+            return request in self._absent
 
     def put(self, read: RecordRead) -> None:
         """Remember a FOUND read's timestamp, or that a read proved no record can ever be at
@@ -80,7 +80,7 @@ class TimestampCache:
             return
         if read.outcome is not ReadOutcome.FOUND or read.timestamp_ms is None:
             if _never_there(read):
-                key = _key(read.request)
+                key = read.request
                 with self._lock:
                     self._absent[key] = None
                     self._absent.move_to_end(key)
@@ -89,26 +89,12 @@ class TimestampCache:
             return
         if read.offset != read.request.offset:  # a FOUND read always has it; refuse otherwise
             return
-        key = _key(read.request)
+        key = read.request
         with self._lock:
             self._entries[key] = (read.timestamp_ms, read.timestamp_type)
             self._entries.move_to_end(key)
             while len(self._entries) > self._max:
                 self._entries.popitem(last=False)
-
-    def as_read(self, request: ReadRequest) -> RecordRead | None:
-        """A FOUND RecordRead built from the cache, or None on a miss."""
-        entry = self.get(request)
-        if entry is None:
-            return None
-        ts, ts_type = entry
-        return RecordRead(
-            request,
-            ReadOutcome.FOUND,
-            offset=request.offset,
-            timestamp_ms=ts,
-            timestamp_type=ts_type,
-        )
 
     def clear(self) -> None:
         with self._lock:
@@ -138,7 +124,3 @@ def _never_there(read: RecordRead) -> bool:
         return read.log_end_offset is not None and offset < read.log_end_offset
     return False
 
-
-def _key(request: ReadRequest) -> ReadRequest:
-    """ReadRequest is frozen and holds exactly (cluster, topic, partition, offset)."""
-    return request

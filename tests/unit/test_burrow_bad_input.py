@@ -65,7 +65,7 @@ class Rig:
 
     def cycle(self, cluster: str = "c", shard: Shard | None = None) -> ClusterSnapshot:
         measurer = ClusterMeasurer(
-            ClusterSettings(cluster, ClusterKafkaSettings(cluster, {"bootstrap.servers": "k:1"})),
+            ClusterSettings(ClusterKafkaSettings(cluster, {"bootstrap.servers": "k:1"})),
             self.client, lambda _k: FakeReader(dict(TIMESTAMPS)), shard=shard, clock=lambda: NOW)
         snapshot = measurer.measure()  # never raises
         self.holder.publish(snapshot)
@@ -157,7 +157,7 @@ def test_sharding_never_chokes_on_a_name_that_is_not_utf8() -> None:
     burrow = FakeBurrow({"c": [group("c", "ok", lag(consumer="ok")),
                                group("c", "g\udc80", lag(consumer="g\udc80"))]})
     measurer = ClusterMeasurer(
-        ClusterSettings("c", ClusterKafkaSettings("c", {"bootstrap.servers": "k:1"})), burrow,
+        ClusterSettings(ClusterKafkaSettings("c", {"bootstrap.servers": "k:1"})), burrow,
         lambda _k: FakeReader({}), shard=Shard(0, 2), clock=lambda: NOW)
     measurer.measure()  # must not raise
 

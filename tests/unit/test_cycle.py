@@ -15,7 +15,7 @@ NOW = 100_000
 
 def cluster(name: str = "c", servers: str | None = "k:9092") -> ClusterSettings:
     props = {"bootstrap.servers": servers} if servers else {}
-    return ClusterSettings(name, ClusterKafkaSettings(name, props))
+    return ClusterSettings(ClusterKafkaSettings(name, props))
 
 
 def setup(reader: FakeReader | None = None, **kw: object) -> tuple[ClusterMeasurer, FakeBurrow,

@@ -221,7 +221,7 @@ def cycle(burrow_server: FaultyBurrow) -> Iterator[tuple[ClusterMeasurer, Collec
     client = BurrowClient(BurrowSettings(url=burrow_server.url, timeout_s=5, retries=0))
     reader = FakeReader({(t, p, o): T0 + 100 * o for t in ("t", "u") for p in range(3)
                          for o in range(10)})
-    measurer = ClusterMeasurer(ClusterSettings("c", ClusterKafkaSettings(
+    measurer = ClusterMeasurer(ClusterSettings(ClusterKafkaSettings(
         "c", {"bootstrap.servers": "k:1"})), client, lambda _k: reader, clock=lambda: NOW)
     registry = CollectorRegistry()
     holder = SnapshotHolder()

@@ -92,13 +92,6 @@ def test_negative_size_is_rejected() -> None:
         TimestampCache(-1)
 
 
-def test_as_read_builds_a_found_read() -> None:
-    cache = TimestampCache(4)
-    cache.put(found(req(7), 70, None))
-    assert cache.as_read(req(7)) == found(req(7), 70, None)
-    assert cache.as_read(req(8)) is None
-
-
 def test_concurrent_puts_and_gets_stay_bounded() -> None:
     cache = TimestampCache(100)
 
