@@ -291,7 +291,7 @@ def _catches(pid: int, sig: int) -> bool:
 def test_sighup_during_startup_does_not_kill_the_process(
         tmp_path: Path, matrix: Matrix, request: pytest.FixtureRequest) -> None:
     config = fault_config(burrow_url="http://127.0.0.1:1",
-                             clusters=[cluster_entry(CLUSTER, "127.0.0.1:1")])
+                          clusters=[cluster_entry(CLUSTER, "127.0.0.1:1")])
     exporter = ExporterProcess(tmp_path, config, name="sighup-startup").start(wait=False)
     assert exporter.proc is not None
     try:

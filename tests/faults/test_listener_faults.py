@@ -41,8 +41,8 @@ def listener_exporter(stack: RealStack, certs: Certs, workdir: Path, name: str,
         extra = (f'web {{ tlsCertFile = "{certs.cert}", tlsKeyFile = "{certs.key}", '
                  f'basicAuthUsername = "{USER}", basicAuthPassword = "{PASSWORD}" }}\n')
     config = fault_config(burrow_url=stack.burrow_url,
-                             clusters=[cluster_entry(CLUSTER, stack.bootstrap_servers)],
-                             groups_allow="lst-.*", extra=extra)
+                          clusters=[cluster_entry(CLUSTER, stack.bootstrap_servers)],
+                          groups_allow="lst-.*", extra=extra)
     return ExporterProcess(workdir, config, name=name, scheme="https" if tls else "http",
                            auth=(USER, PASSWORD) if tls else None,
                            cafile=str(certs.ca) if tls else None).start()
