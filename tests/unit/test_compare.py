@@ -33,19 +33,19 @@ KAFKA_EXPORTER = (DATA / "kafka_exporter.prom").read_text()
 
 def test_klag_exposition_gives_seconds_offsets_and_its_round() -> None:
     expo = parse_exposition(KLAG, "klag", cluster="local")
-    assert expo.time_lag_s == {("g1", "t1", 0): 12.5, ("g1", "t1", 1): 0.0}
+    assert expo.time_lag_s == {("g1", "t1", 0): 79.911, ("g1", "t1", 1): 0.0}
     assert expo.offset_lag == {("g1", "t1", 0): 7.0, ("g1", "t1", 1): 0.0}  # not "other"
-    assert expo.round_seconds == 0.042
-    assert expo.round_stamp == 1764097000
+    assert expo.round_seconds == 0.003  # this gauge has no cluster label
+    assert expo.round_stamp == 1795635153
     assert expo.series == 8  # every sample line, the other cluster's too
 
 
 def test_ours_exposition_is_converted_from_milliseconds() -> None:
     expo = parse_exposition(OURS, "ours", cluster="local")
-    assert expo.time_lag_s == {("g1", "t1", 0): 12.5}
-    assert expo.offset_lag == {("g1", "t1", 0): 7.0, ("g1", "t1", 1): 0.0}
-    assert expo.round_seconds == 0.31
-    assert expo.round_stamp == pytest.approx(1.764097e9)
+    assert expo.time_lag_s == {("g1", "t1", 0): 75.836, ("g1", "t1", 1): 0.0}
+    assert expo.offset_lag == {}  # not per partition by default
+    assert expo.round_seconds == 0.005
+    assert expo.round_stamp == pytest.approx(1795635149.544)
 
 
 def test_kafka_exporter_has_offsets_only_and_no_round() -> None:
