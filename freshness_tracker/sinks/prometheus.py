@@ -243,6 +243,12 @@ HEADROOM = Family(
     "Topic retention.ms minus the age of the oldest unconsumed record: time left before "
     "unconsumed data is deleted; 0 once data was lost." + _LAST,
     Level.PARTITION, _committed("retention_headroom_ms"))
+LOG_END = Family(
+    "kafka_consumer_log_end_offset",
+    "The partition's log end offset as Burrow last saw it (committed offset plus offset lag): "
+    "kafka_exporter's current offset, per group." + _LAST,
+    Level.PARTITION, lambda r: None if r.status is _NO_COMMIT or r.log_end_offset is None
+    else float(r.log_end_offset))
 PARTITION_STATUS = Family(
     "kafka_consumer_partition_burrow_status",
     "Burrow's partition status code: 1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND (Burrow's own "
@@ -268,8 +274,8 @@ OWNER_INFO = Family(
     "partition's labels to see who is lagging." + _LAST,
     Level.PARTITION_OWNER, lambda _r: 1.0)
 
-PARTITION_FAMILIES = (FRESHNESS, COMMIT_LAG, OFFSET_LAG, COMMITTED, DATA_LOSS, LOST, HEADROOM,
-                      PARTITION_STATUS, DATA_AS_OF, CATCH_UP, OWNER_INFO)
+PARTITION_FAMILIES = (FRESHNESS, COMMIT_LAG, OFFSET_LAG, COMMITTED, LOG_END, DATA_LOSS, LOST,
+                      HEADROOM, PARTITION_STATUS, DATA_AS_OF, CATCH_UP, OWNER_INFO)
 #: Every per-partition family name, for `partitionMetrics`.
 ALL_PARTITION_METRICS: tuple[str, ...] = tuple(f.name for f in PARTITION_FAMILIES)
 #: The per-partition families exported unless `partitionMetrics` says otherwise: the three

@@ -17,6 +17,7 @@ from freshness_tracker.sinks.prometheus import (
     FRESHNESS,
     KAFKA_CONSUMERS,
     KAFKA_FETCH_REQUESTS,
+    LOG_END,
     READ_DURATION,
     FreshnessCollector,
     SeriesSet,
@@ -58,3 +59,26 @@ def test_the_catalogue_is_what_is_served_without_created_series() -> None:
     assert samples[FRESHNESS.name].value == 10_000  # now - the record at C (offset 4)
     # read from the consumer pools: absent with a fake reader, but their names are catalogued
     assert {KAFKA_FETCH_REQUESTS.name, KAFKA_CONSUMERS.name}.isdisjoint(samples)
+
+
+def test_an_opt_in_partition_family_is_one_catalogue_row() -> None:
+    """Adding kafka_consumer_log_end_offset took its catalogue row (its value, the log end
+    Burrow saw, was already in the domain result) and this test: config, renderers and
+    reference.conf needed no change."""
+    settings = load_settings(text=SETTINGS + "partitionMetrics = [kafka_consumer_log_end_offset]")
+    burrow = FakeBurrow({"c": [group("c", "g", lag(partition=0, committed=4, current_lag=3,
+                                                   commit_time=95_000),
+                                     lag(partition=1))]})
+    reader = FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000})
+    exporter = Exporter(settings, burrow=burrow, reader_factory=lambda _k: reader,
+                        clock=lambda: 100_000)
+    try:
+        exporter.run_once()
+        text = exporter.exposition.answer().body.decode()
+    finally:
+        exporter.close()
+    samples = [s for f in text_string_to_metric_families(text) for s in f.samples
+               if s.name == LOG_END.name]
+    by_partition = {s.labels["partition"]: s.value for s in samples}
+    assert by_partition == {"0": 7, "1": 15}  # committed + lag, read or not
+    assert FRESHNESS.name not in text  # only what was asked for, per partition
