@@ -33,6 +33,7 @@ from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 
+from freshness_tracker.reference import default
 from freshness_tracker.sinks.exposition import Answer, CachedExposition
 
 __all__ = ["LISTEN_BACKLOG", "HealthFn", "ListenerLimits", "MetricsServer", "make_app",
@@ -43,15 +44,15 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class WebSettings:
-    """The listener's settings (HOCON `port`, `listenAddress`, `web.*`; defaults in
+    """The listener's settings (HOCON `port`, `listenAddress`, `web.*`; defaults from
     reference.conf)."""
 
-    listen_address: str = "0.0.0.0"
-    port: int = 8081
-    tls_cert_file: str = ""
-    tls_key_file: str = ""
-    basic_auth_username: str = ""
-    basic_auth_password: str = field(default="", repr=False)
+    listen_address: str = default("listenAddress")
+    port: int = default("port")
+    tls_cert_file: str = default("web.tlsCertFile")
+    tls_key_file: str = default("web.tlsKeyFile")
+    basic_auth_username: str = default("web.basicAuthUsername")
+    basic_auth_password: str = field(default=default("web.basicAuthPassword"), repr=False)
 
 #: Returns (healthy, JSON-able details).
 HealthFn = Callable[[], tuple[bool, dict[str, Any]]]

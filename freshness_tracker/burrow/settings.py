@@ -1,8 +1,11 @@
-"""Where Burrow is and how patiently to ask it: a plain value, importing no HTTP stack."""
+"""Where Burrow is and how patiently to ask it: a plain value, importing no HTTP stack; defaults
+from reference.conf."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from freshness_tracker.reference import default, default_seconds
 
 __all__ = ["BurrowSettings"]
 
@@ -11,13 +14,15 @@ __all__ = ["BurrowSettings"]
 class BurrowSettings:
     """Where Burrow is and how patiently to ask it."""
 
-    url: str = "http://127.0.0.1:8000"
-    timeout_s: float = 10.0
-    retries: int = 2  # extra attempts after the first, for connection errors and 5xx only
-    backoff_s: float = 0.2
-    concurrency: int = 8  # parallel /lag requests per cluster
-    username: str = ""
-    password: str = field(default="", repr=False)
-    ca_file: str = ""
-    tls_verify: bool = True
-    max_response_bytes: int = 16 * 1024 * 1024  # decoded; a bigger body is a failed request
+    url: str = default("burrow.url")
+    timeout_s: float = default_seconds("burrow.timeout")
+    # extra attempts after the first, for connection errors and 5xx only
+    retries: int = default("burrow.retries")
+    backoff_s: float = 0.2  # a fixed policy, not a setting: no key
+    concurrency: int = default("burrow.concurrency")  # parallel /lag requests per cluster
+    username: str = default("burrow.username")
+    password: str = field(default=default("burrow.password"), repr=False)
+    ca_file: str = default("burrow.caFile")
+    tls_verify: bool = default("burrow.tlsVerify")
+    # decoded; a bigger body is a failed request
+    max_response_bytes: int = default("burrow.maxResponseBytes")

@@ -13,9 +13,8 @@ import os
 import re
 import ssl
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
@@ -28,6 +27,11 @@ from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.http import WebSettings
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from freshness_tracker.reference import (
+    default_seconds,
+    parse_duration,
+    reference_text,
+)
 from freshness_tracker.sinks.prometheus import (
     ALL_PARTITION_METRICS,
     DEFAULT_PARTITION_METRICS,
@@ -45,11 +49,6 @@ __all__ = [
     "require_files",
     "settings_from_tree",
 ]
-
-def reference_text() -> str:
-    """The packaged reference.conf: every key with its default."""
-    return resources.files("freshness_tracker.config").joinpath("reference.conf").read_text()
-
 
 SECRET_WORDS = ("password", "secret", "token", "key.pem", "credentials", "sasl.jaas")
 
@@ -90,7 +89,7 @@ class Settings:
     warnings: tuple[str, ...] = ()
     #: Hard deadline of one cluster cycle: every Burrow request and Kafka batch is cut at it,
     #: and a cycle still running then is published as failed (never served frozen).
-    cycle_timeout_s: float = 120.0
+    cycle_timeout_s: float = default_seconds("cycleTimeout")
     #: The per-partition families exported at partition granularity (`partitionMetrics`).
     partition_metrics: tuple[str, ...] = DEFAULT_PARTITION_METRICS
 
@@ -160,32 +159,6 @@ MAX_FETCH_WAIT_MS = 300_000
 MAX_PARTITION_FETCH_BYTES = 1_000_000_000
 MAX_FETCH_BYTES = 2_147_483_135
 MAX_QUEUED_KBYTES = 2_097_151
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-_UNITS = {"": 1.0, "ms": 1e-3, "millis": 1e-3, "milliseconds": 1e-3, "s": 1.0, "second": 1.0,
-          "seconds": 1.0, "m": 60.0, "minute": 60.0, "minutes": 60.0, "h": 3600.0,
-          "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0}
-
-
-def parse_duration(value: Any, key: str) -> float:
-    """Seconds from a number or a HOCON duration ("10s", "500ms", "5m")."""
-    if isinstance(value, relativedelta):
-        if value.months or value.years:  # pyhocon keeps them apart: they have no fixed length
-            raise ConfigError(key, "months and years have no fixed length",
-                              "write the duration in days, e.g. 30d")
-        base = value.days * 86400 + value.hours * 3600 + value.minutes * 60 + value.seconds
-        return float(base + value.microseconds / 1e6)
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, bool):
-        raise ConfigError(key, f"{value!r} is not a duration", 'write e.g. 10s, 500ms or 5m')
-    if isinstance(value, int | float):
-        return float(value)
-    match = _DURATION.match(str(value))
-    if match and match.group(2).lower() in _UNITS:
-        return float(match.group(1)) * _UNITS[match.group(2).lower()]
-    raise ConfigError(key, f"{value!r} is not a duration", "write e.g. 10s, 500ms or 5m")
-
 
 class _Reader:
     """Typed access to a ConfigTree that names the full key path in every error."""
@@ -399,13 +372,14 @@ def _clusters(tree: Any, warnings: list[str]) -> tuple[ClusterSettings, ...]:
             raise ConfigError(f"{key}.name", f"cluster {name!r} is configured twice",
                               "remove the duplicate entry")
         seen.add(name)
-        num = reader.whole("numConsumers", 1, 256) if "numConsumers" in entry else 2
         props = _kafka_properties(entry.get("kafka", None), f"{key}.kafka")
         labels = _static_labels(entry.get("labels", None), f"{key}.labels")
         for unknown in set(entry) - set(_CLUSTER_KEYS):
             warnings.append(_unknown_message(f"{key}.{_unquote(unknown)}", unknown, _CLUSTER_KEYS))
-        out.append(ClusterSettings(ClusterKafkaSettings(name, MappingProxyType(props), num),
-                                   MappingProxyType(labels)))
+        kafka = ClusterKafkaSettings(name, MappingProxyType(props))  # numConsumers: its default
+        if "numConsumers" in entry:
+            kafka = replace(kafka, num_consumers=reader.whole("numConsumers", 1, 256))
+        out.append(ClusterSettings(kafka, MappingProxyType(labels)))
     return tuple(out)
 
 

@@ -46,6 +46,7 @@ from freshness_tracker.domain.model import (
 )
 from freshness_tracker.domain.names import escaped, is_utf8
 from freshness_tracker.publish import SnapshotHolder
+from freshness_tracker.reference import default
 
 __all__ = [
     "ALL_PARTITION_METRICS",
@@ -282,7 +283,7 @@ ALL_PARTITION_METRICS: tuple[str, ...] = tuple(f.name for f in PARTITION_FAMILIE
 #: time-based ones (freshness, commit lag, retention headroom) the shipped alerts and recording
 #: rules read per partition. Offset lag, committed offset, data loss, lost records and Burrow's
 #: status are opt-in per partition; their topic and group roll-ups are always exported.
-DEFAULT_PARTITION_METRICS: tuple[str, ...] = (FRESHNESS.name, COMMIT_LAG.name, HEADROOM.name)
+DEFAULT_PARTITION_METRICS: tuple[str, ...] = tuple(default("partitionMetrics"))
 
 # --- roll-ups and health -------------------------------------------------------------------
 
