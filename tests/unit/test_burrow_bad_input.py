@@ -72,8 +72,8 @@ class Rig:
         self.metrics.observe(snapshot)
         return snapshot
 
-    def scrape(self) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-        return Scrape.of(self.registry).samples  # rendering raised for every cluster before
+    def scrape(self) -> Scrape:
+        return Scrape.of(self.registry)  # rendering raised for every cluster before
 
 
 @pytest.fixture
@@ -90,17 +90,6 @@ def rig() -> Iterator[Rig]:
     finally:
         client.close()
         server.stop()
-
-
-def get(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str,
-        **labels: Any) -> float | None:
-    return samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))
-
-
-def series(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str,
-           **labels: Any) -> list[float]:
-    want = {(k, str(v)) for k, v in labels.items()}
-    return [v for (n, lab), v in samples.items() if n == name and want <= lab]
 
 
 FRESH = "kafka_consumer_freshness_ms"
@@ -120,14 +109,14 @@ def test_a_lone_surrogate_topic_costs_its_partition_never_the_scrape(rig: Rig) -
     samples = rig.scrape()
     assert c.health.up and d.health.up
     assert c.health.invalid_inputs == 1 and c.health.burrow_errors == 0
-    assert get(samples, FRESH, cluster="c", consumer="ok", topic="t", partition=0) == 55_000
-    assert get(samples, FRESH, cluster="c", consumer="odd", topic="t", partition=1) == 55_000
-    assert get(samples, FRESH, cluster="d", consumer="ok", topic="t", partition=0) == 55_000
-    assert get(samples, INVALID, cluster="c") == 1
+    assert samples.get(FRESH, cluster="c", consumer="ok", topic="t", partition=0) == 55_000
+    assert samples.get(FRESH, cluster="c", consumer="odd", topic="t", partition=1) == 55_000
+    assert samples.get(FRESH, cluster="d", consumer="ok", topic="t", partition=0) == 55_000
+    assert samples.get(INVALID, cluster="c") == 1
     # The dropped partition may be the worst one: the group max is withheld, and says why.
-    assert get(samples, "kafka_consumer_group_max_freshness_ms", cluster="c", consumer="odd") \
+    assert samples.get("kafka_consumer_group_max_freshness_ms", cluster="c", consumer="odd") \
         is None
-    assert get(samples, "kafka_consumer_group_unmeasured_partitions", cluster="c",
+    assert samples.get("kafka_consumer_group_unmeasured_partitions", cluster="c",
                consumer="odd") == 1
 
 
@@ -148,8 +137,8 @@ def test_an_unusable_consumer_list_entry_is_dropped_counted_and_never_asked(
     assert snapshot.health.invalid_inputs == dropped
     assert [s.path for s in rig.server.requests(r"/lag$")] == ["/v3/kafka/c/consumer/ok/lag"]
     samples = rig.scrape()
-    assert get(samples, FRESH, cluster="c", consumer="ok", topic="t", partition=0) == 55_000
-    assert get(samples, INVALID, cluster="c") == dropped
+    assert samples.get(FRESH, cluster="c", consumer="ok", topic="t", partition=0) == 55_000
+    assert samples.get(INVALID, cluster="c") == dropped
 
 
 def test_sharding_never_chokes_on_a_name_that_is_not_utf8() -> None:
@@ -168,7 +157,7 @@ def test_json_nested_1500_deep_costs_that_group_only(rig: Rig) -> None:
     snapshot = rig.cycle()
     assert snapshot.health.up and [g.consumer for g in snapshot.groups] == ["ok"]
     assert snapshot.health.burrow_errors == 2
-    assert get(rig.scrape(), BURROW_ERRORS, cluster="c") == 2
+    assert rig.scrape().get(BURROW_ERRORS, cluster="c") == 2
 
 
 @pytest.mark.parametrize("error", [RecursionError("maximum recursion depth exceeded"),
@@ -190,7 +179,7 @@ def test_any_exception_of_one_group_is_that_group_failing_never_a_crashed_cycle(
     snapshot = rig.cycle()
     assert snapshot.health.up and [g.consumer for g in snapshot.groups] == ["ok"]
     assert snapshot.health.burrow_errors == 1
-    assert get(rig.scrape(), BURROW_ERRORS, cluster="c") == 1
+    assert rig.scrape().get(BURROW_ERRORS, cluster="c") == 1
 
 
 def test_a_partition_listed_three_times_is_one_series_and_counted(rig: Rig) -> None:
@@ -200,10 +189,10 @@ def test_a_partition_listed_three_times_is_one_series_and_counted(rig: Rig) -> N
     snapshot = rig.cycle()
     assert len(snapshot.partitions) == 2 and snapshot.health.invalid_inputs == 2
     samples = rig.scrape()
-    assert len(series(samples, FRESH, cluster="c", consumer="ok", partition=0)) == 1
-    assert get(samples, "kafka_consumer_topic_offset_lag", cluster="c", consumer="ok",
+    assert len(samples.series(FRESH, cluster="c", consumer="ok", partition=0)) == 1
+    assert samples.get("kafka_consumer_topic_offset_lag", cluster="c", consumer="ok",
                topic="t") == 7
-    assert get(samples, "kafka_consumer_group_offset_lag", cluster="c", consumer="ok") == 7
+    assert samples.get("kafka_consumer_group_offset_lag", cluster="c", consumer="ok") == 7
 
 
 def test_a_negative_lag_is_unmeasured_never_caught_up(rig: Rig) -> None:
@@ -212,20 +201,20 @@ def test_a_negative_lag_is_unmeasured_never_caught_up(rig: Rig) -> None:
     snapshot = rig.cycle()
     samples = rig.scrape()
     labels = {"cluster": "c", "consumer": "ok", "topic": "t", "partition": 0}
-    assert get(samples, FRESH, **labels) is None
+    assert samples.get(FRESH, **labels) is None
     assert snapshot.health.up and snapshot.health.invalid_inputs == 1
-    assert get(samples, "kafka_consumer_offset_lag", **labels) is None
-    assert get(samples, "kafka_consumer_commit_lag_ms", **labels) is None
-    assert get(samples, "kafka_consumer_committed_offset", **labels) == 5
-    assert get(samples, "kafka_consumer_group_unmeasured_partitions", cluster="c",
+    assert samples.get("kafka_consumer_offset_lag", **labels) is None
+    assert samples.get("kafka_consumer_commit_lag_ms", **labels) is None
+    assert samples.get("kafka_consumer_committed_offset", **labels) == 5
+    assert samples.get("kafka_consumer_group_unmeasured_partitions", cluster="c",
                consumer="ok") == 1
-    assert get(samples, "freshness_tracker_cluster_partitions", cluster="c",
+    assert samples.get("freshness_tracker_cluster_partitions", cluster="c",
                status="invalid") == 1
-    assert get(samples, "freshness_tracker_cluster_partitions", cluster="c",
+    assert samples.get("freshness_tracker_cluster_partitions", cluster="c",
                status="caught_up") == 0
-    assert get(samples, "kafka_consumer_group_max_freshness_ms", cluster="c",
+    assert samples.get("kafka_consumer_group_max_freshness_ms", cluster="c",
                consumer="ok") is None
-    assert get(samples, FRESH, cluster="c", consumer="ok", topic="t", partition=1) == 55_000
+    assert samples.get(FRESH, cluster="c", consumer="ok", topic="t", partition=1) == 55_000
 
 
 @pytest.mark.parametrize("ts", [99_999_999_999_999_999, NOW + 86_400_001, 1,
@@ -236,10 +225,11 @@ def test_an_absurd_commit_time_exports_no_commit_lag(rig: Rig, ts: int) -> None:
     snapshot = rig.cycle()
     samples = rig.scrape()
     labels = {"cluster": "c", "consumer": "ok", "topic": "t", "partition": 0}
-    assert get(samples, "kafka_consumer_commit_lag_ms", **labels) is None
+    assert samples.get("kafka_consumer_commit_lag_ms", **labels) is None
     assert snapshot.health.up and snapshot.health.invalid_inputs == 1
-    assert get(samples, FRESH, **labels) == 55_000  # freshness does not come from it
-    assert all(v < 10**12 for (n, _), v in samples.items() if n.startswith("kafka_consumer"))
+    assert samples.get(FRESH, **labels) == 55_000  # freshness does not come from it
+    assert all(v < 10**12 for (n, _), v in samples.samples.items()
+               if n.startswith("kafka_consumer"))
 
 
 def test_every_group_gone_is_a_failed_cluster_not_a_healthy_empty_one(rig: Rig) -> None:
@@ -250,8 +240,8 @@ def test_every_group_gone_is_a_failed_cluster_not_a_healthy_empty_one(rig: Rig) 
     assert "listed 3 groups and none could be measured" in (snapshot.health.error or "")
     assert "3 answered 404" in (snapshot.health.error or "")
     samples = rig.scrape()
-    assert get(samples, "freshness_tracker_cluster_up", cluster="c") == 0
-    assert get(samples, "freshness_tracker_cycle_failures_total", cluster="c") == 1
+    assert samples.get("freshness_tracker_cluster_up", cluster="c") == 0
+    assert samples.get("freshness_tracker_cycle_failures_total", cluster="c") == 1
 
 
 def test_an_empty_consumer_list_is_still_a_healthy_cluster(rig: Rig) -> None:
