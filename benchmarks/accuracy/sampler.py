@@ -17,9 +17,10 @@ from typing import Any
 
 import requests
 
+from freshness_tracker.sinks import prometheus as catalogue
 from tests.support.config import cluster_entry, exporter_config
 from tests.support.exporter import ExporterProcess as SupportExporterProcess
-from tests.support.scrape import DURATION, FRESHNESS, LAST_ATTEMPT, Scrape
+from tests.support.scrape import DURATION, LAST_ATTEMPT, Scrape
 
 __all__ = ["ExporterProcess", "Sample", "Sampler"]
 
@@ -166,10 +167,10 @@ def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:
     def one(name: str) -> float | None:
         return next(iter(scrape.series(name, cluster=cluster).values()), None)
 
-    fresh, offset, lag = (by(name, "consumer", "topic", partition=0) for name in (
-        FRESHNESS, "kafka_consumer_committed_offset", "kafka_consumer_offset_lag"))
-    estimate, catching_up = (by(name, "consumer") for name in (
-        "kafka_consumer_group_catch_up_estimate_seconds", "kafka_consumer_group_catching_up"))
+    fresh, offset, lag = (by(family.name, "consumer", "topic", partition=0) for family in (
+        catalogue.FRESHNESS, catalogue.COMMITTED, catalogue.OFFSET_LAG))
+    estimate, catching_up = (by(family.name, "consumer") for family in (
+        catalogue.GROUP_CATCH_UP, catalogue.GROUP_CATCHING_UP))
     start = one(LAST_ATTEMPT)
     result: dict[tuple[str, ...], Any] = {
         ("__cycle__",): (None if start is None else start * 1000, one(DURATION))}

@@ -1,7 +1,6 @@
 """The one Prometheus text parser of the tests and benchmarks: samples by (name, labels).
 
-Metric names the suites look up by hand are named once here (until the package's metric
-catalogue names them).
+The metric names the suites look up most, taken from the package's catalogue.
 """
 
 from __future__ import annotations
@@ -13,32 +12,37 @@ from typing import Any
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from freshness_tracker.sinks import prometheus as catalogue
 from tests.stack_support import poll
 
 Labels = frozenset[tuple[str, str]]
 
-UP = "freshness_tracker_cluster_up"
-LAST_SUCCESS = "freshness_tracker_cluster_last_success_timestamp_seconds"
-LAST_ATTEMPT = "freshness_tracker_cluster_last_attempt_timestamp_seconds"
-CYCLES = "freshness_tracker_cycles_total"
-FAILURES = "freshness_tracker_cycle_failures_total"
-BURROW_ERRORS = "freshness_tracker_burrow_errors_total"
-READ_FAILURES = "freshness_tracker_kafka_read_failures_total"
-PARTITIONS = "freshness_tracker_cluster_partitions"
-DURATION = "freshness_tracker_cluster_cycle_duration_seconds"
-FRESHNESS = "kafka_consumer_freshness_ms"
-COMMIT_LAG = "kafka_consumer_commit_lag_ms"
-GROUP_FRESHNESS = "kafka_consumer_group_max_freshness_ms"
+_COUNTERS = {c.name for c in catalogue.CYCLE_COUNTERS}
+
+
+def _total(counter: str) -> str:
+    """A cycle counter's sample name; a name the catalogue does not know fails at import."""
+    if counter not in _COUNTERS:
+        raise KeyError(f"no cycle counter {counter} in the catalogue")
+    return f"{counter}_total"
+
+
+UP = catalogue.CLUSTER_UP.name
+LAST_SUCCESS = catalogue.CLUSTER_LAST_SUCCESS.name
+LAST_ATTEMPT = catalogue.CLUSTER_LAST_ATTEMPT.name
+PARTITIONS = catalogue.CLUSTER_PARTITIONS.name
+DURATION = catalogue.CLUSTER_CYCLE_DURATION.name
+CYCLES = _total("freshness_tracker_cycles")
+FAILURES = _total("freshness_tracker_cycle_failures")
+BURROW_ERRORS = _total("freshness_tracker_burrow_errors")
+READ_FAILURES = _total("freshness_tracker_kafka_read_failures")
+FRESHNESS = catalogue.FRESHNESS.name
+COMMIT_LAG = catalogue.COMMIT_LAG.name
+GROUP_FRESHNESS = catalogue.GROUP_MAX_FRESHNESS.name
 
 #: Every per-consumer family: none of them may survive a failed cycle with an old value.
-CONSUMER_FAMILIES = (
-    FRESHNESS, COMMIT_LAG, "kafka_consumer_offset_lag",
-    "kafka_consumer_committed_offset", "kafka_consumer_data_loss", "kafka_consumer_lost_records",
-    "kafka_consumer_retention_headroom_ms", "kafka_consumer_partition_burrow_status",
-    "kafka_consumer_topic_max_freshness_ms", "kafka_consumer_topic_offset_lag",
-    GROUP_FRESHNESS, "kafka_consumer_group_offset_lag", "kafka_consumer_group_burrow_status",
-    "kafka_consumer_group_unmeasured_partitions", "kafka_consumer_group_data_loss_partitions",
-)  # fmt: skip
+CONSUMER_FAMILIES = tuple(f.name for f in (*catalogue.PARTITION_FAMILIES,
+                                           *catalogue.TOPIC_FAMILIES, *catalogue.GROUP_FAMILIES))
 
 
 @dataclass
