@@ -41,11 +41,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from freshness_tracker.domain.model import PartitionKey, PartitionLag, ReadOutcome
+from freshness_tracker.domain.plan import plan_reads
 from freshness_tracker.domain.slo import Objective, parse_target
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
-from freshness_tracker.domain.plan import plan_reads
 from freshness_tracker.sinks.history import FILE_SCHEMA, partition_path
 
 log = logging.getLogger("benchmarks.bench_spark")

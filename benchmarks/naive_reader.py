@@ -29,8 +29,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
-from freshness_tracker.kafka.consumers import fetch_requests_from_stats
 from freshness_tracker.kafka.batch import timestamp_of
+from freshness_tracker.kafka.consumers import fetch_requests_from_stats
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 
 __all__ = ["NaiveRecordReader", "naive_config"]
