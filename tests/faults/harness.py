@@ -22,9 +22,9 @@ from typing import Any
 from devstack import RealStack
 from devstack.processes import free_port
 from freshness_tracker.cycle import now_ms
-from tests.faults.fake_burrow_server import FaultyBurrow
 from tests.support.config import cluster_entry, exporter_config
 from tests.support.exporter import ExporterProcess
+from tests.support.fake_burrow import FaultyBurrow
 from tests.support.scrape import Scrape
 
 CLUSTER = "local"  # the name the fault modules give the stack's cluster

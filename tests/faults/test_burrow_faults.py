@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
-from tests.faults.fake_burrow_server import ANY, CLUSTERS, LAG, Fault, lag_path
 from tests.faults.harness import (
     CLUSTER,
     Matrix,
@@ -32,6 +31,7 @@ from tests.faults.harness import (
 )
 from tests.support.config import cluster_entry
 from tests.support.exporter import ExporterProcess
+from tests.support.fake_burrow import ANY, CLUSTERS, LAG, Fault, lag_path
 from tests.support.scrape import (
     BURROW_ERRORS,
     DURATION,

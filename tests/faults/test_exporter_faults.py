@@ -21,7 +21,6 @@ import pytest
 
 from devstack import RealStack
 from devstack.processes import free_port
-from tests.faults.fake_burrow_server import LAG, Fault
 from tests.faults.harness import (
     CLUSTER,
     Matrix,
@@ -33,6 +32,7 @@ from tests.faults.harness import (
 from tests.stack_support import poll
 from tests.support.config import cluster_entry
 from tests.support.exporter import REPO, ExporterProcess
+from tests.support.fake_burrow import LAG, Fault
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,6 @@ from devstack import RealStack
 from devstack.processes import free_port
 from devstack.stack import OFFSETS_TOPIC
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID
-from tests.faults.fake_burrow_server import Fault
 from tests.faults.harness import (
     CLUSTER,
     Matrix,
@@ -31,6 +30,7 @@ from tests.faults.harness import (
 from tests.stack_support import marker_group_beside
 from tests.support.config import cluster_entry
 from tests.support.exporter import ExporterProcess
+from tests.support.fake_burrow import Fault
 from tests.support.scrape import DURATION, FRESHNESS, PARTITIONS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -16,7 +16,6 @@ from confluent_kafka import Producer
 
 from devstack import RealStack
 from freshness_tracker.cycle import now_ms
-from tests.faults.fake_burrow_server import LAG, Fault
 from tests.faults.harness import (
     CLUSTER,
     Matrix,
@@ -25,6 +24,7 @@ from tests.faults.harness import (
     describe_recovery,
     fault_rig,
 )
+from tests.support.fake_burrow import LAG, Fault
 from tests.support.scrape import FRESHNESS, GROUP_FRESHNESS, PARTITIONS, READ_FAILURES, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

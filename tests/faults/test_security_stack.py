@@ -24,7 +24,6 @@ import pytest
 
 from devstack import RealStack
 from freshness_tracker.cycle import now_ms
-from tests.faults.fake_burrow_server import ANY, Fault, FaultyBurrow
 from tests.faults.harness import (
     Certs,
     Matrix,
@@ -37,6 +36,7 @@ from tests.faults.harness import (
 from tests.stack_support import require_managed
 from tests.support.config import cluster_entry
 from tests.support.exporter import ExporterProcess
+from tests.support.fake_burrow import ANY, Fault, FaultyBurrow
 from tests.support.scrape import BURROW_ERRORS, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

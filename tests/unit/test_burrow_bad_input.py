@@ -25,7 +25,7 @@ from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.faults.fake_burrow_server import FaultyBurrow
+from tests.support.fake_burrow import FaultyBurrow
 from tests.support.scrape import Scrape
 
 T0 = 1_700_000_000_000

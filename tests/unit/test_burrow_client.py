@@ -240,8 +240,8 @@ def test_a_dripped_body_is_cut_at_burrow_timeout_as_a_whole(tls: bool, tmp_path:
     """requests' timeout restarts with every byte; burrow.timeout bounds the whole answer."""
     import time
 
-    from tests.faults.fake_burrow_server import ANY, Fault, FaultyBurrow
     from tests.faults.harness import make_certs
+    from tests.support.fake_burrow import ANY, Fault, FaultyBurrow
 
     certs = make_certs(tmp_path) if tls else None
     server = FaultyBurrow(None, certfile=str(certs.cert) if certs else None,
@@ -264,7 +264,7 @@ def test_a_dripped_body_is_cut_at_burrow_timeout_as_a_whole(tls: bool, tmp_path:
 
 
 def test_a_gzip_body_is_decoded_and_a_bomb_is_refused() -> None:
-    from tests.faults.fake_burrow_server import ANY, Fault, FaultyBurrow
+    from tests.support.fake_burrow import ANY, Fault, FaultyBurrow
 
     server = FaultyBurrow(None).start()
     burrow = BurrowClient(BurrowSettings(url=server.url, retries=0,

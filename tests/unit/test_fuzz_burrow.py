@@ -42,7 +42,7 @@ from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from tests.fakes import FakeReader
-from tests.faults.fake_burrow_server import FaultyBurrow
+from tests.support.fake_burrow import FaultyBurrow
 
 INT64_MAX = 2**63 - 1
 T0 = 1_700_000_000_000  # the fuzzed cycles' clock: a real epoch

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from tests.fakes import FakeReader
-from tests.faults.fake_burrow_server import FaultyBurrow
+from tests.support.fake_burrow import FaultyBurrow
 
 CLUSTERS = ("prod", "eu-west")
 GROUPS = 90
