@@ -36,7 +36,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -499,6 +499,8 @@ class BurrowClient:
             except TimeoutError:
                 future.cancel()
                 failed.append((group, "no answer from Burrow before the cycle deadline"))
+            except CancelledError:  # close() (shutdown) cancelled the requests not yet sent
+                failed.append((group, "not asked: the Burrow client was closed"))
             except Exception as exc:  # one group's body must never cost the other groups
                 log.debug("cluster=%s group %s: unexpected %s", cluster, escaped(group),
                           type(exc).__name__, exc_info=not isinstance(exc, RecursionError))

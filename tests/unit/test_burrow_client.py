@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -280,3 +281,29 @@ def test_a_gzip_body_is_decoded_and_a_bomb_is_refused() -> None:
     finally:
         burrow.close()
         server.stop()
+
+
+def test_groups_not_asked_when_the_client_closes_under_a_cycle(server: RecordingBurrow,
+                                                               make_client: Any) -> None:
+    """close() (shutdown) while a cycle waits: the requests not yet sent are reported failed
+    with the reason, not as an unusable answer."""
+    for i in range(20):
+        server.route(f"/v3/kafka/local/consumer/g{i}/lag",
+                     ok(body("v3_consumer_live-group_lag.json")))
+    client = make_client(concurrency=1)
+    gate = threading.Event()
+    real = client.group_lag
+
+    def slow(cluster: str, group: str) -> Any:
+        gate.wait(5)
+        return real(cluster, group)
+
+    client.group_lag = slow  # type: ignore[method-assign]
+    closer = threading.Timer(0.2, lambda: (client.close(), gate.set()))
+    closer.start()
+    lags = client.cluster_lags("local", [f"g{i}" for i in range(20)])
+    closer.join()
+    reasons = {reason for _group, reason in lags.failed_groups}
+    assert len(lags.groups) + len(lags.failed_groups) == 20
+    assert "not asked: the Burrow client was closed" in reasons
+    assert not any("unusable" in r for r in reasons)
