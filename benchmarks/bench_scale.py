@@ -27,9 +27,10 @@ Phases and what they print:
    prometheus_client's WSGI app (`generate_latest` at every scrape, the path before issue 11):
    the same scrapes, `--baseline-rounds` each; ratios baseline ÷ cached.
 3. *Size*: bytes of /metrics per partition and series, the default set against every family.
-4. *Before* (`--before DIR`, a checkout of the exporter before issue 11, e.g.
-   `git archive 4708e60~1 freshness_tracker | tar -x -C DIR`): its cycle CPU, scrapes, RSS and
-   size on the same Burrow and Kafka.
+4. *Before* (`--before DIR`, an older tree of the exporter, e.g. before issue 11:
+   `git archive 4708e60~1 freshness_tracker | tar -x -C DIR`): its cycles alternate with the
+   current exporter's (both processes alive, one cycle at a time), then its scrapes, RSS and
+   size on the same Burrow and Kafka; the report prints the cycle CPU ratios.
 5. *Clusters*: `--clusters` clusters of `--groups`/`--clusters` groups each in one exporter, one
    of them slow (`--slow-ms` per /lag answer): every cluster's loop for `--loops-s` seconds with
    `frequency_sec = --frequency-s` while 4 scrapers scrape; cycles per cluster, the fast
@@ -167,7 +168,7 @@ def py_spy(pid: int, out: Path | None) -> Iterator[None]:
 BUCKETS = [
     ("json/decoder", "Burrow: JSON decode"),
     ("burrow/parse.py", "Burrow: JSON → domain values (parse)"),
-    ("burrow/client.py", "Burrow: HTTP (requests, urllib3, tenacity, reaper)"),
+    ("burrow/client.py", "Burrow: HTTP (burrow/client.py and the HTTP library under it)"),
     ("domain/freshness.py", "measure partitions (domain.freshness)"),
     ("domain/rollup.py", "roll-ups"),
     ("plan.py", "plan reads"),
@@ -176,6 +177,31 @@ BUCKETS = [
     ("sinks/prometheus.py", "render /metrics (sinks/exposition)"),
     ("cycle.py", "cycle, other"),
 ]
+
+
+def _short_frame(frame: str) -> str:
+    """`function (path:line)` with the path cut to the package or the stdlib module."""
+    for marker in ("site-packages/", "freshness_tracker/", "python3.11/"):
+        if marker in frame:
+            head, _, tail = frame.partition("(")
+            path = tail.split(marker, 1)[-1]
+            return f"{head}({'freshness_tracker/' if marker == 'freshness_tracker/' else ''}{path}"
+    return frame
+
+
+def profile_top(raw: Path, n: int = 12) -> list[tuple[float, str]]:
+    """The `n` functions with the most samples of their own (share of all samples)."""
+    counts: Counter[str] = Counter()
+    total = 0
+    if not raw.exists():
+        return []
+    for line in raw.read_text().splitlines():
+        stack, _, k = line.rpartition(" ")
+        if not k.isdigit() or not stack:
+            continue
+        total += int(k)
+        counts[_short_frame(stack.split(";")[-1])] += int(k)
+    return [(c / total, f) for f, c in counts.most_common(n)] if total else []
 
 
 def profile_buckets(raw: Path) -> dict[str, float]:
@@ -365,27 +391,41 @@ def build_kafka(layout: Layout) -> Any:
 # --- phases ------------------------------------------------------------------------------------
 
 
-def cycles(proc: ExporterProcess, warm: int, profile: Path | None, tag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    with py_spy(proc.pid, profile / f"{tag}-cold.raw" if profile else None):
-        out["cold"] = proc.ask("cycle")
-    out["warm"] = []
-    for i in range(warm):
-        spy = profile / f"{tag}-warm.raw" if profile and i == warm - 1 else None
-        with py_spy(proc.pid, spy):
-            out["warm"].append(proc.ask("cycle"))
+def cycles(procs: dict[str, ExporterProcess], warm: int, profile: Path | None
+           ) -> dict[str, dict[str, Any]]:
+    """A cold cycle and `warm` warm ones of each exporter, alternating (cold A, cold B, warm A,
+    warm B, ...) so that the shared machine's load drifts over all of them alike."""
+    out: dict[str, dict[str, Any]] = {tag: {"warm": []} for tag in procs}
+    for i in range(warm + 1):
+        kind = "cold" if i == 0 else "warm"
+        for tag, proc in procs.items():
+            spied = profile is not None and (i == 0 or i == warm)
+            with py_spy(proc.pid, profile / f"{tag}-{kind}.raw" if spied and profile else None):
+                answer = proc.ask("cycle")
+            if i == 0:
+                out[tag]["cold"] = answer
+            else:
+                out[tag]["warm"].append(answer)
     if profile:
-        out["profile"] = {k: profile_buckets(profile / f"{tag}-{k}.raw")
-                          for k in ("cold", "warm")}
+        for tag in procs:
+            out[tag]["profile"] = {k: profile_buckets(profile / f"{tag}-{k}.raw")
+                                   for k in ("cold", "warm")}
+            out[tag]["profile_top"] = {k: profile_top(profile / f"{tag}-{k}.raw")
+                                       for k in ("cold", "warm")}
     return out
 
 
 def single_cluster(args: argparse.Namespace, layout: Layout, bootstrap: str,
                    burrow_url: str, results: dict[str, Any]) -> None:
     opts = {"burrow_url": burrow_url, "bootstrap": bootstrap, "clusters": ["bench"]}
-    with exporter(opts) as new:
-        log.info("cached exporter: cycles")
-        results["cycle"] = cycles(new, args.warm, args.profile, "after")
+    with contextlib.ExitStack() as stack:
+        new = stack.enter_context(exporter(opts))
+        procs = {"after": new}
+        if args.before:
+            procs["before"] = stack.enter_context(exporter(opts, before=args.before))
+        log.info("cycles of %s, alternating", " and ".join(procs))
+        ran = cycles(procs, args.warm, args.profile)
+        results["cycle"] = ran["after"]
         log.info("cached exporter: scrapes")
         results["scrape"] = scrape_phase(new, args.scrapers, args.rounds)
         log.info("cached exporter: scrapes during a cycle")
@@ -393,18 +433,18 @@ def single_cluster(args: argparse.Namespace, layout: Layout, bootstrap: str,
         results["scrape_during_cycle"] = during | {"cycle": cycle}
         results["size"] = new.ask("size")
         results["hwm_mb"] = new.hwm_mb()
+        if args.before:
+            before = procs["before"]
+            log.info("exporter before: scrapes")
+            results["before_cycle"] = ran["before"]
+            results["before_scrape"] = scrape_phase(before, args.before_scrapers, 1)
+            results["before_size"] = before.ask("size")
+            results["before_hwm_mb"] = before.hwm_mb()
     if args.baseline_rounds:
         with exporter(opts | {"serve": "registry"}) as old:
             log.info("baseline exporter (generate_latest per scrape): cycle, scrapes")
             old.ask("cycle")
             results["baseline_scrape"] = scrape_phase(old, args.scrapers, args.baseline_rounds)
-    if args.before:
-        with exporter(opts, before=args.before) as before:
-            log.info("exporter before issue 11: cycles, scrapes")
-            results["before_cycle"] = cycles(before, args.warm, args.profile, "before")
-            results["before_scrape"] = scrape_phase(before, args.before_scrapers, 1)
-            results["before_size"] = before.ask("size")
-            results["before_hwm_mb"] = before.hwm_mb()
 
 
 def many_clusters(args: argparse.Namespace, bootstrap: str, results: dict[str, Any]) -> None:
@@ -495,11 +535,14 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
                   f"reads {x['kafka_reads']:6d}  cache hits {x['cache_hits']:6d}  "
                   f"failures {x['read_failures']}  up {x['up']}  VmHWM {x['VmHWM']:.0f} MiB")
         for tag in ("after", "before"):
-            prof = (r.get("cycle" if tag == "after" else "before_cycle") or {}).get("profile")
-            for kind, buckets in (prof or {}).items():
+            run = r.get("cycle" if tag == "after" else "before_cycle") or {}
+            for kind, buckets in (run.get("profile") or {}).items():
                 print(f"  profile {tag} {kind} (py-spy --gil, share of Python CPU):")
                 for name, share in buckets.items():
                     print(f"    {share:6.1%}  {name}")
+                print(f"  top functions {tag} {kind} (own samples):")
+                for share, frame in (run.get("profile_top") or {}).get(kind, []):
+                    print(f"    {share:6.1%}  {frame}")
     if "scrape" in r:
         print("\nscrape latency (to the last byte), cached bytes vs generate_latest per scrape:")
         for mode in MODES:
@@ -535,12 +578,17 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
                 print(f"  size {name:6}: {x['bytes'] / 1e6:6.1f} MB, {x['series']:7d} series, "
                       f"{x['bytes'] / n:5.0f} B and {x['series'] / n:.2f} series per partition")
     if "before_cycle" in r:
-        print("\nbefore issue 11 (same Burrow, same Kafka):")
+        print(f"\nbefore ({args.before}; same Burrow, same Kafka):")
         c = r["before_cycle"]
         for name, x in [("cold", c["cold"])] + [(f"warm {i + 1}", w)
                                                  for i, w in enumerate(c["warm"])]:
             print(f"  {name:7} cpu {x['cpu_s']:6.2f} s  wall {x['wall_s']:6.2f} s  "
                   f"VmHWM {x['VmHWM']:.0f} MiB")
+        if "cycle" in r:
+            after = [r["cycle"]["cold"], *r["cycle"]["warm"]]
+            before = [c["cold"], *c["warm"]]
+            print("  cycle CPU before ÷ after: " + ", ".join(
+                f"{b['cpu_s'] / a['cpu_s']:.2f}×" for b, a in zip(before, after, strict=False)))
         for mode in MODES:
             x = r["before_scrape"][mode]
             print(f"  {mode:5} n={x['n']} p50 {x['p50_s']:.2f} s p99 {x['p99_s']:.2f} s "
@@ -591,7 +639,8 @@ def main() -> None:
     parser.add_argument("--scrapers", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--baseline-rounds", type=int, default=1)
-    parser.add_argument("--before", help="a checkout of the exporter before issue 11")
+    parser.add_argument("--before", help="an older tree of the exporter (the directory holding "
+                        "its freshness_tracker/): cycles alternate with the current one's")
     parser.add_argument("--before-scrapers", type=int, default=2)
     parser.add_argument("--clusters", type=int, default=20)
     parser.add_argument("--slow-ms", type=float, default=1000.0)
