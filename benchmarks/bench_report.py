@@ -309,15 +309,11 @@ def duckdb_sql_tables(root: str, options: ReportOptions, threads: int = 2
 
 
 def spark_tables(spark: Any, root: str, options: ReportOptions) -> dict[str, pd.DataFrame]:
-    from freshness_tracker.spark.report_job import evaluate_tables, read_series
+    from freshness_tracker.spark.report_job import evaluate_tables, read_rows
 
-    rows, topic_series = read_series(spark, root, options)
-    try:
-        topics, consumers, partitions, _ = evaluate_tables(spark, rows, topic_series,
-                                                           OBJECTIVES, options)
-    finally:
-        topic_series.unpersist()
-    return {"topics": topics, "consumers": consumers, "partitions": partitions}
+    tables = evaluate_tables(spark, read_rows(spark, root, options), OBJECTIVES, options)
+    return {"topics": tables.topics, "consumers": tables.consumers,
+            "partitions": tables.partitions}
 
 
 # --- equality ----------------------------------------------------------------------------------

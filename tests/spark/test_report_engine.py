@@ -13,7 +13,13 @@ import pytest
 
 from freshness_tracker.domain.slo import Objective, evaluate_series, infer_cycle_ms
 from freshness_tracker.spark.reader import python_failure
-from freshness_tracker.spark.report_job import ReportOptions, _judges, evaluate
+from freshness_tracker.spark.report_job import (
+    ReportOptions,
+    SeriesIds,
+    _judges,
+    _seeded_ids,
+    evaluate,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -21,12 +27,18 @@ S, E = 1_000_000, 1_360_000  # the window: 6 minutes
 
 
 def _series(rng: random.Random, n: int) -> list[tuple[int, int | None]]:
-    t = S - rng.choice([0, 5_000, 30_000, 90_000])  # sometimes a look-back sample holds in
+    """Samples from up to 90 s before the window (several of them then hold nothing inside
+    it), sometimes starting late (a no-data lead-in, continued or not by a no-data span), and
+    sometimes one or two at or after the window end (they only end the last hold)."""
+    t = S - rng.choice([0, 5_000, 30_000, 90_000]) + rng.choice([0, 0, 0, 20_000, 200_000])
     out = []
+    beyond = rng.choice([0, 0, 1, 2])
     for _ in range(n):
         t += rng.choice([10_000, 10_000, 10_000, 9_000, 11_000, 45_000, 1])
         if t >= E:
-            break
+            if beyond == 0:
+                break
+            beyond -= 1
         value = None if rng.random() < 0.1 else rng.choice([0, 5_000, 20_000, 20_001, 60_000])
         out.append((t, value))
     return out
@@ -37,7 +49,7 @@ def test_spark_sql_equals_domain_slo_on_random_series(spark: Any, cycle_ms: int 
     rng = random.Random(12 + (cycle_ms or 0))
     objectives = [Objective("c[0-4]", 20_000, Fraction(9, 10)),
                   Objective("c[5-7]", 0, Fraction(1, 3))]
-    data = {f"c{i}": _series(rng, rng.choice([0, 1, 2, 5, 40])) for i in range(12)}
+    data = {f"c{i}": _series(rng, rng.choice([0, 1, 2, 5, 40])) for i in range(40)}
     data = {k: v for k, v in data.items() if v}
     rows = [("x", k, t, v) for k, series in data.items() for t, v in series]
     frame = spark.createDataFrame(rows, "cluster string, consumer string, t bigint, value bigint")
@@ -87,3 +99,23 @@ def test_a_python_worker_failure_is_reported_whole(spark: Any) -> None:
     summary, whole = python_failure(caught.value)
     assert summary == "LookupError: the broker said no: details that matter"
     assert "Traceback (most recent call last)" in whole and "in boom" in whole
+
+
+def test_a_series_hash_collision_moves_to_another_seed(spark: Any) -> None:
+    """The series query names series by 64-bit hashes, checked against the catalogue: two
+    names given the same hash (forced here; never seen for real) make it pick the next
+    seed, whose hashes are Spark's own for those names."""
+    names = [("a", "c1", "t1"), ("a", "c1", "t2"), ("b", "c1", "t1")]
+    clashing = [(7, 1), (7, 1), (8, 2)]
+    ids = _seeded_ids(spark, names, clashing)
+    assert ids.seed == 1
+    assert sorted(ids.series.values()) == names
+    assert sorted(ids.groups.values()) == [("a", "c1"), ("b", "c1")]
+    frame = spark.createDataFrame(names, "cluster string, consumer string, topic string")
+    g, h = SeriesIds(1, {}, {}).columns()
+    for row in frame.select("cluster", "consumer", "topic", g, h).collect():
+        assert ids.series[row["h"]] == (row["cluster"], row["consumer"], row["topic"])
+        assert ids.groups[row["g"]] == (row["cluster"], row["consumer"])
+    fine = _seeded_ids(spark, names[:2], [(1, 5), (2, 5)])
+    assert (fine.seed, fine.series, fine.groups) == (0, {1: names[0], 2: names[1]},
+                                                     {5: ("a", "c1")})
