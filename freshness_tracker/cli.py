@@ -58,13 +58,29 @@ def _parser() -> argparse.ArgumentParser:
     history = sub.add_parser("history", help="maintain the history table (history extra)")
     history_sub = history.add_subparsers(dest="history_command", required=True)
     compact = history_sub.add_parser(
-        "compact", help="rewrite each closed day's cycle files into one file per cluster")
-    compact.add_argument("--history", required=True, help="history table root (a local, NFS "
-                                                          "or mounted path)")
+        "compact", help="rewrite each closed day's cycle files into one file per cluster",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Rewrite every date=D/cluster=C/ partition of a day before --before into "
+                    "one zstd Parquet\nfile: the cycle files of every writer (exporter-<host>, "
+                    "spark, and unnamed older\nfiles) are folded in, nothing lost or doubled, "
+                    "and readers never see a row twice.",
+        epilog="How: the new file is written and its row count checked under "
+               "<root>/_compaction/<token>/,\noutside every documented query (Spark and "
+               "pyarrow skip _ names; the DuckDB glob\ndate=*/cluster=*/ never reaches it). "
+               "On a local, NFS or mounted path two renames swap\nthe partition; on an object "
+               "store (s3://, gs://, abfs://) a plan is written, then the\nsources are deleted "
+               "and the file is copied in. A hidden .compaction.json names the\nfolded files "
+               "(writing a compacted cycle again is refused), a file a writer adds\nmeanwhile is "
+               "kept, and the next run repairs an interrupted one. See docs/spark.md.")
+    compact.add_argument("--history", required=True,
+                         help="history table root: a local, NFS or mounted path, or a URI "
+                              "pyarrow's filesystems understand (s3://, gs://, abfs://, hdfs://)")
     compact.add_argument("--before", type=dt.date.fromisoformat, metavar="YYYY-MM-DD",
                          help="compact the days before this date (default: yesterday, UTC: "
                               "today and yesterday stay open for late writes)")
-    compact.add_argument("--dry-run", action="store_true", help="say what would be compacted")
+    compact.add_argument("--dry-run", action="store_true",
+                         help="list the partitions and files that would be folded; change "
+                              "nothing")
     rules = sub.add_parser(
         "rules", help="print Prometheus recording rules and burn-rate alerts for freshness "
                       "objectives (the Spark report's objectives file)")
