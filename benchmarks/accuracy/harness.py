@@ -99,9 +99,11 @@ def run_harness(
     workdir: Path | None = None,
     progress: Callable[[str], None] = lambda _m: None,
     kafka_version: str | None = None,
+    on_ready: Callable[[], None] | None = None,
 ) -> RunData:
     """Start the stack (unless given; ``kafka_version`` picks devstack's Kafka line), the
-    exporter and the shapes; sample; return the run."""
+    exporter and the shapes; sample; return the run. ``on_ready`` runs once the topics, groups
+    and exporter are up, just before the shapes play (benchmarks.compare starts its peers)."""
     began = time.monotonic()
     shapes = shapes if shapes is not None else standard_shapes(
         config.duration_s, config.low_volume_interval_s)
@@ -128,6 +130,8 @@ def run_harness(
             stack.wait_for_burrow_lag(d.group, d.topic, 0, 0, 0, timeout_s=60)
         exporter.start()
         _wait_for_series(exporter.url, stack.cluster, drivers)
+        if on_ready is not None:
+            on_ready()
         progress(f"exporter ready at {exporter.url} (frequency_sec={config.frequency_s:g}); "
                  f"playing {len(drivers)} shapes for {config.duration_s:.0f} s")
         t0 = time.time() + 1.0

@@ -131,6 +131,20 @@ def main(argv: list[str] | None = None) -> int:
         (out / "cost.json").write_text(json.dumps(cost))
     acc_data = _load(out / "accuracy.json")
     cost_data = _load(out / "cost.json")
+    for extra in sorted(out.glob("cost-*.json")):  # further sizes, run separately
+        more = json.loads(extra.read_text())
+        if cost_data is None:
+            cost_data = more
+            continue
+        for sc in more["scenarios"]:
+            sc["name"] = f"{sc['name']}-{extra.stem}"
+        for r in more["results"]:
+            r["scenario"] = f"{r['scenario']}-{extra.stem}"
+        cost_data["scenarios"] += more["scenarios"]
+        cost_data["results"] += more["results"]
+        cost_data.setdefault("extra_runs", []).append(
+            {k: more[k] for k in ("when", "poll_s", "rounds", "build_s", "wall_s")}
+        )
     shapes_scored = None
     run_data = None
     if acc_data is not None:

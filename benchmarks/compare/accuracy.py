@@ -125,14 +125,17 @@ def run_accuracy(
     kafka_version: str | None = None,
     progress: Callable[[str], None] = print,
 ) -> tuple[RunData, dict[str, Any]]:
-    """Start a one-node stack and the peers, run the harness, return its run and the peers'
-    samples (``{tool: {"group/topic": [PeerSample json]}}``)."""
+    """Start a one-node stack, run the harness, and once its topics, groups and our exporter are
+    up start the peers (so none starts before the topics exist: klag-exporter caches topic
+    metadata for 5 minutes) and scrape them until the run ends. Returns the harness's run and
+    the peers' samples (``{tool: {"group/topic": [PeerSample json]}}``)."""
     stack = RealStack(kafka_version=kafka_version)
-    progress(f"starting a one-node stack (Apache Kafka {stack.kafka_version}) for the accuracy run")
+    progress(f"starting a one-node stack (Apache Kafka {stack.kafka_version}) for accuracy")
     stack.start()
     running: list[Tool] = []
-    sampler: PeerSampler | None = None
-    try:
+    sampler = PeerSampler(running, config.sample_interval_s)
+
+    def start_peers() -> None:
         for key in tools:
             tool = make_tool(
                 key,
@@ -146,20 +149,42 @@ def run_accuracy(
             )
             tool.start()
             running.append(tool)
-            progress(f"  {tool.spec.title} serving {tool.url}")
-        sampler = PeerSampler(running, config.sample_interval_s)
+        for tool in running:
+            _wait_for_groups(tool, len(shapes))
+            progress(f"  {tool.spec.title} serving {tool.url}, every group exported")
         sampler.start()
+
+    try:
         run = run_harness(
-            config, shapes, stack=stack, workdir=workdir / "harness", progress=progress
+            config,
+            shapes,
+            stack=stack,
+            workdir=workdir / "harness",
+            progress=progress,
+            on_ready=start_peers,
         )
         sampler.stop()
         return run, sampler.to_json()
     finally:
-        if sampler is not None:
-            sampler.stop()
+        sampler.stop()
         for tool in running:
             tool.stop()
         stack.stop()
+
+
+def _wait_for_groups(tool: Tool, groups: int, timeout_s: float = 90.0) -> None:
+    """Until the tool exports partition 0 of ``groups`` groups (time or offset lag)."""
+    deadline = time.monotonic() + timeout_s
+    seen = 0
+    while time.monotonic() < deadline:
+        expo = parse_exposition(tool.metrics_text(timeout_s=5), tool.spec.metrics, "local")
+        seen = len({k[0] for k in (*expo.time_lag_s, *expo.offset_lag) if k[2] == 0})
+        if seen >= groups:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(
+        f"{tool.spec.key} exported {seen} of {groups} groups in {timeout_s} s:\n{tool.log_tail()}"
+    )
 
 
 # ---- scoring -------------------------------------------------------------------------------

@@ -315,9 +315,21 @@ def run_cost(
                 order = tools if rep % 2 == 0 else list(reversed(tools))
                 for key in order:
                     progress(f"  rep {rep + 1}/{reps} {scenario.name}: {key}")
-                    r = measure_tool(
-                        stack, key, scenario, workdir / f"rep{rep}", poll_s, rounds, burrow_pid
-                    )
+                    try:
+                        r = measure_tool(
+                            stack, key, scenario, workdir / f"rep{rep}", poll_s, rounds, burrow_pid
+                        )
+                    except Exception as exc:  # one tool failing is a finding, not the end
+                        progress(f"    failed: {exc}")
+                        results.append(
+                            {
+                                "tool": key,
+                                "scenario": scenario.name,
+                                "rep": rep,
+                                "error": str(exc).splitlines()[0][:300],
+                            }
+                        )
+                        continue
                     r["rep"] = rep
                     results.append(r)
                     s = r["steady"]

@@ -34,7 +34,7 @@ COLORS = {
     "interpolation": "#ff7f0e",
     "rate": "#2ca02c",
 }
-STYLES = {"ours": "-", "klag_message": "-", "klag_rate": "--", "interpolation": ":", "rate": ":"}
+STYLES = {"ours": "-", "klag_message": "-.", "klag_rate": "--", "interpolation": ":", "rate": ":"}
 ACC_COLUMNS = ("ours", "klag_message", "klag_rate", "interpolation", "rate")
 
 
@@ -129,7 +129,7 @@ def cost_table(cost: dict[str, Any], rep: int = 0) -> str:
     lines = []
     for sc in cost["scenarios"]:
         rows = [r for r in cost["results"] if r["scenario"] == sc["name"] and r["rep"] == rep]
-        base = next((r for r in rows if r["tool"] == "ours"), None)
+        base = next((r for r in rows if r["tool"] == "ours" and "error" not in r), None)
         if base is None:
             continue
         lines += [
@@ -141,6 +141,9 @@ def cost_table(cost: dict[str, Any], rep: int = 0) -> str:
             "|" + "---|" * 9,
         ]
         for r in sorted(rows, key=lambda r: list(TITLES).index(r["tool"])):
+            if "error" in r:
+                lines.append(f"| {TITLES[r['tool']]} | failed: {r['error']} |" + " |" * 7)
+                continue
             lines.append(f"| {TITLES[r['tool']]} | " + " | ".join(_cost_row(r, base)) + " |")
             if r["tool"] == "ours" and "burrow_cpu_per_round_s" in r["steady"]:
                 s = r["steady"]
@@ -154,6 +157,8 @@ def cost_table(cost: dict[str, Any], rep: int = 0) -> str:
             "",
         ]
         for r in sorted(rows, key=lambda r: list(TITLES).index(r["tool"])):
+            if "error" in r:
+                continue
             lines.append(
                 f"- {TITLES[r['tool']]}: {_apis(r['first']['requests'])} / "
                 f"{_apis(r['steady']['requests_per_round'])}"
