@@ -151,16 +151,16 @@ def _versions(
         "- freshness-tracker: this tree, `python -m freshness_tracker run`, default settings "
         "except `frequency_sec`.",
         f"- klag-exporter 0.1.22: `cargo install klag-exporter --version 0.1.22 --locked` "
-        f"({'built: ' + str(klag_bin()) if klag_bin() else 'not built'}); its defaults except "
-        '`poll_interval` (= ours\' frequency), `granularity = "partition"` (ours exports '
+        f"({'built into ' + _home(klag_bin()) if klag_bin() else 'not built'}); its defaults "
+        'except `poll_interval` (= ours\' frequency), `granularity = "partition"` (ours exports '
         'partitions) and `timestamp_sampling.mode`, run twice: `"message"` (reads the record '
         'at the committed offset, like us) and `"rate"` (its default: offset lag ÷ the high '
         "watermark's rate over its last 5 polls).",
         "- kafka_exporter 1.9.0: "
         + (
-            f"built locally from the v1.9.0 tag ({kafka_exporter_bin()}; `go install` of the "
-            "module is refused by the Go module proxy, 403, but the tag's source builds with its "
-            "dependencies from the proxy: `benchmarks/compare/build_peers.sh`); offsets only, it "
+            f"built locally from the v1.9.0 tag ({_home(kafka_exporter_bin())}; `go install` of "
+            "the module is refused by the Go module proxy, 403, but the tag's source builds with "
+            "its dependencies from the proxy: `benchmarks/compare/build_peers.sh`); offsets only, it "
             "collects on every scrape."
             if kafka_exporter_bin()
             else "not built."
@@ -180,6 +180,16 @@ def _versions(
     for tool, why in skipped.items():
         lines.append(f"- not run this time: {tool}: {why}.")
     return lines
+
+
+def _home(path: Path | None) -> str:
+    """A path with the home directory as ``~`` (the page names no user's home)."""
+    if path is None:
+        return "none"
+    try:
+        return "`~/" + path.relative_to(Path.home()).as_posix() + "`"
+    except ValueError:
+        return f"`{path}`"
 
 
 def _acc_summary(shapes: Sequence[CompareShape]) -> list[str]:
