@@ -160,8 +160,8 @@ def _versions(
         + (
             f"built locally from the v1.9.0 tag ({_home(kafka_exporter_bin())}; `go install` of "
             "the module is refused by the Go module proxy, 403, but the tag's source builds with "
-            "its dependencies from the proxy: `benchmarks/compare/build_peers.sh`); offsets only, it "
-            "collects on every scrape."
+            "its dependencies from the proxy: `benchmarks/compare/build_peers.sh`); offsets "
+            "only, it collects on every scrape."
             if kafka_exporter_bin()
             else "not built."
         ),
