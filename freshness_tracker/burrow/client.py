@@ -14,8 +14,11 @@ store (OpenSSL's default paths: `SSL_CERT_FILE` / `SSL_CERT_DIR` if set), and
 
 `burrow.timeout` bounds a whole response (connect, headers and body), not each socket read: a
 per-read timeout restarts with every byte, so a body dripped one byte a second never trips it.
-A reaper thread shuts the socket down at the deadline, whatever the read is doing, and no
-request outlives the cycle's deadline either (`freshness_tracker.deadline`). Bodies are decoded
+A reaper thread shuts the socket down at the deadline, whatever the connect, TLS handshake or
+read is doing (every socket is attached to its request before anything waits on it), and no
+request outlives the cycle's deadline either (`freshness_tracker.deadline`). The name lookup,
+which nothing can interrupt, runs on a resolver thread the request stops waiting for at its
+deadline. Bodies are decoded
 here, so their decoded size is bounded while it grows: a 1 MB gzip that expands to 1 GiB costs
 `burrow.maxResponseBytes`, not the process.
 """
@@ -71,6 +74,8 @@ _CHUNK_BYTES = 64 * 1024
 #: How long cluster_lags() waits for its workers past the cycle deadline (their requests are
 #: cut at that deadline by the reaper; this only covers a worker that is slow to notice).
 _JOIN_SLACK_S = 2.0
+#: How long a resolved address of Burrow's host is reused.
+_RESOLVED_TTL_S = 60.0
 #: The longest backoff between two attempts, whatever burrow.backoff and the attempt number.
 _MAX_BACKOFF_S = 5.0
 #: What a broken exchange raises: sockets, TLS (ssl.SSLError is an OSError) and HTTP framing.
@@ -82,16 +87,28 @@ _STALE_ERRORS = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPip
 
 
 class _InFlight:
-    """One request: its hard deadline and, once it has one, its connection."""
+    """One request: its hard deadline and, once it has one, its socket."""
 
-    __slots__ = ("_lock", "connection", "cut", "deadline", "done")
+    __slots__ = ("_lock", "cut", "deadline", "done", "sock")
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
-        self.connection: http.client.HTTPConnection | None = None
+        self.sock: socket.socket | None = None
         self.cut = False
         self.done = False
         self._lock = threading.Lock()
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def attach(self, sock: socket.socket) -> None:
+        """The socket the request now waits on (connect, TLS handshake, then the exchange).
+        TimeoutError when the reaper already cut the request: it fired while no socket was
+        there to shut (a slow name lookup), and must not be forgotten."""
+        with self._lock:
+            if self.cut:
+                raise TimeoutError("the deadline was reached before the connection was made")
+            self.sock = sock
 
     def finish(self) -> None:
         """No cut after this: called before the connection goes back to the pool, where
@@ -100,16 +117,17 @@ class _InFlight:
             self.done = True
 
     def cut_off(self) -> None:
-        """Shut the socket down: a read blocked in any library returns at once."""
+        """Shut the socket down: a read, a connect or a TLS handshake blocked in any library
+        returns at once."""
         with self._lock:
             if self.done:
                 return
             self.cut = True
-            sock = getattr(self.connection, "sock", None)
+            sock = self.sock
             if sock is not None:
                 # socket.socket's shutdown, not SSLSocket's: that one also drops the TLS state
                 # under the reading thread (a ValueError there, not an OSError). Only the
-                # syscall is wanted: it wakes the blocked read (or a TLS handshake).
+                # syscall is wanted: it wakes the blocked call.
                 with contextlib.suppress(OSError):
                     socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
@@ -164,16 +182,32 @@ class _Pool:
         self._scheme, self._host, self._port = scheme, host, port
         self._max_idle = max_idle
         self._tls = tls
+        self._resolver = _Resolver()
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
         self._closed = False
 
-    def new(self, timeout_s: float) -> http.client.HTTPConnection:
-        """A connection that connects on its first request (connect bounded by `timeout_s`)."""
-        if self._scheme == "https":
-            return http.client.HTTPSConnection(self._host, self._port, timeout=timeout_s,
-                                               context=self._tls())
-        return http.client.HTTPConnection(self._host, self._port, timeout=timeout_s)
+    def new(self, inflight: _InFlight) -> http.client.HTTPConnection:
+        """A connected connection, every step bounded by the request's deadline: the name
+        lookup (on a resolver thread: getaddrinfo honours no timeout and no reaper can wake
+        it), the TCP connect and the TLS handshake (on a socket the reaper can shut down)."""
+        addresses = self._resolver.resolve(self._host, self._port, inflight.remaining())
+        sock = _connect(addresses, inflight)
+        try:
+            if self._scheme == "https":
+                sock = self._tls().wrap_socket(sock, server_hostname=self._host,
+                                               do_handshake_on_connect=False)
+                inflight.attach(sock)  # the live TLS socket, so a cut reaches the handshake
+                sock.settimeout(max(inflight.remaining(), 0.001))
+                sock.do_handshake()
+            conn = (http.client.HTTPSConnection(self._host, self._port, context=self._tls())
+                    if self._scheme == "https" else
+                    http.client.HTTPConnection(self._host, self._port))
+            conn.sock = sock  # already connected (and TLS set up): http.client will not again
+            return conn
+        except BaseException:
+            sock.close()
+            raise
 
     def take(self) -> http.client.HTTPConnection | None:
         """An idle connection the server has not closed, or None."""
@@ -201,6 +235,79 @@ class _Pool:
             conn.close()
 
 
+_Address = tuple[int, int, int, Any]  # (family, type, proto, sockaddr)
+
+
+class _Resolver:
+    """Name lookups with a deadline. getaddrinfo blocks for as long as the system resolver
+    takes (5 s x attempts x nameservers, or forever on a broken NSS module) and nothing can
+    interrupt it, so it runs on a daemon thread the request stops waiting for at its deadline;
+    answers are reused for _RESOLVED_TTL_S (Burrow is one origin: one lookup per minute, not
+    one per connection). A lookup still running is shared, not started again."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._answers: dict[tuple[str, int], tuple[float, list[_Address]]] = {}
+        self._running: dict[tuple[str, int], Future[list[_Address]]] = {}
+
+    def resolve(self, host: str, port: int, timeout_s: float) -> list[_Address]:
+        key = (host, port)
+        with self._lock:
+            cached = self._answers.get(key)
+            if cached is not None and cached[0] > time.monotonic():
+                return cached[1]
+            future = self._running.get(key)
+            if future is None:
+                future = Future()
+                self._running[key] = future
+                threading.Thread(target=self._lookup, args=(key, future), daemon=True,
+                                 name="burrow-resolver").start()
+        try:
+            return future.result(timeout=max(timeout_s, 0.0))
+        except TimeoutError:
+            raise TimeoutError(f"the name lookup of {host} did not finish within "
+                               f"{max(timeout_s, 0.0):.3g}s") from None
+
+    def _lookup(self, key: tuple[str, int], future: Future[list[_Address]]) -> None:
+        try:
+            infos = socket.getaddrinfo(key[0], key[1], type=socket.SOCK_STREAM)
+            answer: list[_Address] = [(int(family), int(kind), proto, addr)
+                                      for family, kind, proto, _, addr in infos]
+        except BaseException as exc:
+            with self._lock:
+                self._running.pop(key, None)
+            future.set_exception(exc)
+            return
+        with self._lock:
+            self._running.pop(key, None)
+            self._answers[key] = (time.monotonic() + _RESOLVED_TTL_S, answer)
+        future.set_result(answer)
+
+
+def _connect(addresses: Sequence[_Address], inflight: _InFlight) -> socket.socket:
+    """A TCP connection to the first address that accepts, within the request's deadline;
+    each socket is attached to the request first, so the reaper can cut a hanging connect."""
+    error: OSError = OSError("the name resolved to no address")
+    for family, kind, proto, addr in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            inflight.attach(sock)
+            remaining = inflight.remaining()
+            if remaining <= 0:
+                raise TimeoutError("the deadline was reached while connecting")
+            sock.settimeout(remaining)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.connect(addr)
+            return sock
+        except TimeoutError:
+            sock.close()
+            raise
+        except OSError as exc:
+            sock.close()
+            error = exc
+    raise error
+
+
 def _still_open(conn: http.client.HTTPConnection) -> bool:
     """An idle keep-alive socket with nothing to read: the server has not closed it (nor sent
     anything unasked, which would desynchronise the next answer)."""
@@ -208,6 +315,8 @@ def _still_open(conn: http.client.HTTPConnection) -> bool:
     if sock is None:
         return False
     try:
+        if not hasattr(select, "poll"):  # not on Windows; select() takes any socket there
+            return not select.select([sock], [], [], 0)[0]
         poller = select.poll()
         poller.register(sock, select.POLLIN)
         return not poller.poll(0)
@@ -304,7 +413,7 @@ class BurrowClient:
         self._reaper.watch(inflight)
         conn: http.client.HTTPConnection | None = None
         try:
-            conn, response = self._exchange(url[self._origin_length:] or "/", inflight, limit_s)
+            conn, response = self._exchange(url[self._origin_length:] or "/", inflight)
             status = response.status
             if status >= 500:
                 raise BurrowUnavailable(f"Burrow answered HTTP {status} for {url}", url)
@@ -336,7 +445,7 @@ class BurrowClient:
                                     f"{limit_s:g}s", url)
         return status, body
 
-    def _exchange(self, path: str, inflight: _InFlight, limit_s: float
+    def _exchange(self, path: str, inflight: _InFlight
                   ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         """Send the GET and read the status line and headers, on an idle connection if there
         is one (a new one if the server had closed it meanwhile) or on a new connection."""
@@ -344,11 +453,16 @@ class BurrowClient:
         while True:
             reused = conn is not None
             if conn is None:
-                conn = self._pool.new(limit_s)
+                conn = self._pool.new(inflight)
             else:
                 assert conn.sock is not None
-                conn.sock.settimeout(max(inflight.deadline - time.monotonic(), 0.001))
-            inflight.connection = conn
+                try:
+                    inflight.attach(conn.sock)
+                except TimeoutError:
+                    conn.close()
+                    raise
+            assert conn.sock is not None
+            conn.sock.settimeout(max(inflight.remaining(), 0.001))
             try:
                 conn.request("GET", path, headers=self._headers)
                 return conn, conn.getresponse()
