@@ -115,17 +115,27 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     if not args.from_dir and not args.skip_cost:
-        cost = run_cost(
-            tools,
-            args.partitions,
-            args.fleet,
-            args.fleet_share,
-            args.poll,
-            args.rounds,
-            args.reps,
-            out / "work-cost",
-            args.kafka_version,
-        )
+        try:
+            cost = run_cost(
+                tools,
+                args.partitions,
+                args.fleet,
+                args.fleet_share,
+                args.poll,
+                args.rounds,
+                args.reps,
+                out / "work-cost",
+                args.kafka_version,
+            )
+        except Exception as exc:  # a size the stack cannot hold is a result too: say so
+            failed = {
+                "partitions": args.partitions,
+                "fleet": args.fleet,
+                "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}",
+                "when": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+            (out / f"failed-cost-{args.partitions}.json").write_text(json.dumps(failed))
+            raise
         cost["skipped"] = skipped
         cost["when"] = datetime.now(UTC).isoformat(timespec="seconds")
         (out / "cost.json").write_text(json.dumps(cost))
@@ -155,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
             if (rate := pre_onset_rate(r.shape)) is not None
         }
         shapes_scored = score_peers(run_data, acc_data["peers"], rates)
+    failures = [json.loads(f.read_text()) for f in sorted(out.glob("failed-cost-*.json"))]
+    if cost_data is not None:
+        cost_data["failed_runs"] = failures
     page, readme = render(
         run_data, shapes_scored, acc_data, cost_data, REPO / "docs" / "img", plots=not args.no_docs
     )
