@@ -3,8 +3,9 @@ from reference.conf."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
+from freshness_tracker.burrow.url import split_credentials
 from freshness_tracker.reference import default, default_seconds
 
 __all__ = ["BurrowSettings"]
@@ -26,3 +27,15 @@ class BurrowSettings:
     tls_verify: bool = default("burrow.tlsVerify")
     # decoded; a bigger body is a failed request
     max_response_bytes: int = default("burrow.maxResponseBytes")
+
+    def __repr__(self) -> str:
+        """Without secrets: the password is never shown, nor credentials left in the URL (the
+        config strips them; settings built in code may carry them)."""
+        shown = ", ".join(
+            f"{f.name}={_shown_url(self.url) if f.name == 'url' else getattr(self, f.name)!r}"
+            for f in fields(self) if f.repr)
+        return f"BurrowSettings({shown})"
+
+
+def _shown_url(url: str) -> str:
+    return split_credentials(url)[0]
