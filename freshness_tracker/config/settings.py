@@ -412,7 +412,7 @@ def _burrow(r: _Reader, warnings: list[str]) -> BurrowSettings:
         else:
             username, password = url.username, password or url.password or ""
     if password and not username:
-        # requests would send no Authorization header at all: auth silently off.
+        # a password without a user is no credential: auth would be silently off.
         raise ConfigError("burrow.password", "is set but burrow.username is empty, so no "
                           "credentials would be sent", "set burrow.username too "
                           "(or FRESHNESS_TRACKER_BURROW_USERNAME)")

@@ -315,11 +315,8 @@ def test_declared_dependencies_cover_every_import(wheel: Path) -> None:
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=120, check=True, cwd="/")
-    # `socks`: requests imports PySocks whenever it is installed (the dev venv has it through
-    # selenium's urllib3[socks]); without it requests works the same, so it is no requirement
     loaded = set(json.loads(result.stdout)) - set(sys.stdlib_module_names) - {
-        "freshness_tracker", "__main__", "_distutils_hack", "sitecustomize", "usercustomize",
-        "socks"}
+        "freshness_tracker", "__main__", "_distutils_hack", "sitecustomize", "usercustomize"}
     owners = _distributions({m for m in loaded if not m.startswith("_")})
     outside = {m: d for m, d in owners.items() if d and not d & base}
     assert not outside, f"the commands import undeclared distributions: {outside}"

@@ -8,6 +8,9 @@
 - :mod:`tests.support.seeding`: records with known times and real group commits on the stack.
 - :mod:`tests.support.history`, :mod:`tests.support.golden`: domain results for sink tests.
 - :mod:`tests.support.kafka_wire`: a raw ApiVersions round trip, below any Kafka client.
+- :mod:`tests.support.fake_burrow`: a fault-injecting HTTP front of Burrow (or a Burrow of its
+  own), for the fault and unit suites; :mod:`tests.support.http_burrow`: a recording HTTP(S)
+  server with scripted answers, for the Burrow client's tests.
 
 Beside it: ``tests/stack_support.py`` (starting the real stack, polling) and ``tests/fakes.py``
 (fakes of the core's Protocols); each suite's own helpers sit in its directory
