@@ -214,7 +214,10 @@ class ClusterMeasurer:
         except FreshnessTrackerError as exc:
             return self._failed(started, str(exc), burrow_errors=1)
 
-        partitions = [p for g in lags.groups for p in g.partitions if self._topics(p.key.topic)]
+        # the topic filter once per topic, not per partition (100,000 regex matches a cycle)
+        kept = {t: self._topics(t) for t in {p.key.topic for g in lags.groups
+                                              for p in g.partitions}}
+        partitions = [p for g in lags.groups for p in g.partitions if kept[p.key.topic]]
         cache = self._cache
         plan = plan_reads(partitions, cache.contains if cache else lambda _r: False,
                           read_caught_up_commit_lag=self._commit_lag_when_caught_up,
