@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    out: Path = args.from_dir or args.out
+    out: Path = (args.from_dir or args.out).resolve()  # peers run with their own cwd
     out.mkdir(parents=True, exist_ok=True)
     wanted = [t for t in args.tools.split(",") if t]
     skipped = {t: r for t in wanted if (r := missing_reason(t)) is not None}

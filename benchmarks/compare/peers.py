@@ -267,6 +267,7 @@ def make_tool(
 ) -> Tool:
     """A :class:`Tool` for ``key`` (see :data:`SPECS`), not started."""
     spec = SPECS[key]
+    workdir = workdir.resolve()  # the peer runs with workdir as its cwd
     workdir.mkdir(parents=True, exist_ok=True)
     if key == "ours":
         exporter = ExporterProcess(
