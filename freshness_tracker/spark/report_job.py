@@ -1,9 +1,10 @@
 """`freshness-tracker spark report`: SLOs over the history table, in Spark.
 
-Spark does the heavy lifting: it reads only the date partitions of the window, folds the
-partition rows into one series per (cluster, consumer, topic) and per (cluster, consumer) (the
-worst partition at each sample time, over the topics the consumer's objective selects), and
-aggregates every partition for data loss and the worst partitions. The SLO math is
+Spark does the heavy lifting, in two queries: it reads only the date partitions of the
+window, aggregates every partition for data loss and the worst partitions (which also names
+every series), and folds the partition rows into one series per (cluster, consumer, topic) and
+per (cluster, consumer) (the worst partition at each sample time, over the topics the
+consumer's objective selects), both evaluated on one shuffle. The SLO math is
 `domain.slo`'s, written as Spark SQL expressions (`evaluate`: window functions, gaps and
 islands, no Python per series) and checked against it (tests/spark/test_report_engine.py).
 The small results are collected and written as Parquet, CSV and one HTML page
@@ -126,18 +127,19 @@ def _stage(spark: Any, name: str, began: float) -> Iterator[None]:
 # --- per series: the SLO math as Spark expressions -----------------------------------------
 #
 # `domain.slo` is the definition; this is the same math in Spark's own engine (no Python per
-# series), checked against it by tests/spark/test_report_job.py and benchmarks/bench_report.py:
+# series), checked against it by tests/spark/test_report_engine.py and bench_report.py:
 #
-# 1. window over each series ordered by time: the next sample time (`lead`), the series' first
-#    time and its median spacing (the cycle, unless --cycle), so each sample's hold is known:
-#    it holds its value until the next sample if that comes within gap-cycles × cycle, else it
-#    holds "no data"; clipped to the window, plus a no-data span from the window start to the
-#    first sample when that comes later;
+# 1. windows over each series ordered by time (three passes, one sort): the next and the
+#    previous sample (`lead`, `lag`), the series' first time and its median spacing (the
+#    cycle, unless --cycle), so each sample's hold is known: it holds its value until the
+#    next sample if that comes within gap-cycles × cycle, else it holds "no data"; clipped to
+#    the window; the no-data lead-in from the window start to a later first sample is added
+#    to the no-data list at the end;
 # 2. gaps and islands: consecutive spans of the same kind (breach, good, no data) share an
-#    island id (a running count of kind changes), so an island is one breach episode or one
+#    island id (a running count of island starts), so an island is one breach episode or one
 #    merged no-data stretch;
 # 3. two aggregations on the same partitioning (no further shuffle): per island, then per
-#    series: held, breached and no-data time, the episodes as sorted arrays, and the sorted
+#    series: held, breached and no-data time, the episodes as sorted arrays; and the sorted
 #    samples of the window, from which the percentiles are read with slo.percentile's formula.
 
 
@@ -474,7 +476,11 @@ def evaluate_tables(spark: Any, rows: Any, objectives: Sequence[Objective],
     import pandas as pd
 
     began = time.monotonic() if began is None else began
-    with _sql_conf(spark, REPORT_SQL_CONF):
+    # file splits: at least as many as shuffle partitions (3 per core), so the two scans keep
+    # every core busy to the end (by default small files are packed into one split per core,
+    # which left one core with two splits and the other idle)
+    splits = {"spark.sql.files.minPartitionNum": spark.conf.get("spark.sql.shuffle.partitions")}
+    with _sql_conf(spark, {**REPORT_SQL_CONF, **splits}):
         with _stage(spark, "partitions", began):
             stats = _partition_stats(rows, options.start_ms).toPandas()
         catalogue = (stats[[*_TOPIC, "h", "g"]].drop_duplicates(_TOPIC)
