@@ -2,7 +2,7 @@
 same outputs (asserted equal), in one run.
 
     python3 -m benchmarks.bench_report [--rows 10000000] [--reps 2] [--old] [--standalone]
-                                       [--sql-only-duckdb] [--json FILE]
+                                       [--skip-local] [--sql-only-duckdb] [--json FILE]
 
 The history is bench_spark's generated one (2 clusters × 25 consumers × 2 topics × 10
 partitions at 30 s cycles: slow consumers, breach episodes, a stuck group, an outage,
@@ -13,8 +13,11 @@ session start (best of `--reps`, and the first):
   partition aggregates) and `domain.slo.evaluate_series` per series in Python: the definition.
 - **duckdb-sql** (`--sql-only-duckdb`): the same tables entirely in DuckDB SQL (the window
   and gaps-and-islands formulation of `report_job.evaluate`), for scale.
-- **spark**: `report_job.read_series` + `evaluate_tables` on `local[2]`: the report's tables
+- **spark**: `report_job.read_rows` + `evaluate_tables` on `local[2]`: the report's tables
   exactly as the CLI computes them. Its tables must equal the reference's, cell for cell.
+  Figures: query only (warm, best of `--reps`), end to end (the session start + the first
+  query, as a CLI run pays them, against DuckDB's first run) and CPU seconds (this process
+  and the local JVM's threads), each as Spark ÷ reference.
 - **old** (`--old`): the whole previous report (`applyInPandas` per series, git revision
   `OLD_REVISION`) against the whole new one (`run_report`: tables, charts, page), same data.
 - **standalone** (`--standalone`): the tables on a loopback standalone cluster
