@@ -28,7 +28,6 @@ from typing import Any
 
 from freshness_tracker.domain.model import GroupLags, LagWindow, PartitionKey, PartitionLag
 from freshness_tracker.domain.names import (
-    MAX_GROUP_LENGTH,
     escaped,
     is_utf8,
     topic_name_problem,
@@ -45,7 +44,6 @@ __all__ = [
     "parse_group_lag",
 ]
 
-MAX_NAME_LENGTH = MAX_GROUP_LENGTH  # any name longer than this is garbage
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1  # Kafka partition numbers are int32
 MAX_STATUS_LENGTH = 32  # Burrow's statuses are short words (OK, WARN, STOP, ...)

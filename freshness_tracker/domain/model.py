@@ -332,9 +332,6 @@ class Snapshot:
         rest = tuple(c for c in self.clusters if c.cluster != update.cluster)
         return Snapshot(tuple(sorted((*rest, update), key=lambda c: c.cluster)))
 
-    def without_clusters(self, keep: frozenset[str]) -> Snapshot:
-        return Snapshot(tuple(c for c in self.clusters if c.cluster in keep))
-
     @property
     def partitions(self) -> tuple[PartitionResult, ...]:
         return tuple(p for c in self.clusters for p in c.partitions)

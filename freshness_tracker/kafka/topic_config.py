@@ -111,11 +111,6 @@ class TopicRetention:
             result.update(self._describe(batch))
         return result
 
-    def invalidate(self) -> None:
-        """Forget every cached answer (e.g. after a config reload)."""
-        with self._lock:
-            self._cache.clear()
-
     # --- internals ------------------------------------------------------------------------
 
     def _describe(self, topics: list[str]) -> dict[str, int | None]:
