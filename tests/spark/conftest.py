@@ -10,21 +10,15 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from devstack import RealStack
-from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.config import load_settings
-from freshness_tracker.config.settings import Settings
-from freshness_tracker.domain.model import ClusterLags
+from tests.spark.helpers import Fleet, N
 from tests.stack_support import unique_namer
-
-N = 12  # records per partition of the fleet
 
 #: Measured to matter for short local runs (shared/reference/spark-notes.md).
 TEST_CONF = {
@@ -63,44 +57,6 @@ def spark() -> Iterator[Any]:
 @pytest.fixture
 def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
     return unique_namer(request, width=30)
-
-
-class RecordedBurrow:
-    """Asks the real Burrow once per question and replays the answer: both runs measure the
-    very same Burrow snapshot (Burrow re-evaluates statuses as time passes)."""
-
-    def __init__(self, client: BurrowClient) -> None:
-        self._client = client
-        self._answers: dict[tuple[str, tuple[Any, ...]], Any] = {}
-
-    def _ask(self, name: str, *args: Any) -> Any:
-        key = (name, args)
-        if key not in self._answers:
-            self._answers[key] = getattr(self._client, name)(*args)
-        return self._answers[key]
-
-    def clusters(self) -> list[str]:
-        return list(self._ask("clusters"))
-
-    def cluster_servers(self, cluster: str) -> list[str]:
-        return list(self._ask("cluster_servers", cluster))
-
-    def consumers(self, cluster: str) -> list[str]:
-        return list(self._ask("consumers", cluster))
-
-    def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
-        lags: ClusterLags = self._ask("cluster_lags", cluster, tuple(sorted(groups)))
-        return lags
-
-
-@dataclass
-class Fleet:
-    settings: Settings
-    config: Path
-    timestamps: dict[tuple[str, int], list[int]]  # (topic, partition) -> record timestamps
-    # (group, topic, p) -> (offset, commit time: the broker's stamp, as Burrow reports it)
-    commits: dict[tuple[str, str, int], tuple[int, int]]
-    now_ms: int
 
 
 @pytest.fixture(scope="session")

@@ -25,56 +25,9 @@ import pandas as pd
 import pytest
 
 from freshness_tracker.cli import main
-from freshness_tracker.domain.model import (
-    ClusterHealth,
-    ClusterSnapshot,
-    PartitionKey,
-    PartitionResult,
-    PartitionStatus,
-)
-from freshness_tracker.sinks.history import write_snapshot
+from tests.spark.helpers import OBJECTIVES, T0, M, S, generate
 
 pytestmark = pytest.mark.spark
-
-T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-M = 60_000
-S = 1_000
-
-OBJECTIVES = """
-objectives = [
-  { consumer = "orders-.*", freshness = 5m, target = 90% }
-  { consumer = "billing", topic = "invoices", freshness = 1m, target = 50% }
-]
-"""
-
-
-def _row(cluster: str, consumer: str, topic: str, partition: int, t: int, freshness: int,
-         loss: bool = False) -> PartitionResult:
-    return PartitionResult(
-        PartitionKey(cluster, consumer, topic, partition),
-        PartitionStatus.DATA_LOSS if loss else PartitionStatus.OK, "OK", 100, 110, 10, t - 5_000,
-        t - freshness, freshness, 1_000, lost_records=100 if loss else 0)
-
-
-def _write(root: str, cluster: str, t: int, rows: list[PartitionResult]) -> None:
-    health = ClusterHealth(cluster, True, t, t, 0, partitions=len(rows))
-    write_snapshot(root, ClusterSnapshot(cluster, 0, t, t, health, tuple(rows)))
-
-
-def generate(root: str) -> None:
-    for i in range(-2, 62):  # a little before and after the window, too
-        t = T0 + i * M
-        if not 30 <= i <= 34:
-            _write(root, "east", t, [
-                _row("east", "orders-app", "orders", 0, t, 60 * S),
-                _row("east", "orders-app", "orders", 1, t, 600 * S if 10 <= i <= 14 else 30 * S),
-                _row("east", "orders-app", "payments", 0, t, 120 * S),
-                _row("east", "billing", "invoices", 0, t, 90 * S if 20 <= i <= 39 else 30 * S),
-                _row("east", "billing", "audit", 0, t, 3600 * S, loss=50 <= i <= 59),
-            ])
-        west = t - 30 * S
-        _write(root, "west", west, [_row("west", "idle", "events", 0, west, 0)])
-
 
 @pytest.fixture(scope="module")
 def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
@@ -222,8 +175,12 @@ def test_without_matplotlib_the_report_has_its_tables_and_says_so_first(
     events: list[str] = []
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
     real_session = session.get_session
-    monkeypatch.setattr(session, "get_session",
-                        lambda *a, **k: (events.append("spark"), real_session(*a, **k))[1])
+
+    def recorded_session(*args: Any, **kwargs: Any) -> Any:
+        events.append("spark")
+        return real_session(*args, **kwargs)
+
+    monkeypatch.setattr(session, "get_session", recorded_session)
     spark_log = logging.getLogger("freshness_tracker.spark")
     monkeypatch.setattr(spark_log, "warning", lambda msg, *a: events.append(msg % a if a else msg))
     generate(str(tmp_path / "h"))

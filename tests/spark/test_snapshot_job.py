@@ -20,7 +20,7 @@ from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.sinks.history import HistorySink, read_history
 from freshness_tracker.spark.snapshot_job import run_snapshot
-from tests.spark.conftest import Fleet, N, RecordedBurrow
+from tests.spark.helpers import Fleet, N, RecordedBurrow
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

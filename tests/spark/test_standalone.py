@@ -29,8 +29,7 @@ import pytest
 
 from freshness_tracker.sinks.history import read_history
 from freshness_tracker.spark.session import TEST_JVM_OPTIONS
-from tests.spark.conftest import Fleet
-from tests.spark.test_report_job import OBJECTIVES, M, generate
+from tests.spark.helpers import OBJECTIVES, Fleet, M, generate
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
