@@ -337,8 +337,9 @@ _METRIC_FIX = {
     "C − 1 too, `lookup.commitLagWhenCaughtUp`, on by default); klag's message mode reads one "
     "record per lagging partition and its rate mode none. Setting "
     "`lookup.commitLagWhenCaughtUp = false` removes the caught-up reads, at the price of the "
-    "commit lag and data-current-as-of of caught-up groups. One repetition on a machine at load "
-    "average above 15: differences under 2× are within this run's noise",
+    "commit lag and data-current-as-of of caught-up groups. On this shared machine (load "
+    "average between 3 and 25 during the runs) round durations under a second differ by more than "
+    "2× between repetitions: compare the repetitions before reading much into these",
     ("steady", "round_s"): "Ours' steady cycle is Burrow's REST answers (one `/lag` request per "
     "group) plus building the snapshot; its duration is mostly Burrow's and Python's, not Kafka's",
     ("steady", "metrics_bytes"): "",
@@ -474,8 +475,8 @@ _CANNOT = """\
 - **klag-exporter, "message"** reads the record at the committed offset, like us, but re-reads
   after its cache TTL (60 s) even when nothing moved; no reading of the record before a caught-up
   group's commit (so no commit lag or "data current as of" for caught-up groups); no batching
-  per leader (a pool of
-  `max_concurrent_fetches` = 5 consumers). It caches the topic list for
+  per leader (a pool of `max_concurrent_fetches` = 5 consumers reading partition by partition:
+  compare the first rounds' Fetch counts above). It caches the topic list for
   `metadata_cache_ttl` (300 s by default): a partition created after its last refresh has no
   high watermark for up to 5 minutes and is exported with offset lag 0 and time lag 0 (both
   modes). In a first run of this comparison, with the peers started before the harness created
