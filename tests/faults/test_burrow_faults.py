@@ -47,7 +47,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 FREQUENCY = 1.0
 BURROW_TIMEOUT = 1.0
 RETRIES = 1
-#: The longest a failing cycle can take here: every attempt times out, plus the backoff between attempts.
+#: The longest a failing cycle can take here: every attempt times out, plus the backoff.
 WORST_CYCLE_S = BURROW_TIMEOUT * (RETRIES + 1) + 0.5
 #: Fault end -> correct values: the in-flight cycle, the pause, one healthy cycle, and slack for
 #: a loaded 2-core machine.
