@@ -141,6 +141,10 @@ class Workload:
         if producer.flush(timeout_s) > 0 or errors:
             raise RuntimeError(f"produce failed: {errors[:1] or 'timeout'}")
 
+    def _lag(self, rng: random.Random) -> int:
+        """One partition's lag at the commit."""
+        return rng.randint(self.min_lag, self.max_lag)
+
     def _commit(self) -> None:
         """Real group commits, one OffsetCommit per topic and group (the broker stamps them)."""
         rng = random.Random(self.seed)
@@ -149,7 +153,7 @@ class Workload:
             group = groups[i % len(groups)]
             offsets = []
             for partition in range(n):
-                lag = rng.randint(self.min_lag, self.max_lag)
+                lag = self._lag(rng)
                 offset = self.records - lag
                 self.commits[(group, topic, partition)] = (offset, lag)
                 offsets.append((topic, partition, offset))

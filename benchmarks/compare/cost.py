@@ -93,22 +93,8 @@ class FleetWorkload(Workload):
 
     lagging_share: float = 0.1
 
-    def _commit(self) -> None:
-        rng = random.Random(self.seed)
-        groups = self.group_names
-        for i, (topic, n) in enumerate(self.topics):
-            group = groups[i % len(groups)]
-            offsets = []
-            for partition in range(n):
-                lag = (
-                    rng.randint(self.min_lag, self.max_lag)
-                    if rng.random() < self.lagging_share
-                    else 0
-                )
-                offset = self.records - lag
-                self.commits[(group, topic, partition)] = (offset, lag)
-                offsets.append((topic, partition, offset))
-            self.stack.commit_offsets(group, offsets)
+    def _lag(self, rng: random.Random) -> int:
+        return rng.randint(self.min_lag, self.max_lag) if rng.random() < self.lagging_share else 0
 
     def lagging(self) -> int:
         return sum(1 for _o, lag in self.commits.values() if lag > 0)
