@@ -474,8 +474,14 @@ class RealStack:
                 future.result(timeout=timeout_s)
             except KafkaException as exc:
                 raise RuntimeError(f"cannot create topic {topic}: {exc}") from exc
-        wait_until(lambda: len(self.leaders(name)) == partitions, timeout_s,
-                   f"a leader for every partition of {name}", interval_s=0.1)  # fmt: skip
+        def all_led() -> bool:
+            try:
+                return len(self.leaders(name)) == partitions
+            except KafkaException:  # a metadata answer slower than 10 s: a busy controller
+                return False
+
+        wait_until(all_led, timeout_s, f"a leader for every partition of {name}",
+                   interval_s=0.1)
         if wait_for_burrow:
             self._need(self.burrow, "Burrow").wait_for_topic(name, partitions, timeout_s)
 
