@@ -21,7 +21,7 @@ from pyhocon import ConfigFactory, ConfigTree
 
 from freshness_tracker.errors import ConfigError
 
-__all__ = ["default", "default_seconds", "parse_duration", "reference_text"]
+__all__ = ["default", "default_seconds", "parse_duration", "reference_text", "reference_tree"]
 
 #: Read as a resource of the top package, not of `freshness_tracker.config`: that would import
 #: the config package, whose parser imports every settings type, which import this. A resource
@@ -35,19 +35,22 @@ _UNITS = {"": 1.0, "ms": 1e-3, "millis": 1e-3, "milliseconds": 1e-3, "s": 1.0, "
           "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0}
 
 
+@functools.cache
 def reference_text() -> str:
     """The packaged reference.conf: every key with its default."""
     return resources.files("freshness_tracker").joinpath(*_REFERENCE).read_text(encoding="utf-8")
 
 
 @functools.cache
-def _tree() -> ConfigTree:
+def reference_tree() -> ConfigTree:
+    """The reference parsed once per process: the defaults, and every known key (what the
+    config's unknown-key check compares a user's file with)."""
     return ConfigFactory.parse_string(_ENV_OVERRIDE.sub("", reference_text()), resolve=True)
 
 
 def default(key: str) -> Any:
     """The reference value of a HOCON key (`lookup.batchSize`), as HOCON parsed it."""
-    value = _tree().get(key)
+    value = reference_tree().get(key)
     return list(value) if isinstance(value, list) else value
 
 

@@ -61,9 +61,7 @@ from freshness_tracker.errors import (
     BurrowUnavailable,
 )
 
-#: BurrowSettings lives in `burrow.settings` (importing it there loads no HTTP code); the name
-#: stays importable from here for callers that import both.
-__all__ = ["BurrowClient", "BurrowSettings"]
+__all__ = ["BurrowClient"]
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,11 @@ from pyhocon import ConfigFactory, ConfigTree
 from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
-from freshness_tracker.config.settings import Settings, reference_text, settings_from_tree
+from freshness_tracker.config.settings import Settings, settings_from_tree
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.reference import reference_text
 
-__all__ = ["is_yaml", "load_settings", "load_tree", "reference_text", "user_config_as_hocon"]
+__all__ = ["is_yaml", "load_settings", "load_tree", "user_config_as_hocon"]
 
 log = logging.getLogger(__name__)
 

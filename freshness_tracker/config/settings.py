@@ -30,7 +30,7 @@ from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSetting
 from freshness_tracker.reference import (
     default_seconds,
     parse_duration,
-    reference_text,
+    reference_tree,
 )
 from freshness_tracker.sinks.prometheus import (
     ALL_PARTITION_METRICS,
@@ -41,11 +41,8 @@ from freshness_tracker.sinks.prometheus import (
 
 __all__ = [
     "ClusterSettings",
-    "Granularity",
     "Settings",
-    "parse_duration",
     "redact",
-    "reference_text",
     "require_files",
     "settings_from_tree",
 ]
@@ -459,11 +456,8 @@ def _web(r: _Reader) -> WebSettings:
 
 def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     """Validate a merged tree into Settings."""
-    from pyhocon import ConfigFactory
-
     warnings: list[str] = []
-    ref = reference if reference is not None else ConfigFactory.parse_string(
-        reference_text(), resolve=False)
+    ref = reference if reference is not None else reference_tree()
     _unknown_keys({k: v for k, v in tree.items() if k != "clusters"}, ref, "", warnings)
 
     r = _Reader(tree)

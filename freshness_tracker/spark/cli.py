@@ -14,8 +14,8 @@ import re
 import time
 from typing import Any
 
-from freshness_tracker.config.settings import parse_duration
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.reference import parse_duration
 
 __all__ = ["add_spark_commands", "parse_time_ms"]
 

@@ -23,9 +23,9 @@ from pyhocon import ConfigFactory
 from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
-from freshness_tracker.config.settings import parse_duration
 from freshness_tracker.domain.slo import Objective, parse_target
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.reference import parse_duration
 
 __all__ = ["load_objectives", "parse_objectives"]
 

@@ -22,9 +22,9 @@ import yaml
 
 from deploy import schema
 from freshness_tracker.config import load_settings
-from freshness_tracker.config.settings import Granularity
 from freshness_tracker.domain.filters import Shard
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.sinks.prometheus import Granularity
 from tests.deploy import crds
 from tests.deploy.chart import (
     NAMESPACE,

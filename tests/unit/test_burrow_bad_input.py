@@ -15,7 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from freshness_tracker.burrow import parse
-from freshness_tracker.burrow.client import BurrowClient, BurrowSettings
+from freshness_tracker.burrow.client import BurrowClient
+from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.config.settings import ClusterSettings
 from freshness_tracker.cycle import ClusterMeasurer
 from freshness_tracker.domain.filters import Shard

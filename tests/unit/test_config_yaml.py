@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
-from freshness_tracker.config.load import is_yaml, reference_text, user_config_as_hocon
+from freshness_tracker.config.load import is_yaml, user_config_as_hocon
+from freshness_tracker.reference import reference_text
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -44,14 +44,14 @@ def test_the_environment_overrides_a_config_not_a_type_default(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FRESHNESS_TRACKER_BURROW_URL", "http://elsewhere:9000")
     monkeypatch.setenv("FRESHNESS_TRACKER_PORT", "9999")
-    reference._tree.cache_clear()
+    reference.reference_tree.cache_clear()
     try:
         assert reference.default("burrow.url") == "http://127.0.0.1:8000"
         assert reference.default("port") == 8081
         configured = load_settings(text=MINIMAL)
         assert (configured.burrow.url, configured.web.port) == ("http://elsewhere:9000", 9999)
     finally:
-        reference._tree.cache_clear()
+        reference.reference_tree.cache_clear()
 
 
 def test_durations_are_read_as_seconds() -> None:

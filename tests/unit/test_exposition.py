@@ -29,7 +29,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
-from freshness_tracker.config.settings import WebSettings
 from freshness_tracker.domain.model import (
     ClusterHealth,
     ClusterSnapshot,
@@ -40,7 +39,7 @@ from freshness_tracker.domain.model import (
     TopicResult,
 )
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.http import SWITCH_INTERVAL_S, MetricsServer, make_app, send_all
+from freshness_tracker.http import SWITCH_INTERVAL_S, MetricsServer, WebSettings, make_app, send_all
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks import exposition as exposition_module
 from freshness_tracker.sinks.exposition import CachedExposition, crc_combine, crc_shift

@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
-from freshness_tracker.config.settings import WebSettings
-from freshness_tracker.http import ListenerLimits, MetricsServer, make_app
+from freshness_tracker.http import ListenerLimits, MetricsServer, WebSettings, make_app
 from tests.faults.harness import Certs, make_certs
 from tests.stack_support import poll
 

@@ -24,9 +24,9 @@ from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
-from freshness_tracker.config.settings import WebSettings, redact
+from freshness_tracker.config.settings import redact
 from freshness_tracker.errors import BurrowUnavailable, ConfigError
-from freshness_tracker.http import make_app
+from freshness_tracker.http import WebSettings, make_app
 from freshness_tracker.kafka import consumers as consumers_module
 from freshness_tracker.kafka.consumers import FORCED_SETTINGS, ConsumerPool, build_consumer_config
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
