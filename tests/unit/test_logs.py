@@ -1,0 +1,125 @@
+"""Log lines are one machine-readable record each (issue 14): logfmt values escaped, not
+mangled, so any message parses back to itself; timestamps RFC 3339 UTC with milliseconds."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import logging
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from freshness_tracker.logs import formatter, logfmt_value
+
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
+_RFC3339_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
+
+
+def parse_logfmt(line: str) -> dict[str, str]:
+    """A reference logfmt reader: `key=bare` or `key="quoted"` with backslash escapes."""
+    fields: dict[str, str] = {}
+    i = 0
+    while i < len(line):
+        equals = line.index("=", i)
+        key = line[i:equals]
+        assert key and " " not in key, f"bad key at {i}: {line!r}"
+        i = equals + 1
+        if i < len(line) and line[i] == '"':
+            value, i = _quoted(line, i + 1)
+        else:
+            end = line.find(" ", i)
+            end = len(line) if end < 0 else end
+            value, i = line[i:end], end
+            assert value and '"' not in value and "=" not in value, f"bad bare value {value!r}"
+        fields[key] = value
+        if i < len(line):
+            assert line[i] == " ", f"no separator at {i}: {line!r}"
+            i += 1
+    return fields
+
+
+def _quoted(line: str, i: int) -> tuple[str, int]:
+    out: list[str] = []
+    while line[i] != '"':
+        if line[i] != "\\":
+            out.append(line[i])
+            i += 1
+            continue
+        code = line[i + 1]
+        if code in _ESCAPES:
+            out.append(_ESCAPES[code])
+            i += 2
+        else:
+            width = {"u": 4, "U": 8}[code]
+            out.append(chr(int(line[i + 2:i + 2 + width], 16)))
+            i += 2 + width
+    return "".join(out), i + 1
+
+
+def _emit(fmt: str, msg: str, *, exc: BaseException | None = None) -> str:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter(fmt))
+    logger = logging.getLogger("freshness_tracker.test")
+    logger.propagate = False  # only this handler: not pytest's, not the root's
+    logger.addHandler(handler)
+    try:
+        if exc is None:
+            logger.warning("%s", msg)
+        else:
+            try:
+                raise exc
+            except BaseException:
+                logger.exception("%s", msg)
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert text.endswith("\n") and text.count("\n") == 1, f"not one line: {text!r}"
+    return text[:-1]
+
+
+@given(st.text())
+def test_any_message_is_one_logfmt_line_that_parses_back_to_itself(msg: str) -> None:
+    fields = parse_logfmt(_emit("logfmt", msg))
+    assert fields["msg"] == msg
+    assert fields["level"] == "warning" and fields["logger"] == "freshness_tracker.test"
+    assert _RFC3339_MS.fullmatch(fields["ts"])
+
+
+@given(st.text())
+def test_any_value_round_trips_and_is_printable(value: str) -> None:
+    encoded = logfmt_value(value)
+    assert encoded.isprintable()  # no control, separator or lone surrogate reaches the log
+    assert parse_logfmt(f"k={encoded}") == {"k": value}
+
+
+def test_quotes_backslashes_and_newlines_are_escaped_not_replaced() -> None:
+    line = _emit("logfmt", 'group "billing" at C:\\data\nnext')
+    assert r'msg="group \"billing\" at C:\\data\nnext"' in line
+    assert logfmt_value("up=false") == '"up=false"'
+    assert logfmt_value("") == '""'
+    assert logfmt_value("cycle") == "cycle"
+    assert logfmt_value("t\udc80x") == '"t\\udc80x"'
+    assert logfmt_value("a\u2028b") == '"a\\u2028b"'  # a line separator to some readers
+
+
+def test_a_traceback_stays_on_the_line_and_parses_back() -> None:
+    fields = parse_logfmt(_emit("logfmt", "cycle failed", exc=ValueError('bad "x"')))
+    assert fields["msg"] == "cycle failed"
+    assert fields["exc"].startswith("Traceback (most recent call last):\n")
+    assert fields["exc"].endswith('ValueError: bad "x"')
+
+
+def test_json_lines_carry_an_rfc3339_timestamp_with_milliseconds() -> None:
+    before = dt.datetime.now(dt.UTC)
+    body = json.loads(_emit("json", 'a "quoted"\nmessage', exc=KeyError("k")))
+    after = dt.datetime.now(dt.UTC)
+    assert isinstance(body["ts"], str) and _RFC3339_MS.fullmatch(body["ts"])
+    stamp = dt.datetime.fromisoformat(body["ts"])
+    assert stamp.utcoffset() == dt.timedelta(0)
+    assert before - dt.timedelta(milliseconds=1) <= stamp <= after
+    assert body["msg"] == 'a "quoted"\nmessage' and body["level"] == "error"
+    assert body["exc"].endswith("KeyError: 'k'")
