@@ -552,14 +552,19 @@ class BurrowClient:
 
     # --- API --------------------------------------------------------------------------
 
-    def healthy(self) -> bool:
-        """`GET /burrow/admin` answers exactly `GOOD` in every Burrow version."""
+    def health(self) -> str | None:
+        """None when `GET /burrow/admin` answers exactly `GOOD` (every Burrow version does),
+        else what happened instead: refused, no answer in time, the HTTP status and body."""
         url = self._base + "/burrow/admin"
         try:
             status, body = self._get(url)
-        except BurrowError:
-            return False
-        return status == 200 and body.strip() == b"GOOD"
+        except BurrowError as exc:
+            return str(exc)
+        if status == 200 and body.strip() == b"GOOD":
+            return None
+        excerpt = " ".join(body[:120].decode(errors="replace").split())
+        return f"{url} answered HTTP {status}" + (
+            f" with {excerpt!r}, not GOOD" if excerpt else " with no body, not GOOD")
 
     def clusters(self) -> list[str]:
         url = self._url("v3", "kafka")
@@ -667,11 +672,15 @@ def _capped_by_deadline(seconds: float) -> float:
 
 
 def _reason(exc: BaseException) -> str:
-    """The innermost cause's type: never an exception text, which may carry the URL."""
+    """The innermost cause's type and, for an OS error, its errno text ("Connection refused"):
+    never an exception's own text, which may carry the URL."""
     cause: BaseException = exc
     while cause.__cause__ is not None or cause.__context__ is not None:
         nxt = cause.__cause__ or cause.__context__
         if nxt is None:
             break
         cause = nxt
-    return type(cause).__name__
+    name = type(cause).__name__
+    if isinstance(cause, OSError) and isinstance(cause.strerror, str) and cause.strerror:
+        return f"{cause.strerror} ({name})"  # the C library's words: "Connection refused"
+    return name

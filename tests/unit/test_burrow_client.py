@@ -49,13 +49,14 @@ def body(name: str) -> str:
 
 def test_health_good(server: RecordingBurrow, make_client: Any) -> None:
     server.route("/burrow/admin", ok("GOOD"))
-    assert make_client().healthy()
+    assert make_client().health() is None
 
 
 def test_health_bad_or_down(server: RecordingBurrow, make_client: Any) -> None:
     server.route("/burrow/admin", ok("STARTING", 503))
-    assert not make_client().healthy()
-    assert not make_client(url="http://127.0.0.1:1").healthy()  # nothing listens
+    assert "answered HTTP 503" in (make_client().health() or "")
+    down = make_client(url="http://127.0.0.1:1").health() or ""  # nothing listens
+    assert "Connection refused (ConnectionRefusedError)" in down
 
 
 def test_cluster_lags_with_a_vanished_group(server: RecordingBurrow, make_client: Any) -> None:
