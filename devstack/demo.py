@@ -28,7 +28,7 @@ from devstack.processes import ProcessStartError
 from devstack.stack import RealStack
 from devstack.workload import Workload
 
-__all__ = ["DemoEnv", "exporter_config", "main", "run_demo", "start_demo"]
+__all__ = ["DemoEnv", "exporter_config", "main", "parser", "run_demo", "start_demo"]
 
 log = logging.getLogger("devstack.demo")
 
@@ -167,16 +167,21 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    """The demo's command line (`scripts/run` passes its arguments on)."""
+    demo = argparse.ArgumentParser(
         prog="python -m devstack.demo",
         description="Start Apache Kafka and Burrow locally with three consumer groups and "
                     "export their freshness.")
-    parser.add_argument("--port", type=int, default=8081,
-                        help="port of /metrics, /healthz and / (default 8081)")
-    parser.add_argument("--duration", type=float, default=0.0,
-                        help="stop after this many seconds (default: run until Ctrl-C)")
-    args = parser.parse_args(argv)
+    demo.add_argument("--port", type=int, default=8081,
+                      help="port of the status page /, /metrics and /healthz (default 8081)")
+    demo.add_argument("--duration", type=float, default=0.0,
+                      help="stop after this many seconds (default: run until Ctrl-C)")
+    return demo
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     return run_demo(port=args.port, duration_s=args.duration)
 

@@ -49,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", required=True, help="HOCON config file")
     once = sub.add_parser("once", help="one cycle, print the result, exit")
     once.add_argument("--config", required=True, help="HOCON config file")
-    once.add_argument("--format", choices=["prometheus", "json", "table"], default="prometheus")
+    once.add_argument("--format", choices=["prometheus", "json", "table"], default="prometheus",
+                      help="prometheus: the text /metrics serves (default); json: the whole "
+                           "snapshot, health included; table: one row per partition, to read")
     check = sub.add_parser("check", help="validate the config and reach Burrow and every cluster")
     check.add_argument("--config", required=True, help="HOCON config file")
     check.add_argument("--print-hocon", action="store_true", help="print the config file as "

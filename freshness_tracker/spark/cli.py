@@ -86,7 +86,9 @@ def add_spark_commands(parser: argparse.ArgumentParser) -> None:
     rep.add_argument("--cycle", type=_duration_ms, metavar="DURATION",
                      help="cycle length (default: inferred per series from its samples)")
     rep.add_argument("--worst", type=int, default=6, help="consumers charted (default 6)")
-    rep.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING"])
+    rep.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING"],
+                     help="level of the report's log lines (default INFO: each stage's start "
+                          "and end)")
     rep.set_defaults(spark_handler=_report)
 
 

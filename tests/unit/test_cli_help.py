@@ -1,0 +1,57 @@
+"""Every option of every subcommand says what it does in --help (issue 14: `once --format` and
+the demo's `--port` had no help text), walked over the real argparse parsers."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+import pytest
+
+from devstack.demo import parser as demo_parser
+from freshness_tracker.cli import _parser as cli_parser
+
+
+def _undocumented(parser: argparse.ArgumentParser, path: str) -> Iterator[str]:
+    """`path option` for each option, positional or subcommand without a help string."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            # argparse lists a subcommand in --help only when add_parser() got a help string
+            helped = {c.dest for c in action._choices_actions if (c.help or "").strip()}
+            for name, sub in action.choices.items():
+                if name not in helped:
+                    yield f"{path} {name} (subcommand)"
+                yield from _undocumented(sub, f"{path} {name}")
+        elif action.help is not argparse.SUPPRESS and not (action.help or "").strip():
+            yield f"{path} {'/'.join(action.option_strings) or action.dest}"
+
+
+def _commands(parser: argparse.ArgumentParser, path: str) -> Iterator[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield f"{path} {name}"
+                yield from _commands(sub, f"{path} {name}")
+
+
+@pytest.mark.parametrize(("name", "parser"), [
+    ("freshness-tracker", cli_parser()), ("python -m devstack.demo", demo_parser()),
+])  # fmt: skip
+def test_every_option_has_help(name: str, parser: argparse.ArgumentParser) -> None:
+    assert list(_undocumented(parser, name)) == []
+
+
+def test_the_walk_reaches_every_subcommand() -> None:
+    """The walk above is only as good as its reach: the nested commands are in it."""
+    commands = set(_commands(cli_parser(), "freshness-tracker"))
+    assert {"freshness-tracker once", "freshness-tracker check",
+            "freshness-tracker history compact", "freshness-tracker spark report"} <= commands
+
+
+def test_the_walk_finds_an_option_without_help() -> None:
+    parser = argparse.ArgumentParser(prog="p")
+    sub = parser.add_subparsers(dest="command")
+    once = sub.add_parser("once", help="one cycle")
+    once.add_argument("--format", choices=["a", "b"])
+    sub.add_parser("bare")
+    assert sorted(_undocumented(parser, "p")) == ["p bare (subcommand)", "p once --format"]
