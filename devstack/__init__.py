@@ -3,12 +3,25 @@ Maven Central) and Debian's Burrow 1.2.1, as local processes on 127.0.0.1, no Do
 
 Not part of the wheel or the image (it lives beside ``tests/`` and ``benchmarks/``): the product
 is the exporter. ``scripts/install`` fills the cache these modules start from.
+
+Its names are imported on first use (PEP 562), so `python -m devstack.demo` can check for a
+missing package (confluent_kafka) and say so in one line before anything imports it.
 """
 
-from devstack.burrow import BurrowServer
-from devstack.kafka import KafkaCluster
-from devstack.processes import ProcessStartError
-from devstack.stack import CommitWindow, RealStack, StackFeatureUnavailable
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from devstack.burrow import BurrowServer
+    from devstack.kafka import KafkaCluster
+    from devstack.processes import ProcessStartError
+    from devstack.stack import CommitWindow, RealStack, StackFeatureUnavailable
+
+_HOME = {"BurrowServer": "devstack.burrow", "KafkaCluster": "devstack.kafka",
+         "ProcessStartError": "devstack.processes", "CommitWindow": "devstack.stack",
+         "RealStack": "devstack.stack", "StackFeatureUnavailable": "devstack.stack"}
 
 __all__ = [
     "BurrowServer",
@@ -18,3 +31,9 @@ __all__ = [
     "RealStack",
     "StackFeatureUnavailable",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name]), name)
+    raise AttributeError(f"module 'devstack' has no attribute {name!r}")

@@ -12,6 +12,7 @@ exporter.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import signal
@@ -19,16 +20,21 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING, TextIO
 
 from devstack.cache import debian_burrow_binary, kafka_classpath_dir
 from devstack.processes import ProcessStartError
-from devstack.stack import RealStack
-from devstack.workload import Workload
 
-__all__ = ["DemoEnv", "exporter_config", "main", "parser", "run_demo", "start_demo"]
+if TYPE_CHECKING:  # imported when the demo starts, after it has checked they can be
+    from devstack.stack import RealStack
+    from devstack.workload import Workload
+    from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
+
+__all__ = ["CycleTable", "DemoEnv", "exporter_config", "main", "parser", "run_demo", "start_demo"]
 
 log = logging.getLogger("devstack.demo")
 
@@ -73,6 +79,9 @@ class DemoEnv:
 
 def start_demo() -> DemoEnv:
     """Start the stack and the workload."""
+    from devstack.stack import RealStack
+    from devstack.workload import Workload
+
     stack = RealStack(nodes=1).start()
     try:
         workload = Workload(stack)
@@ -84,10 +93,31 @@ def start_demo() -> DemoEnv:
     return DemoEnv(stack, workload)
 
 
+#: What the demo imports once it starts (and through them confluent_kafka, pyhocon, ...).
+_NEEDS = ("devstack.stack", "devstack.workload", "freshness_tracker.app",
+          "freshness_tracker.config", "freshness_tracker.http", "freshness_tracker.sinks.render")
+#: The install the demo runs on: scripts/install, or pip with the demo extra (the base install).
+INSTALL_HINT = "run scripts/install (or: pip install -e '.[demo]')"
+
+
+def missing_module() -> str | None:
+    """The first Python package the demo needs that cannot be imported, or None. Asked before
+    anything starts, so a missing package is one line, not a traceback after the stack began."""
+    for module in _NEEDS:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            return (exc.name or str(exc)).split(".")[0]
+    return None
+
+
 def _port_free(port: int) -> bool:
+    """Whether the exporter's listener can bind `port` (with SO_REUSEADDR, as it does: a
+    previous run's connections in TIME_WAIT do not count as taken)."""
     import socket
 
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("0.0.0.0", port))
         except OSError:
@@ -95,14 +125,45 @@ def _port_free(port: int) -> bool:
     return True
 
 
+class CycleTable:
+    """The demo's sink: a table of the current snapshot after every cycle that measured
+    something. Before the first such cycle (Burrow has not seen the groups' commits yet) it
+    says once that it is waiting, never an empty table."""
+
+    def __init__(self, current: Callable[[], Snapshot], began: float,
+                 out: TextIO | None = None) -> None:
+        self._current = current
+        self._began = began
+        self._out = out or sys.stderr
+        self._waiting_said = False
+        self._measured = False
+
+    def __call__(self, snapshot: ClusterSnapshot) -> None:
+        from freshness_tracker.sinks.render import render_table
+
+        if not self._measured:
+            if not any(p.freshness_ms is not None for p in snapshot.partitions):
+                if not self._waiting_said:
+                    self._waiting_said = True
+                    self._out.write("waiting for the first measured cycle (Burrow has not "
+                                    "seen the groups' commits yet)\n")
+                return
+            self._measured = True
+            self._out.write(f"\nfirst freshness values {time.monotonic() - self._began:.1f} s "
+                            "after start\n")
+        self._out.write("\n" + render_table(self._current()) + "\n")
+
+
 def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
-    """Run until Ctrl-C/SIGTERM (or `duration_s`); 2 when the port is taken (checked first,
-    before anything starts)."""
+    """Run until Ctrl-C/SIGTERM (or `duration_s`); 1 when a package or scripts/install's cache
+    is missing, 2 when the port is taken (all checked first, before anything starts)."""
+    missing = missing_module()
+    if missing is not None:
+        sys.stderr.write(f"demo: the Python package {missing!r} is missing; {INSTALL_HINT}\n")
+        return 1
     from freshness_tracker.app import Exporter
     from freshness_tracker.config import load_settings
-    from freshness_tracker.domain.model import ClusterSnapshot
     from freshness_tracker.http import MetricsServer, make_app
-    from freshness_tracker.sinks.render import render_table
 
     if not _port_free(port):
         sys.stderr.write(f"demo: port {port} is already in use; choose another with --port\n")
@@ -134,18 +195,8 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
                           # a Burrow >= 1.9's own offsets reader shows up as a group
                           + 'filters.groups.deny = ["burrow-.*"]\n')
         settings = load_settings(config)
-        first = threading.Event()
-
-        def show(snapshot: ClusterSnapshot) -> None:
-            if not any(p.freshness_ms is not None for p in snapshot.partitions):
-                return  # Burrow has not seen the groups' first commits yet: nothing to show
-            if not first.is_set():
-                first.set()
-                sys.stderr.write(f"\nfirst freshness values {time.monotonic() - began:.1f} s "
-                                 "after start\n")
-            sys.stderr.write("\n" + render_table(exporter.holder.current) + "\n")
-
-        exporter = Exporter(settings, sinks=[show])
+        table = CycleTable(lambda: exporter.holder.current, began)
+        exporter = Exporter(settings, sinks=[table])
         server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready,
                                         settings.web, exporter.status_page),
                                settings.web).start()
