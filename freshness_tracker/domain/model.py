@@ -2,12 +2,19 @@
 
 Everything is frozen with tuples so a published snapshot can be read by any number of scrapes
 while the next cycle is being built. Times are integer epoch milliseconds, as in Kafka and Burrow.
+
+The values made once per partition per cycle (keys, Burrow's entries, read requests, results)
+are NamedTuples, the rest frozen dataclasses: at 100,000 partitions a cycle builds ~400,000 of
+them and hashes, compares and sorts the keys millions of times. A tuple does all of that in C;
+a frozen dataclass sets each field through `object.__setattr__` and compares in Python, which
+was a quarter of a cycle's CPU (docs/scale.md). Change one with `value._replace(...)`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 __all__ = [
     "BURROW_STATUS_CODES",
@@ -41,8 +48,7 @@ BURROW_STATUS_CODES: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class PartitionKey:
+class PartitionKey(NamedTuple):
     """One consumer group's position on one partition: the unit every metric is labelled by."""
 
     cluster: str
@@ -51,8 +57,7 @@ class PartitionKey:
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
-class LagWindow:
+class LagWindow(NamedTuple):
     """Burrow's window of a partition's commits (`start` and `end` of its `/lag` entry): when
     the oldest and the newest commit it holds were made (epoch ms) and the lag Burrow computed
     at each. Any value is None when Burrow did not send it (an entry that is null, a null `lag`
@@ -64,8 +69,7 @@ class LagWindow:
     end_lag: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionLag:
+class PartitionLag(NamedTuple):
     """Burrow's `/lag` entry for one partition, reduced to what freshness needs.
 
     `committed_offset` is Burrow's `end.offset`: the *next* record the group will read, so the
@@ -132,8 +136,7 @@ class ClusterLags:
 # --- Kafka reads -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class ReadRequest:
+class ReadRequest(NamedTuple):
     """Read the record at `offset` of one partition of one cluster (groups are irrelevant here:
     many groups at the same offset share one read)."""
 
@@ -192,8 +195,7 @@ class PartitionStatus(StrEnum):
     INVALID = "invalid"
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionResult:
+class PartitionResult(NamedTuple):
     """Freshness and friends for one (cluster, consumer, topic, partition) in one cycle.
 
     `freshness_ms` is None when unknown (never a stale value). With DATA_LOSS it is measured

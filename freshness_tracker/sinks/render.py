@@ -13,8 +13,8 @@ __all__ = ["render_json", "render_table", "format_ms"]
 
 
 def _partition_json(r: PartitionResult) -> dict[str, Any]:
-    body = asdict(r)
-    body.update(body.pop("key"))
+    body = r._asdict()
+    body.update(body.pop("key")._asdict())
     body["status"] = r.status.value
     body["freshness_is_lower_bound"] = r.freshness_is_lower_bound
     return body

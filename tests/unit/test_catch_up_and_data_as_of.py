@@ -128,13 +128,13 @@ def test_a_faster_gain_never_takes_more_time(lag: int, start: int, end: int, fas
 
 
 def test_measure_partition_carries_the_estimate_and_not_for_no_commit() -> None:
-    p = replace(lag(committed=10, current_lag=60), window=window(100, 40))
+    p = lag(committed=10, current_lag=60)._replace(window=window(100, 40))
     r = measure_partition(p, reads(found(10, T0), found(9, T0 - 1)), T0 + 1_000)
     assert (r.catch_up_ms, r.catching_up) == (60_000, True)
-    none = replace(lag(committed=None, current_lag=0, commit_time=None), window=window(9, 1))
+    none = lag(committed=None, current_lag=0, commit_time=None)._replace(window=window(9, 1))
     r = measure_partition(none, {}, T0)
     assert (r.catch_up_ms, r.catching_up) == (None, None)
-    bad = replace(lag(committed=10, current_lag=-2), window=window(9, 1))
+    bad = lag(committed=10, current_lag=-2)._replace(window=window(9, 1))
     r = measure_partition(bad, {}, T0)
     assert r.status is PartitionStatus.INVALID and (r.catch_up_ms, r.catching_up) == (None, None)
 

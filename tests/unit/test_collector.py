@@ -161,8 +161,8 @@ def test_kafka_client_collector_reads_pool_stats_at_scrape_time() -> None:
 def test_a_label_that_is_not_utf8_costs_its_series_only_never_the_scrape() -> None:
     """A lone surrogate in one topic made generate_latest raise: /metrics answered 500 for
     every cluster. The parser drops such names; the Collector must survive one anyway."""
-    bad_topic = replace(result(3, PartitionStatus.OK, 50), key=PartitionKey("c", "g", "t\udc80x",
-                                                                           3))
+    bad_topic = result(3, PartitionStatus.OK, 50)._replace(
+        key=PartitionKey("c", "g", "t\udc80x", 3))
     good = snapshot()
     bad = replace(good, partitions=(*good.partitions, bad_topic),
                   topics=(*good.topics, TopicResult("c", "g", "t\udc80x", 50, 1, 1, 0)),

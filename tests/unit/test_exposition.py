@@ -197,7 +197,7 @@ def test_crc_of_joined_pieces_is_combined_from_theirs(pieces: list[bytes]) -> No
 def test_pieces_of_a_segment_join_into_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sample lines are joined ROWS_PER_PIECE at a time: the pieces must add up exactly."""
     monkeypatch.setattr(exposition_module, "ROWS_PER_PIECE", 2)
-    parts = tuple(replace(snapshot().partitions[0], key=PartitionKey("c", "g", "t", p))
+    parts = tuple(snapshot().partitions[0]._replace(key=PartitionKey("c", "g", "t", p))
                   for p in range(7))
     holder, exposition, live = published(replace(snapshot(), partitions=parts),
                                          series=SeriesSet.everything())
