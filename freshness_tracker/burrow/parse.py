@@ -140,11 +140,23 @@ def _offset_entry(value: Any, url: str, names: tuple[str, str, str, str],
     if value is None:
         return None
     entry = _object(value, url, names[0])
-    offset = _int(entry.get("offset"), url, names[1])
+    offset = entry.get("offset")
     ts_raw = entry.get("timestamp")
-    timestamp = None if ts_raw is None else _int(ts_raw, url, names[2])
     lag_raw = entry.get("lag")
-    lag = None if lag_raw is None else _int(lag_raw, url, names[3])
+    if not (type(offset) is int and INT64_MIN <= offset <= INT64_MAX):  # else: checked slowly
+        offset = _int(offset, url, names[1])
+    if ts_raw is None:
+        timestamp = None
+    elif type(ts_raw) is int and INT64_MIN <= ts_raw <= INT64_MAX:
+        timestamp = ts_raw
+    else:
+        timestamp = _int(ts_raw, url, names[2])
+    if lag_raw is None:
+        lag = None
+    elif type(lag_raw) is int and INT64_MIN <= lag_raw <= INT64_MAX:
+        lag = lag_raw
+    else:
+        lag = _int(lag_raw, url, names[3])
     if offset < 0:
         return None  # Kafka's "no offset" sentinel (-1): treat as no commit
     if timestamp is not None:
@@ -152,18 +164,16 @@ def _offset_entry(value: Any, url: str, names: tuple[str, str, str, str],
     return offset, timestamp, lag if lag is None or lag >= 0 else None
 
 
-def _window(start: tuple[int, int | None, int | None] | None,
-            end: tuple[int, int | None, int | None] | None) -> LagWindow | None:
-    if start is None or end is None:
-        return None
-    return LagWindow(start_ms=start[1], start_lag=start[2], end_ms=end[1], end_lag=end[2])
-
-
-def _member(value: Any) -> str:
-    """`owner` / `client_id`: the text, or "" (unknown) for anything that is no usable name."""
-    if isinstance(value, str) and len(value) <= MAX_MEMBER_LENGTH and is_utf8(value):
-        return intern(value)
-    return ""
+def _member(value: Any, seen: dict[str, str]) -> str:
+    """`owner` / `client_id`: the text, or "" (unknown) for anything that is no usable name.
+    `seen` remembers the verdicts within one answer (a member holds many partitions)."""
+    if type(value) is not str:
+        return ""
+    found = seen.get(value)
+    if found is None:
+        found = seen[value] = (intern(value) if len(value) <= MAX_MEMBER_LENGTH
+                               and is_utf8(value) else "")
+    return found
 
 
 def _status(value: Any) -> str:
@@ -175,47 +185,78 @@ def _status(value: Any) -> str:
     return "UNKNOWN"
 
 
-def _partition(value: Any, cluster: str, group: str, url: str,
-               topics: dict[str, str | None], times: dict[int, int]) -> PartitionLag | str:
-    """One `/lag` partition entry, or why it was dropped (an impossible topic or partition).
-    `topics` remembers each topic's verdict within one answer (a group's partitions share a
-    few topics), `times` its timestamps."""
+class _Answer:
+    """What one `/lag` answer's partitions share: the verdict on each topic, status and member
+    name, and one int object per timestamp; each is worked out once per answer, not per
+    partition."""
+
+    __slots__ = ("cluster", "group", "members", "statuses", "times", "topics", "url")
+
+    def __init__(self, cluster: str, group: str, url: str) -> None:
+        self.cluster, self.group, self.url = cluster, group, url
+        self.topics: dict[str, tuple[str, str | None]] = {}
+        self.times: dict[int, int] = {}
+        self.members: dict[str, str] = {}
+        self.statuses: dict[Any, str] = {}
+
+
+def _partition(value: Any, answer: _Answer) -> PartitionLag | str:
+    """One `/lag` partition entry, or why it was dropped (an impossible topic or partition)."""
+    url = answer.url
     entry = _object(value, url, "partition entry")
-    topic = entry.get("topic")
-    if not isinstance(topic, str):
-        raise _fail(f"partition.topic is {type(topic).__name__}, expected a string", url)
-    topic = intern(topic)
-    partition = _int(entry.get("partition"), url, "partition.partition")
-    if topic in topics:
-        problem = topics[topic]
-    else:
-        problem = topics[topic] = topic_name_problem(topic)
+    raw_topic = entry.get("topic")
+    known = answer.topics.get(raw_topic) if type(raw_topic) is str else None
+    if known is None:
+        if not isinstance(raw_topic, str):
+            raise _fail(f"partition.topic is {type(raw_topic).__name__}, expected a string", url)
+        known = answer.topics[raw_topic] = (intern(raw_topic), topic_name_problem(raw_topic))
+    topic, problem = known
+    partition = entry.get("partition")
+    if not (type(partition) is int and INT64_MIN <= partition <= INT64_MAX):
+        partition = _int(partition, url, "partition.partition")
     if problem:
         return f"partition entry of topic {escaped(topic)}: the topic {problem}"
     if not 0 <= partition <= INT32_MAX:
         return f"topic {topic} partition {partition}: not a Kafka partition number"
-    end = _offset_entry(entry.get("end"), url, _END, times)
-    start = _offset_entry(entry.get("start"), url, _START, times)
+    end = _offset_entry(entry.get("end"), url, _END, answer.times)
+    start = _offset_entry(entry.get("start"), url, _START, answer.times)
     lag_raw = entry.get("current_lag", 0)
     # A negative lag is kept as it is: the domain reports it as impossible (never "caught up").
-    current_lag = 0 if lag_raw is None else _int(lag_raw, url, "partition.current_lag")
+    if lag_raw is None:
+        current_lag = 0
+    elif type(lag_raw) is int and INT64_MIN <= lag_raw <= INT64_MAX:
+        current_lag = lag_raw
+    else:
+        current_lag = _int(lag_raw, url, "partition.current_lag")
     complete_raw = entry.get("complete", 1.0)
-    complete = 1.0 if complete_raw is None else _float(complete_raw, url)
+    if complete_raw is None:
+        complete = 1.0
+    elif type(complete_raw) is float and math.isfinite(complete_raw):
+        complete = complete_raw
+    else:
+        complete = _float(complete_raw, url)
+    raw_status = entry.get("status")
+    status = answer.statuses.get(raw_status) if type(raw_status) is str else None
+    if status is None:
+        status = _status(raw_status)
+        if type(raw_status) is str:
+            answer.statuses[raw_status] = status
+    members = answer.members
     return PartitionLag(
-        key=PartitionKey(cluster, group, topic, partition),
-        committed_offset=end[0] if end else None,
-        commit_time_ms=end[1] if end else None,
-        current_lag=current_lag if end else 0,
-        burrow_status=_status(entry.get("status")),
-        complete=complete,
-        window=_window(start, end),
-        owner=_member(entry.get("owner")),
-        client_id=_member(entry.get("client_id")),
+        PartitionKey(answer.cluster, answer.group, topic, partition),
+        end[0] if end else None,
+        end[1] if end else None,
+        current_lag if end else 0,
+        status,
+        complete,
+        None if start is None or end is None else LagWindow(start[1], start[2], end[1], end[2]),
+        _member(entry.get("owner"), members),
+        _member(entry.get("client_id"), members),
     )
 
 
 def _float(value: Any, url: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(f"'complete' is {type(value).__name__}, expected a number", url)
     try:
         number = float(value)
@@ -240,10 +281,9 @@ def parse_group_lag(body: Any, cluster: str, group: str, url: str = "") -> Group
     rejected: list[str] = []
     unusable = 0
     seen: set[tuple[str, int]] = set()
-    topics: dict[str, str | None] = {}
-    times: dict[int, int] = {}
+    answer = _Answer(cluster, group, url)
     for raw in partitions:
-        entry = _partition(raw, cluster, group, url, topics, times)
+        entry = _partition(raw, answer)
         if isinstance(entry, str):
             rejected.append(entry)
             unusable += 1
