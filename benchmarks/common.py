@@ -1,12 +1,12 @@
 """Benchmark workload on the real local stack (devstack.RealStack: Apache Kafka in KRaft mode and
 Burrow; 3.9.1 + Debian's Burrow 1.2.1 by default, 4.1.1 with a Burrow >= 1.9.5).
 
-`Workload.build()` creates topics of up to 100 partitions (replicated on every node: RF 3 on a
-3-node stack, leaders spread over the brokers), produces a few small records per partition,
-commits one offset per (group, partition) as a **real group commit** (a confluent-kafka consumer
-with the group's `group.id`, no join, many partitions per OffsetCommit request: the broker
-stamps the commit time), and waits until Burrow, reading `__consumer_offsets`, reports exactly
-the expected committed offset and lag for every partition.
+`Workload.build()` creates topics of up to 100 partitions (replicated on every node unless told
+otherwise: RF 3 on a 3-node stack, leaders spread over the brokers), produces a few small records
+per partition, commits one offset per (group, partition) as a **real group commit** (a
+confluent-kafka consumer with the group's `group.id`, no join, many partitions per OffsetCommit
+request: the broker stamps the commit time), and waits until Burrow, reading
+`__consumer_offsets`, reports exactly the expected committed offset and lag for every partition.
 
 Lag is kept small (1–3 records, seeded; `max_lag` changes it). What a lookup costs is round
 trips, and the number of them does not depend on the lag depth: the reader asks for C − 1 and C
@@ -24,15 +24,16 @@ import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import NewTopic
 
 from devstack import RealStack
 from devstack.processes import wait_until
 from devstack.proxy import API_FETCH
+from devstack.stack import DEFAULT_RETENTION_MS
 
 __all__ = ["Workload", "create_topics", "fetch_frames", "median", "timed"]
 
@@ -59,6 +60,7 @@ class Workload:
     max_lag: int = 3
     value_size: int = 16
     seed: int = 7
+    replication_factor: int | None = None  # every node
     topics: list[tuple[str, int]] = field(default_factory=list)  # (name, partitions)
     # (group, topic, partition) -> (committed offset, lag)
     commits: dict[tuple[str, str, int], tuple[int, int]] = field(default_factory=dict)
@@ -108,7 +110,7 @@ class Workload:
             i += 1
         # records above 1 MiB need a topic limit above Kafka's default message.max.bytes
         config = {"max.message.bytes": str(4 * MiB)} if self.value_size >= MiB // 2 else {}
-        create_topics(self.stack, self.topics, config, timeout_s)
+        create_topics(self.stack, self.topics, config, timeout_s, self.replication_factor)
 
     def _producer(self) -> Producer:
         # the unproxied listener: building the workload is not what is measured
@@ -190,18 +192,79 @@ def create_topics(
     topics: Sequence[tuple[str, int]],
     config: dict[str, str] | None = None,
     timeout_s: float = 300.0,
+    replication_factor: int | None = None,
+    batch: int = 10,
 ) -> None:
-    """Create topics in parallel (each waits for its leaders), then wait for Burrow to list each
-    one, in turn: Burrow drops commits for a topic it does not know yet. The Burrow waits are
-    not parallel because the stack restarts a Burrow 1.2.1 that panicked on a topic's partial
-    broker offsets from inside that wait, which concurrent waiters would race."""
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda t: stack.create_topic(t[0], t[1], timeout_s=timeout_s,
-                                                   config=config, wait_for_burrow=False),
-                      topics))  # fmt: skip
+    """Create topics in small serial batches (one CreateTopics request for `batch` topics, then
+    every new partition's leader, then the next batch), then wait for Burrow to list each one, in
+    turn: Burrow drops commits for a topic it does not know yet.
+
+    Serial because a 3-node KRaft controller on a shared machine timed out under 8 parallel
+    requests of 100 partitions each, and librdkafka's re-sent request then met "already exists":
+    a topic we asked for that exists with the partitions we asked for is created (a re-sent or
+    retried request), one with other partitions is an error. The Burrow waits are not parallel
+    because the stack restarts a Burrow 1.2.1 that panicked on a topic's partial broker offsets
+    from inside that wait, which concurrent waiters would race. `replication_factor`: every node
+    by default."""
+    rf = replication_factor or (stack.kafka.replication_factor if stack.kafka is not None else 1)
+    topic_config = {"retention.ms": str(DEFAULT_RETENTION_MS)} | dict(config or {})
+    for start in range(0, len(topics), batch):
+        chunk = dict(topics[start : start + batch])
+        _create_batch(stack, chunk, rf, topic_config, timeout_s)
+        for name, partitions in chunk.items():
+            wait_until(lambda n=name, k=partitions: _led(stack, n) == k, timeout_s,
+                       f"a leader for every partition of {name}", interval_s=0.2)  # fmt: skip
     if stack.burrow is not None:
         for name, partitions in topics:
             stack.burrow.wait_for_topic(name, partitions, timeout_s)
+
+
+def _create_batch(
+    stack: RealStack, topics: dict[str, int], rf: int, config: dict[str, str], timeout_s: float
+) -> None:
+    """One CreateTopics request for `topics` ({name: partitions}); a topic whose creation timed
+    out is asked for again until `timeout_s` (the next answer is then "already exists")."""
+    deadline = time.monotonic() + timeout_s
+    pending = dict(topics)
+    while pending:
+        left = max(deadline - time.monotonic(), 1.0)
+        futures = stack.admin().create_topics(
+            [NewTopic(name, n, rf, config=config) for name, n in pending.items()],
+            request_timeout=left, operation_timeout=left,
+        )  # fmt: skip
+        for name, future in futures.items():
+            try:
+                future.result(timeout=left + 10)
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    found = _partition_count(stack, name)
+                    if found != pending[name]:
+                        raise RuntimeError(
+                            f"topic {name} exists with {found} partitions, not {pending[name]}"
+                        ) from exc
+                elif not error.retriable() or time.monotonic() >= deadline:
+                    raise RuntimeError(f"cannot create topic {name}: {exc}") from exc
+                else:
+                    log.warning("creating %s: %s; asking again", name, error)
+                    continue
+            del pending[name]
+
+
+def _partition_count(stack: RealStack, topic: str) -> int | None:
+    try:
+        found = stack.admin().list_topics(topic, timeout=30).topics.get(topic)
+    except KafkaException:
+        return None
+    return None if found is None or found.error is not None else len(found.partitions)
+
+
+def _led(stack: RealStack, topic: str) -> int:
+    """Partitions of `topic` with a leader now; 0 while the controller is too busy to answer."""
+    try:
+        return len(stack.leaders(topic))
+    except KafkaException:
+        return 0
 
 
 def _produce_one(

@@ -2,7 +2,8 @@
 
 Accuracy (the accuracy harness's six shapes, ground truth and scoring, with the peers scraped
 beside ours on a one-node stack) and cost (each tool in turn on the 3-node proxied stack, same
-groups, same poll interval); writes ``build/compare/{accuracy,cost}.json`` and regenerates
+groups, same poll interval); writes ``build/compare/accuracy.json`` and one
+``build/compare/cost-<partitions>.json`` per size, and regenerates
 ``docs/comparison.md`` with ``docs/img/compare-*.png``.
 
     python -m benchmarks.compare                      # ~25 min: both parts, rewrites the page
@@ -71,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         "--from",
         dest="from_dir",
         type=Path,
-        help="render from the accuracy.json / cost.json saved in this directory",
+        help="render from the accuracy.json / cost-*.json saved in this directory",
     )
     return p
 
@@ -138,23 +139,11 @@ def main(argv: list[str] | None = None) -> int:
             raise
         cost["skipped"] = skipped
         cost["when"] = datetime.now(UTC).isoformat(timespec="seconds")
-        (out / "cost.json").write_text(json.dumps(cost))
+        label = cost_label(args.partitions, args.fleet, tools)
+        (out / f"cost-{label}.json").write_text(json.dumps(cost))
+        (out / f"failed-cost-{args.partitions}.json").unlink(missing_ok=True)
     acc_data = _load(out / "accuracy.json")
-    cost_data = _load(out / "cost.json")
-    for extra in sorted(out.glob("cost-*.json")):  # further sizes, run separately
-        more = json.loads(extra.read_text())
-        if cost_data is None:
-            cost_data = more
-            continue
-        for sc in more["scenarios"]:
-            sc["name"] = f"{sc['name']}-{extra.stem}"
-        for r in more["results"]:
-            r["scenario"] = f"{r['scenario']}-{extra.stem}"
-        cost_data["scenarios"] += more["scenarios"]
-        cost_data["results"] += more["results"]
-        cost_data.setdefault("extra_runs", []).append(
-            {k: more[k] for k in ("when", "poll_s", "rounds", "build_s", "wall_s")}
-        )
+    costs = load_costs(out)
     shapes_scored = None
     run_data = None
     if acc_data is not None:
@@ -165,11 +154,20 @@ def main(argv: list[str] | None = None) -> int:
             if (rate := pre_onset_rate(r.shape)) is not None
         }
         shapes_scored = score_peers(run_data, acc_data["peers"], rates)
-    failures = [json.loads(f.read_text()) for f in sorted(out.glob("failed-cost-*.json"))]
-    if cost_data is not None:
-        cost_data["failed_runs"] = failures
+    measured = {sc["partitions"] for c in costs for sc in c["scenarios"]}
+    failures = [
+        f
+        for path in sorted(out.glob("failed-cost-*.json"))
+        if (f := json.loads(path.read_text()))["partitions"] not in measured
+    ]
     page, readme = render(
-        run_data, shapes_scored, acc_data, cost_data, REPO / "docs" / "img", plots=not args.no_docs
+        run_data,
+        shapes_scored,
+        acc_data,
+        costs,
+        REPO / "docs" / "img",
+        plots=not args.no_docs,
+        failed=failures,
     )
     print(page)
     print("\n---- README table ----\n" + readme)
@@ -179,6 +177,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ndocs: {args.docs}")
     print(f"wall time {(time.monotonic() - began) / 60:.1f} min")
     return 0
+
+
+def cost_label(partitions: int, fleet: int, tools: list[str]) -> str:
+    """The saved cost run's name: one file per size (and per tool set when not every tool ran),
+    so each run keeps its data."""
+    label = str(partitions) if partitions else f"fleet{fleet}"
+    return label if list(tools) == list(ALL_TOOLS) else f"{label}-{'-'.join(tools)}"
+
+
+def load_costs(out: Path) -> list[dict[str, Any]]:
+    """Every saved cost run (``cost-*.json``), smallest size first."""
+    runs = [json.loads(path.read_text()) for path in out.glob("cost-*.json")]
+    return sorted(runs, key=lambda c: max((sc["partitions"] for sc in c["scenarios"]), default=0))
 
 
 def _load(path: Path) -> dict[str, Any] | None:

@@ -32,11 +32,16 @@ def render(
     run: RunData | None,
     shapes: Sequence[CompareShape] | None,
     acc: dict[str, Any] | None,
-    cost: dict[str, Any] | None,
+    costs: Sequence[dict[str, Any]],
     img_dir: Path,
     plots: bool = True,
+    failed: Sequence[dict[str, Any]] = (),
 ) -> tuple[str, str]:
-    skipped = {**(acc or {}).get("skipped", {}), **(cost or {}).get("skipped", {})}
+    """The page and the README's table. `costs`: one saved cost run per size, smallest first;
+    `failed`: sizes whose run did not complete (named on the page with the error)."""
+    skipped = {**(acc or {}).get("skipped", {})}
+    for cost in costs:
+        skipped |= cost.get("skipped", {})
     parts = [
         "# Side by side: freshness-tracker and the tools users would pick instead",
         "",
@@ -44,7 +49,7 @@ def render(
         "",
         "## What ran",
         "",
-        *_versions(acc, cost, skipped),
+        *_versions(acc, costs, skipped),
         "",
     ]
     readme_rows: list[str] = []
@@ -81,49 +86,17 @@ def render(
                 "",
             ]
         readme_rows += _readme_accuracy(shapes)
-    if cost is not None:
-        parts += [
-            "## Cost at equal work",
-            "",
-            _COST_TEXT.format(
-                poll=cost["poll_s"],
-                rounds=cost["rounds"],
-                kafka=cost["kafka_version"],
-                burrow=cost["burrow"],
-                build=cost["build_s"] / 60,
-                wall=cost["wall_s"] / 60,
-                when=cost.get("when", ""),
-                idle=cost["idle_requests_3s"] or "none",
-            ),
-            "",
-        ]
-        for extra in cost.get("extra_runs", []):
-            parts += [
-                f"A further size was run separately ({extra['when']}; workloads built in "
-                f"{extra['build_s'] / 60:.1f} min, whole run {extra['wall_s'] / 60:.1f} min, "
-                f"poll {extra['poll_s']:g} s, {extra['rounds']} steady rounds): its tables "
-                "follow the others.",
-                "",
-            ]
-        for failed in cost.get("failed_runs", []):
-            parts += [
-                f"**{failed['partitions']:,} lagging partitions: attempted, not measured** "
-                f"({failed['when']}): building the workload on the 3-node stack failed with "
-                f"`{failed['error']}`. On this shared 2-core machine (load average around 20 "
-                "while other jobs ran their own Kafka JVMs), creating "
-                f"{failed['partitions'] // 100:,} topics of 100 partitions with 3 replicas did "
-                "not hold, so the issue's 20,000-partition figures are not here; "
-                "`python -m benchmarks.compare --skip-accuracy --partitions 20000 --fleet 0` "
-                "on a quieter machine produces them.",
-                "",
-            ]
-        for rep in range(cost["reps"]):
-            parts += [cost_table(cost, rep), ""]
-        readme_rows += _readme_cost(cost)
+    if costs or failed:
+        parts += ["## Cost at equal work", "", _COST_TEXT, ""]
+        for failure in failed:
+            parts += [_failed_text(failure), ""]
+        for cost in costs:
+            parts += _cost_section(cost)
+            readme_rows += _readme_cost(cost)
     parts += [
         "## Where a peer beats us, and what would close it",
         "",
-        *_beats(shapes, cost),
+        *_beats(shapes, costs),
         "",
         _CANNOT,
         "",
@@ -141,7 +114,7 @@ def render(
 
 
 def _versions(
-    acc: dict[str, Any] | None, cost: dict[str, Any] | None, skipped: dict[str, str]
+    acc: dict[str, Any] | None, costs: Sequence[dict[str, Any]], skipped: dict[str, str]
 ) -> list[str]:
     from benchmarks.compare.peers import KMINION_VERSION, kafka_exporter_bin, klag_bin
 
@@ -154,10 +127,11 @@ def _versions(
             "exporters beside three broker JVMs would measure the machine's load more than "
             "the tools (the 3-node stack is the cost part's)."
         )
-    if cost is not None:
+    for cost in costs:
         lines.append(
-            f"- Cost: {cost['nodes']}-node Apache Kafka {cost['kafka_version']} "
-            f"(KRaft, RF 3, frame proxies counting requests) + {cost['burrow']} Burrow."
+            f"- Cost, {_sizes(cost)}: {cost['nodes']}-node Apache Kafka {cost['kafka_version']} "
+            f"(KRaft, RF {cost.get('replication_factor', cost['nodes'])}, frame proxies "
+            f"counting requests) + {cost['burrow']} Burrow."
         )
     lines += [
         "- freshness-tracker: this tree, `python -m freshness_tracker run`, default settings "
@@ -192,6 +166,61 @@ def _versions(
     for tool, why in skipped.items():
         lines.append(f"- not run this time: {tool}: {why}.")
     return lines
+
+
+def _sizes(cost: dict[str, Any]) -> str:
+    return " and ".join(sc["title"] for sc in cost["scenarios"]) or "no scenario"
+
+
+def _cost_section(cost: dict[str, Any]) -> list[str]:
+    """One saved cost run: how it ran, then its tables (one per repetition and scenario)."""
+    nodes = cost["nodes"]
+    rf = cost.get("replication_factor", nodes)
+    topics = cost.get("topic_counts", {})
+    parts = [
+        f"### {_sizes(cost)}",
+        "",
+        f"Run {cost.get('when', '')}: workloads built in {cost['build_s'] / 60:.1f} min, "
+        f"whole run {cost['wall_s'] / 60:.1f} min; every tool polls every {cost['poll_s']:g} "
+        f"s, {cost['rounds']} steady rounds, {cost['reps']} repetition"
+        f"{'s' if cost['reps'] > 1 else ''}"
+        + (" (order alternating)" if cost["reps"] > 1 else "")
+        + "; "
+        + (
+            ", ".join(f"{n:,} topics ({name})" for name, n in topics.items()) + " of up to 100 "
+            "partitions; "
+            if topics
+            else ""
+        )
+        + f"requests through the proxies while no tool ran (3 s): "
+        f"{cost['idle_requests_3s'] or 'none'}.",
+        "",
+    ]
+    if rf < nodes:
+        parts += [
+            f"Replication factor {rf}, not {nodes}: a broker keeps every partition replica's "
+            "active log segment open, and this machine's hard limit of "
+            f"{cost.get('open_files_limit', 0):,} open files per process (`ulimit -Hn`, "
+            "not raisable here) is below one file per partition of the cluster "
+            f"({sum(sc['partitions'] for sc in cost['scenarios']):,} partitions). With RF "
+            f"{rf} each broker holds about "
+            f"{sum(sc['partitions'] for sc in cost['scenarios']) * rf // nodes:,} replicas and "
+            "leads as many partitions as at RF 3; what the tools ask for does not change "
+            "(they talk to partition leaders only), the brokers' own replication work does.",
+            "",
+        ]
+    for name, error in cost.get("build_errors", {}).items():
+        parts += [f"The {name} scenario could not be built: `{error}`.", ""]
+    for rep in range(cost["reps"]):
+        parts += [cost_table(cost, rep), ""]
+    return parts
+
+
+def _failed_text(failed: dict[str, Any]) -> str:
+    return (
+        f"**{failed['partitions']:,} lagging partitions: attempted, not measured** "
+        f"({failed['when']}): the run failed with `{failed['error']}`."
+    )
 
 
 def _home(path: Path | None) -> str:
@@ -280,7 +309,7 @@ def _cost_median(
     vals = []
     for r in cost["results"]:
         if r["scenario"] == scenario and r["tool"] == tool and "error" not in r:
-            v = r[path[0]][path[1]]
+            v = r[path[0]].get(path[1])  # burrow_*: only when Burrow's process was seen
             vals.append(sum(v.values()) if isinstance(v, dict) else v)
     vals = [v for v in vals if v is not None]
     return statistics.median(vals) if vals else None
@@ -357,7 +386,9 @@ _ACCURACY_FIX = (
 )
 
 
-def _beats(shapes: Sequence[CompareShape] | None, cost: dict[str, Any] | None) -> list[str]:
+def _beats(
+    shapes: Sequence[CompareShape] | None, costs: Sequence[dict[str, Any]]
+) -> list[str]:
     """One bullet per reason, naming every case of this run where a peer beat us."""
     found: dict[str, list[str]] = {}
     fixes: dict[str, str] = {}
@@ -381,8 +412,7 @@ def _beats(shapes: Sequence[CompareShape] | None, cost: dict[str, Any] | None) -
         ("first", "requests"): "Kafka requests in the first round",
         ("steady", "metrics_bytes"): "/metrics size",
     }
-    for sc in (cost or {}).get("scenarios", []):
-        assert cost is not None
+    for cost, sc in ((c, sc) for c in costs for sc in c["scenarios"]):
         name = sc["name"]
         for key in ("klag_message", "klag_rate", "kafka_exporter"):
             for path, label in labels.items():
@@ -450,21 +480,39 @@ offset-lag alert fires, the threshold being {threshold:g} s × the shape's produ
 onset (the best an operator who knew the rate could set)."""
 
 _COST_TEXT = """\
-Each tool alone in turn ({when}; build of the workloads {build:.1f} min, whole part {wall:.1f}
-min) on a 3-node Apache Kafka {kafka} behind frame proxies that count every request per API, with
-{burrow} Burrow running throughout; every tool polls every {poll:g} s. *First round*: from the
-process's start to its first complete round (every partition exported), the tool's own duration
-of that round (ours: `freshness_tracker_cluster_cycle_duration_seconds`, klag:
+Each tool alone in turn on a 3-node Apache Kafka behind frame proxies that count every request
+per API, with Burrow running throughout, every tool polling at the same interval; one run per
+size, each on a fresh stack (the runs below say when, how long, and what differed).
+*First round*: from the process's start to its first complete round (every partition
+exported), the tool's own duration of that round (ours:
+`freshness_tracker_cluster_cycle_duration_seconds`, klag:
 `kafka_lag_exporter_scrape_duration_seconds`, kafka_exporter: the scrape, since it collects on
 scrape), and CPU seconds and Kafka requests since the start (start-up included; ours' timestamp
 cache is cold: every lagging partition is read, as when every offset moved). *Steady rounds*:
-the next {rounds} rounds with nothing moving, one scrape per round as Prometheus would; CPU and
-requests per round, peak RSS (VmHWM) and `/metrics` size at the end. Requests through the
-proxies while no tool ran (3 s): {idle}. Ours gets its offsets from Burrow: Burrow's Kafka
-traffic uses the brokers' internal listener and is not counted, its CPU over ours' window is the
-"+ Burrow" row (with `offset-refresh = 1`, ten times Burrow's default rate: it is the
-accuracy stack's setting). A deployment that already runs Burrow pays that anyway; one that
-does not should add it to ours."""
+the next rounds with nothing moving, one scrape per round as Prometheus would; CPU and
+requests per round, peak RSS (VmHWM) and `/metrics` size at the end. Ours gets its offsets
+from Burrow: Burrow's Kafka traffic uses the brokers' internal listener and is not counted, its
+CPU over ours' window is the "+ Burrow" row (with `offset-refresh = 1`, ten times Burrow's
+default rate: it is the accuracy stack's setting). A deployment that already runs Burrow pays
+that anyway; one that does not should add it to ours.
+
+Ours' steady rounds read nothing from Kafka (its log: `reads=0`, every timestamp from its
+cache), yet some runs count ListOffsets (and a few ApiVersions) in them. They are librdkafka's,
+not ours: with statistics enabled (ours sets `statistics.interval.ms` = 10 s to count its Fetch
+requests for `freshness_tracker_kafka_fetch_requests_total`), librdkafka starts a timer for
+every partition of every topic a consumer has handled (all partitions of a topic, not only the
+assigned ones), and each firing asks the partition's leader for its log start offset with a
+ListOffsets request unless the consumer already knows that the broker's Fetch carries the log
+start (Fetch v5 or later, learnt from the connection's ApiVersions). A pool consumer that has
+never talked to a broker does not know that yet, so 10 s after its first batch in a topic,
+every partition of that topic led by such a broker sends one ListOffsets, and the first one
+opens the connection (the ApiVersions); from then on the check passes and nothing more is sent.
+So it is a one-off per pool consumer and broker, proportional to the partitions of the topics
+that consumer read, and it falls in the steady window only because that window starts right
+after the first round. Removing it means turning librdkafka's statistics off (and losing the
+Fetch-request count) or connecting every pool consumer to every broker
+(`enable.sparse.connections = false`: idle connections per consumer and broker, reopened
+after every idle close); neither is done here."""
 
 _CANNOT = """\
 ## What each tool cannot do
@@ -497,11 +545,13 @@ _REPRODUCE = """\
 
 ```sh
 benchmarks/compare/build_peers.sh          # klag-exporter (cargo) and kafka_exporter (go build)
-python -m benchmarks.compare               # both parts (~25 min); rewrites this page
+python -m benchmarks.compare               # both parts at 2,000 partitions (~35 min)
+python -m benchmarks.compare --skip-accuracy --partitions 20000 --fleet 20000
 python -m benchmarks.compare --skip-cost --duration 120   # a quick accuracy look
 python -m benchmarks.compare --from build/compare         # re-render from saved runs
 ```
 
 `--partitions`, `--fleet`, `--fleet-share`, `--poll`, `--rounds`, `--reps`, `--tools` change the
-cost part; `--help` lists everything. The raw runs are `build/compare/accuracy.json` and
-`cost.json`."""
+cost part; `--help` lists everything. The raw runs are `build/compare/accuracy.json` and one
+`cost-<partitions>.json` per size (a run replaces only its own size's file; the page shows
+every size saved)."""

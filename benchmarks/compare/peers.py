@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ import requests
 
 from benchmarks.accuracy.sampler import ExporterProcess
 from devstack.processes import free_port
+from tests.support.config import cluster_entry, exporter_config
+from tests.support.exporter import ExporterProcess as SupportExporterProcess
 
 __all__ = [
     "KAFKA_EXPORTER_VERSION",
@@ -122,6 +125,10 @@ class ToolSpec:
 
 SPECS = {
     "ours": ToolSpec("ours", "freshness-tracker", "ours", "this tree"),
+    # ours with librdkafka's statistics off: what its per-partition statistics cost at size
+    "ours_nostats": ToolSpec(
+        "ours_nostats", "freshness-tracker, statistics.interval.ms = 0", "ours", "this tree"
+    ),
     "klag_message": ToolSpec("klag_message", 'klag-exporter, mode "message"', "klag", KLAG_VERSION),
     "klag_rate": ToolSpec("klag_rate", 'klag-exporter, mode "rate"', "klag", KLAG_VERSION),
     "kafka_exporter": ToolSpec(
@@ -186,15 +193,27 @@ class Tool:
                 raise RuntimeError(
                     f"{self.spec.key} exited with {self._proc.returncode}:\n{self.log_tail()}"
                 )
-            try:
-                if self._session.get(self.url + "/metrics", timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
+            if self._ready():
+                return
             time.sleep(0.2)
         raise TimeoutError(
             f"{self.spec.key} not serving /metrics in {timeout_s} s:\n{self.log_tail()}"
         )
+
+    def _ready(self) -> bool:
+        """Serving: a tool that collects on scrape only has to accept connections (at 20,000
+        partitions kafka_exporter's scrape takes longer than any probe should wait, and every
+        probe it abandoned would start one more collection)."""
+        if self.spec.collects_on_scrape:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+            except OSError:
+                return False
+            return True
+        try:
+            return self._session.get(self.url + "/metrics", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
 
     def metrics_text(self, timeout_s: float = 30.0) -> str:
         resp = self._session.get(self.url + "/metrics", timeout=timeout_s)
@@ -269,10 +288,24 @@ def make_tool(
     spec = SPECS[key]
     workdir = workdir.resolve()  # the peer runs with workdir as its cwd
     workdir.mkdir(parents=True, exist_ok=True)
-    if key == "ours":
+    if key.startswith("ours"):
         exporter = ExporterProcess(
             burrow_url, bootstrap, cluster, workdir, poll_s, group_allow=group_regex
         )
+        if key == "ours_nostats":
+            exporter = SupportExporterProcess(
+                workdir,
+                exporter_config(
+                    burrow_url=burrow_url,
+                    clusters=[
+                        cluster_entry(cluster, bootstrap, None, **{"statistics.interval.ms": "0"})
+                    ],
+                    groups_allow=group_regex,
+                    frequency=poll_s,
+                    port="@PORT@",
+                    listen_address="127.0.0.1",
+                ),
+            )
         return Tool(spec, None, workdir, exporter.port, exporter)
     port = free_port()
     if key.startswith("klag"):

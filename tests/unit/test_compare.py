@@ -3,9 +3,11 @@ peer's samples against the ground truth, ratios. No peer binary is needed or sta
 
 from __future__ import annotations
 
+import json
 import math
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -15,9 +17,11 @@ from benchmarks.accuracy.analysis import analyse_shape
 from benchmarks.accuracy.harness import HarnessConfig, ShapeRun
 from benchmarks.accuracy.shapes import Event, Shape
 from benchmarks.accuracy.truth import TruthLog
+from benchmarks.compare.__main__ import ALL_TOOLS, cost_label, load_costs
 from benchmarks.compare.accuracy import PeerSample, offset_alert_delay, pre_onset_rate, score_peer
-from benchmarks.compare.cost import api_totals
+from benchmarks.compare.cost import api_totals, replication_for
 from benchmarks.compare.exposition import parse_exposition
+from benchmarks.compare.page import render
 from benchmarks.compare.peers import klag_config, proc_cpu_s, proc_peak_rss_mib
 from benchmarks.compare.stats import ratio, ratio_text
 
@@ -165,3 +169,77 @@ def test_ratio_edges() -> None:
     assert ratio(math.nan, 1.0) is None
     assert ratio_text(None) == "n/a"
     assert [ratio_text(x) for x in (0.25, 1.0, 2.345, 12.6)] == ["0.25×", "1.0×", "2.3×", "13×"]
+
+
+def test_replication_stays_within_a_brokers_open_files() -> None:
+    assert replication_for(4_000, 3, 20_000) == 3  # every node: the 2,000-partition run
+    assert replication_for(20_000, 3, 20_000) == 2  # 13,334 replicas per broker fit, 20,000 not
+    assert replication_for(40_000, 3, 20_000) == 1
+    assert replication_for(10**7, 3, 20_000) == 1  # never below one replica
+    assert replication_for(40_000, 3, 1_000_000) == 3
+
+
+def test_each_size_and_tool_set_is_saved_apart() -> None:
+    every = list(ALL_TOOLS)
+    assert cost_label(2_000, 2_000, every) == "2000"
+    assert cost_label(20_000, 20_000, every) == "20000"
+    assert cost_label(0, 20_000, every) == "fleet20000"
+    assert cost_label(20_000, 0, ["ours", "kafka_exporter"]) == "20000-ours-kafka_exporter"
+
+
+def _cost_run(partitions: int, ours_cpu: float, klag_cpu: float) -> dict[str, Any]:
+    """A saved cost run of one scenario with ours and klag's rate mode (made-up figures)."""
+
+    def result(tool: str, cpu: float) -> dict[str, Any]:
+        first = {"round_s": 1.0, "cpu_s": 1.0, "requests": {"Fetch": 10}}
+        steady = {
+            "round_s": 0.1,
+            "cpu_per_round_s": cpu,
+            "requests_per_round": {},
+            "peak_rss_mib": 100.0,
+            "metrics_bytes": 4096,
+        }
+        return {"tool": tool, "scenario": "lagging", "rep": 0, "first": first, "steady": steady}
+
+    return {
+        "kafka_version": "3.9.1",
+        "nodes": 3,
+        "replication_factor": 3 if partitions < 10_000 else 1,
+        "open_files_limit": 20_000,
+        "burrow": "Debian's 1.2.1",
+        "scenarios": [
+            {
+                "name": "lagging",
+                "title": f"{partitions:,} lagging partitions",
+                "partitions": partitions,
+                "lagging": partitions,
+            }
+        ],
+        "idle_requests_3s": {},
+        "poll_s": 10.0,
+        "rounds": 6,
+        "reps": 1,
+        "build_s": 60.0,
+        "wall_s": 600.0,
+        "results": [result("ours", ours_cpu), result("klag_rate", klag_cpu)],
+    }
+
+
+def test_the_page_keeps_every_size_and_names_where_a_peer_wins(tmp_path: Path) -> None:
+    small, big = _cost_run(2_000, 0.1, 0.2), _cost_run(20_000, 4.0, 1.0)
+    for cost in (big, small):
+        (tmp_path / f"cost-{cost['scenarios'][0]['partitions']}.json").write_text(
+            json.dumps(cost)
+        )
+    costs = load_costs(tmp_path)
+    assert [c["scenarios"][0]["partitions"] for c in costs] == [2_000, 20_000]
+    page, readme = render(None, None, None, costs, tmp_path, plots=False)
+    assert "### 2,000 lagging partitions" in page and "### 20,000 lagging partitions" in page
+    assert "Replication factor 1, not 3" in page  # said once, for the run that needed it
+    assert page.count("Replication factor") == 1
+    beats = page.split("## Where a peer beats us")[1].split("##")[0]
+    assert "20,000 lagging partitions: klag-exporter 0.1.22, \"rate\" 0.25×" in beats
+    assert "2,000 lagging partitions: klag" not in beats  # 2× ours there: no win
+    row = "| CPU per steady round, {} lagging partitions (ratio to ours) | 1× | not run | {} |"
+    assert row.format("2,000", "2.0×") in readme
+    assert row.format("20,000", "0.25×") in readme
