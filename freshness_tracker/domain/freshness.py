@@ -206,27 +206,14 @@ def measure_partition(
         error: str | None = None,
         invalid: str | None = None,
     ) -> PartitionResult:
+        # Positional, in PartitionResult's field order: built 100,000 times a cycle.
         return PartitionResult(
-            key=lag.key,
-            status=status,
-            burrow_status=lag.burrow_status,
-            committed_offset=committed,
-            log_end_offset=None if bad_offsets else lag.log_end_offset,
-            offset_lag=0 if bad_offsets else lag.current_lag,
-            commit_time_ms=commit_time,
-            record_timestamp_ms=record_ts,
-            freshness_ms=freshness,
-            commit_lag_ms=commit_lag,
-            lost_records=lost,
-            retention_headroom_ms=headroom,
-            error=error,
-            invalid=invalid or bad_offsets or commit_time_problem or last_problem,
-            sample_time_ms=now_ms,
-            data_current_as_of_ms=last_ts,
-            catch_up_ms=estimate,
-            catching_up=catching_up,
-            owner=lag.owner,
-            client_id=lag.client_id,
+            lag.key, status, lag.burrow_status, committed,
+            None if bad_offsets else lag.log_end_offset,  # log_end_offset
+            0 if bad_offsets else lag.current_lag,  # offset_lag
+            commit_time, record_ts, freshness, commit_lag, lost, headroom, error,
+            invalid or bad_offsets or commit_time_problem or last_problem,  # invalid
+            now_ms, last_ts, estimate, catching_up, lag.owner, lag.client_id,
         )
 
     if committed is None:
