@@ -34,6 +34,8 @@ COPY --from=build /opt/venv /opt/venv
 # temporary file Python might want goes to /tmp (an emptyDir under a read-only root filesystem).
 # Two malloc arenas: glibc otherwise keeps one per thread (Burrow workers, librdkafka threads:
 # ~400 with 20 clusters), each holding freed memory; 50-70 MiB less RSS there (docs/scale.md).
+# The exporter sets the same itself when this is unset (app.limit_malloc_arenas); here it
+# holds from the interpreter's first allocation.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
