@@ -87,6 +87,15 @@ def _int(value: Any, url: str, what: str) -> int:
     return number
 
 
+def _optional_int(value: Any, url: str, what: str) -> int | None:
+    """None for null, else as `_int` (a plain int64 passes at once)."""
+    if value is None:
+        return None
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:
+        return value
+    return _int(value, url, what)
+
+
 def _names(body: Any, field: str, url: str) -> tuple[list[str], list[str]]:
     """(usable names, why each other entry was dropped) of a list of names."""
     values = _object(body, url).get(field)
@@ -145,18 +154,8 @@ def _offset_entry(value: Any, url: str, names: tuple[str, str, str, str],
     lag_raw = entry.get("lag")
     if not (type(offset) is int and INT64_MIN <= offset <= INT64_MAX):  # else: checked slowly
         offset = _int(offset, url, names[1])
-    if ts_raw is None:
-        timestamp = None
-    elif type(ts_raw) is int and INT64_MIN <= ts_raw <= INT64_MAX:
-        timestamp = ts_raw
-    else:
-        timestamp = _int(ts_raw, url, names[2])
-    if lag_raw is None:
-        lag = None
-    elif type(lag_raw) is int and INT64_MIN <= lag_raw <= INT64_MAX:
-        lag = lag_raw
-    else:
-        lag = _int(lag_raw, url, names[3])
+    timestamp = _optional_int(ts_raw, url, names[2])
+    lag = _optional_int(lag_raw, url, names[3])
     if offset < 0:
         return None  # Kafka's "no offset" sentinel (-1): treat as no commit
     if timestamp is not None:
