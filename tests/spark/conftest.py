@@ -1,4 +1,4 @@
-"""Spark fixtures: ONE tuned local SparkSession per pytest run (spark-notes). The real stack
+"""Spark fixtures: ONE tuned local SparkSession per pytest run, never one per test. The real stack
 (``stack``) is the session's one, from tests/conftest.py.
 
 Without Java or pyspark the Spark tests skip locally with the reason; under ``CI=true`` they
@@ -20,7 +20,10 @@ from freshness_tracker.config import load_settings
 from tests.spark.helpers import Fleet, N
 from tests.stack_support import unique_namer
 
-#: Measured to matter for short local runs (shared/reference/spark-notes.md).
+#: Settings that shorten short local runs: no console progress bar, 2 shuffle partitions and
+#: default parallelism (Spark's 200 make hundreds of tiny tasks for test-sized data), a 2 GiB
+#: driver (read only before the JVM starts), and a serial GC with C1 only, which gives up peak
+#: speed for a faster start: most of the gain, right for tests, wrong for long runs.
 TEST_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
