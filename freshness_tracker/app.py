@@ -51,8 +51,13 @@ log = logging.getLogger(__name__)
 
 SnapshotSink = Callable[[ClusterSnapshot], None]
 
-#: librdkafka statistics (Fetch request counts) cadence: cheap at this interval.
-STATISTICS_INTERVAL_MS = 10_000
+#: librdkafka statistics (the Fetch request count) are off unless a cluster's `kafka` properties
+#: set `statistics.interval.ms`: librdkafka keeps a timer and a statistics entry for every
+#: partition of every topic a consumer has read, so an idle pool consumer that has read 10,000
+#: partitions burnt ~2 CPU s per 10 s on them (~10 MB documents; 20,000 lagging partitions: 7 CPU
+#: s per 10 s round, docs/comparison.md), and each timer asked a broker the consumer had not
+#: talked to yet for a log start (ListOffsets).
+STATISTICS_INTERVAL_MS = 0
 
 
 def unwind_grace_s(cycle_timeout_s: float) -> float:
