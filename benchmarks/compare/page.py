@@ -315,6 +315,12 @@ def _cost_median(
     return statistics.median(vals) if vals else None
 
 
+def _no_figure(cost: dict[str, Any], scenario: str, tool: str) -> str:
+    """Why a tool has no figure: it ran and never finished a round, or it did not run."""
+    ran = any(r["scenario"] == scenario and r["tool"] == tool for r in cost["results"])
+    return "no complete round" if ran else "not run"
+
+
 def _readme_cost(cost: dict[str, Any]) -> list[str]:
     rows = []
     sc = cost["scenarios"][0]
@@ -329,7 +335,11 @@ def _readme_cost(cost: dict[str, Any]) -> list[str]:
         for k in keys:
             v = _cost_median(cost, sc["name"], k, path)
             cells.append(
-                "not run" if v is None else "1×" if k == "ours" else ratio_text(ratio(v, base))
+                _no_figure(cost, sc["name"], k)
+                if v is None
+                else "1×"
+                if k == "ours"
+                else ratio_text(ratio(v, base))
             )
         rows.append(
             f"| {label}, {sc['partitions']:,} lagging partitions (ratio to ours) | "
@@ -342,7 +352,8 @@ def _readme_cost(cost: dict[str, Any]) -> list[str]:
         cells = ["1×"]
         for k in keys[1:]:
             v = _cost_median(cost, sc["name"], k, ("steady", "cpu_per_round_s"))
-            cells.append("not run" if v is None else ratio_text(ratio(v, ours + burrow)))
+            whole = ratio(v, ours + burrow)
+            cells.append(_no_figure(cost, sc["name"], k) if v is None else ratio_text(whole))
         rows.insert(
             1,
             "| CPU per steady round, counting the Burrow ours reads (`offset-refresh = 1`) "

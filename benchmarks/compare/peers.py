@@ -125,9 +125,9 @@ class ToolSpec:
 
 SPECS = {
     "ours": ToolSpec("ours", "freshness-tracker", "ours", "this tree"),
-    # ours with librdkafka's statistics off: what its per-partition statistics cost at size
-    "ours_nostats": ToolSpec(
-        "ours_nostats", "freshness-tracker, statistics.interval.ms = 0", "ours", "this tree"
+    # ours with librdkafka's statistics on, as before they became opt-in: what they cost
+    "ours_stats": ToolSpec(
+        "ours_stats", "freshness-tracker, statistics.interval.ms = 10000", "ours", "this tree"
     ),
     "klag_message": ToolSpec("klag_message", 'klag-exporter, mode "message"', "klag", KLAG_VERSION),
     "klag_rate": ToolSpec("klag_rate", 'klag-exporter, mode "rate"', "klag", KLAG_VERSION),
@@ -273,6 +273,10 @@ def missing_reason(key: str) -> str | None:
     return None
 
 
+#: ours_stats' librdkafka property: the statistics interval ours used before they became opt-in
+STATISTICS_ON = {"statistics.interval.ms": "10000"}
+
+
 def make_tool(
     key: str,
     *,
@@ -292,14 +296,12 @@ def make_tool(
         exporter = ExporterProcess(
             burrow_url, bootstrap, cluster, workdir, poll_s, group_allow=group_regex
         )
-        if key == "ours_nostats":
+        if key == "ours_stats":
             exporter = SupportExporterProcess(
                 workdir,
                 exporter_config(
                     burrow_url=burrow_url,
-                    clusters=[
-                        cluster_entry(cluster, bootstrap, None, **{"statistics.interval.ms": "0"})
-                    ],
+                    clusters=[cluster_entry(cluster, bootstrap, None, **STATISTICS_ON)],
                     groups_allow=group_regex,
                     frequency=poll_s,
                     port="@PORT@",

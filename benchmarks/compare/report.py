@@ -19,7 +19,7 @@ __all__ = ["ACC_COLUMNS", "accuracy_table", "cost_table", "machine", "plot_shape
 
 TITLES = {
     "ours": "freshness-tracker",
-    "ours_nostats": "freshness-tracker, librdkafka statistics off",
+    "ours_stats": "freshness-tracker, librdkafka statistics on (as before)",
     "klag_message": 'klag-exporter 0.1.22, "message"',
     "klag_rate": 'klag-exporter 0.1.22, "rate"',
     "interpolation": "interpolation (kafka-lag-exporter's method, our port)",
