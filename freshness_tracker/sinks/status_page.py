@@ -31,7 +31,8 @@ color:#1d2330}h1{font-size:22px;margin:0}h2{font-size:17px;margin:24px 0 6px}
 .meta{color:#5b6472}a{color:#1f5fbf}nav a{margin-right:14px}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{padding:4px 8px;
 text-align:left;border-bottom:1px solid #eceff3;white-space:nowrap}th{background:#f5f7fa}
-td.n{text-align:right;font-variant-numeric:tabular-nums}.down td,.loss td{background:#fdecea}
+th.n,td.n{text-align:right}td.n{font-variant-numeric:tabular-nums}
+.down td,.loss td{background:#fdecea}
 .bad{color:#b03a2e;font-weight:600}.ok{color:#1e8449;font-weight:600}
 """
 
@@ -65,8 +66,24 @@ def _page(title: str, body: Iterable[str], refresh_s: int) -> bytes:
     return (head + nav + "".join(body) + "</body></html>").encode()
 
 
-def _table(headers: Iterable[str], rows: Iterable[str]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+#: Each table's columns: (header, numeric). A numeric column's cells are right-aligned
+#: (``td class="n"``), and so is its header, so a number sits under its own header.
+Columns = tuple[tuple[str, bool], ...]
+CLUSTER_COLUMNS: Columns = (("cluster", False), ("state", False), ("last success", False),
+                            ("cycle", True), ("groups", True), ("partitions", True),
+                            ("error", False))
+GROUP_COLUMNS: Columns = (("cluster", False), ("group", False), ("max freshness", True),
+                          ("offset lag", True), ("Burrow status", False), ("data loss", True),
+                          ("unmeasured", True))
+PARTITION_COLUMNS: Columns = (("topic", False), ("partition", True), ("committed offset", True),
+                              ("offset lag", True), ("freshness", True), ("commit lag", True),
+                              ("retention headroom", True), ("status", False),
+                              ("Burrow status", False), ("data loss", False))
+
+
+def _table(columns: Columns, rows: Iterable[str]) -> str:
+    head = "".join(f'<th class="n">{_e(h)}</th>' if numeric else f"<th>{_e(h)}</th>"
+                   for h, numeric in columns)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
@@ -121,14 +138,12 @@ def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
            f"{len(snapshot.clusters)} clusters, {down} down. Freshness is the age of the oldest "
            "record a group has not committed, as of each cluster's last completed cycle.</p>")
     yield "<h2>Clusters</h2>"
-    yield _table(("cluster", "state", "last success", "cycle", "groups", "partitions", "error"),
-                 _cluster_rows(snapshot.clusters, now_ms))
+    yield _table(CLUSTER_COLUMNS, _cluster_rows(snapshot.clusters, now_ms))
     yield "<h2>Consumer groups, worst first</h2>"
     if not groups:
         yield '<p class="meta">No consumer group measured yet.</p>'
         return
-    yield _table(("cluster", "group", "max freshness", "offset lag", "Burrow status",
-                  "data loss", "unmeasured"), _group_rows(groups[:GROUP_ROWS]))
+    yield _table(GROUP_COLUMNS, _group_rows(groups[:GROUP_ROWS]))
     if len(groups) > GROUP_ROWS:
         yield (f'<p class="meta">{len(groups) - GROUP_ROWS} more groups, all fresher than '
                "these; /metrics has every one.</p>")
@@ -149,9 +164,7 @@ def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> It
            f'{_ago(now_ms, found.finished_ms)}. <a href="/">Back to every group</a>.</p>')
     partitions = sorted((p for p in found.partitions if p.key.consumer == group),
                         key=lambda p: (-(p.freshness_ms or 0), p.key.topic, p.key.partition))
-    yield _table(("topic", "partition", "committed offset", "offset lag", "freshness",
-                  "commit lag", "retention headroom", "status", "Burrow status", "data loss"),
-                 _partition_rows(partitions, now_ms))
+    yield _table(PARTITION_COLUMNS, _partition_rows(partitions, now_ms))
 
 
 def render_status_page(snapshot: Snapshot, now_ms: int, query: Mapping[str, str] | None = None,

@@ -141,3 +141,39 @@ def test_any_name_is_shown_as_text_never_as_markup(name: str, topic: str) -> Non
     assert len(overview.tables) == 2 and len(overview.tables[1]) == 2
     drill = _parse(render_status_page(snap, NOW, {"cluster": "east", "group": name}))
     assert drill.tables[0][1][0] == topic
+
+
+class _Alignment(HTMLParser):
+    """Per table, each row's cells as (tag, right-aligned), as the page's CSS aligns them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[tuple[str, bool]]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.tables[-1][-1].append((tag, "n" in (dict(attrs).get("class") or "").split()))
+
+
+def test_a_numeric_column_is_right_aligned_header_and_cells_alike() -> None:
+    parts = (_partition("stuck", "orders", 0, 5_000),
+             _partition("stuck", "audit", 0, 100, PartitionStatus.DATA_LOSS))
+    snap = _snapshot([_group("stuck", 5_000, loss=1), _group("fresh", 0)], parts)
+    pages = (render_status_page(snap, NOW),
+             render_status_page(snap, NOW, {"cluster": "east", "group": "stuck"}))
+    tables = []
+    for page in pages:
+        parser = _Alignment()
+        parser.feed(page.decode())
+        tables += parser.tables
+    assert len(tables) == 3  # clusters, groups; the group's partitions
+    for header, *rows in tables:
+        assert rows and all(tag == "th" for tag, _ in header)
+        for column, (_, header_right) in enumerate(header):
+            cells = {right for row in rows for tag, right in [row[column]] if tag == "td"}
+            assert cells == {header_right}, (column, header, rows)
+    assert [right for _, right in tables[1][0]] == [False, False, True, True, False, True, True]
