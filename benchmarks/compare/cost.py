@@ -96,6 +96,9 @@ def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
     }
 
 
+#: klag-exporter's log line for a round it abandoned at its collection timeout
+KLAG_TIMEOUT = "Collection timed out"
+
 # open files a broker keeps besides one per partition replica (sockets, jars, the internal topics'
 # logs, index files while rolling): the budget left under the per-process limit for those
 BROKER_FILE_HEADROOM = 4000
@@ -235,6 +238,7 @@ def measure_tool(
         else:  # fixed-rate scheduler: one round per poll interval
             done = max(round(window_s / poll_s), 1)
         peak = tool.peak_rss_mib()
+        timeouts = tool.log_text().count(KLAG_TIMEOUT)  # klag drops a round that outlives it
     steady = {
         "rounds": done,
         "window_s": window_s,
@@ -246,6 +250,7 @@ def measure_tool(
         "series": series,
         "scrape_s": _median(scrape_s),
         "distinct_round_stamps": len(stamps),
+        "timeouts_since_start": timeouts,
     }
     if key == "ours" and burrow_pid is not None and burrow1 is not None and burrow2 is not None:
         steady["burrow_cpu_per_round_s"] = (burrow2 - burrow1) / done

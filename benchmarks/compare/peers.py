@@ -243,6 +243,13 @@ class Tool:
             self._log.close()
             self._log = None
 
+    def log_text(self) -> str:
+        """The peer's whole log ('' for ours, whose log the exporter process keeps)."""
+        try:
+            return "" if self._exporter is not None else self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
     def log_tail(self, lines: int = 30) -> str:
         if self._exporter is not None:
             return self._exporter.log_tail(lines)

@@ -164,8 +164,28 @@ def cost_table(cost: dict[str, Any], rep: int = 0) -> str:
                 f"- {TITLES[r['tool']]}: {_apis(r['first']['requests'])} / "
                 f"{_apis(r['steady']['requests_per_round'])}"
             )
+        lines += _unfinished_rounds(rows)
         lines.append("")
     return "\n".join(lines)
+
+
+def _unfinished_rounds(rows: list[dict[str, Any]]) -> list[str]:
+    """Peers whose log shows rounds abandoned at their collection timeout (klag: 10 s at a
+    10 s poll): their per-round figures are per poll interval spent trying."""
+    notes = []
+    for r in rows:
+        s = r.get("steady")
+        if s is None or not s.get("timeouts_since_start"):
+            continue
+        notes.append(
+            f"- {TITLES[r['tool']]}: {s['timeouts_since_start']} rounds abandoned at its "
+            "collection timeout since its start (its log: \"Collection timed out\"), "
+            f"{s.get('distinct_round_stamps', 0)} finished rounds seen in the steady window; its "
+            f"last `/metrics` had {s.get('series', 0):,} series against "
+            f"{r['first'].get('series', 0):,} after its first round. Its per-round figures are "
+            "per poll interval spent trying."
+        )
+    return ["", *notes] if notes else []
 
 
 def machine() -> str:
