@@ -92,7 +92,8 @@ def render(
             parts += [_failed_text(failure), ""]
         for cost in costs:
             parts += _cost_section(cost)
-            readme_rows += _readme_cost(cost)
+        for cost, earlier in _latest_per_size(costs):
+            readme_rows += _readme_cost(cost, earlier)
     parts += [
         "## Where a peer beats us, and what would close it",
         "",
@@ -177,8 +178,11 @@ def _cost_section(cost: dict[str, Any]) -> list[str]:
     nodes = cost["nodes"]
     rf = cost.get("replication_factor", nodes)
     topics = cost.get("topic_counts", {})
+    tools = ", ".join(dict.fromkeys(TITLES[r["tool"]] for r in cost["results"]))
     parts = [
-        f"### {_sizes(cost)}",
+        f"### {_sizes(cost)} (run of {cost.get('when', '')[:16].replace('T', ' ')} UTC)",
+        "",
+        f"Tools: {tools}.",
         "",
         f"Run {cost.get('when', '')}: workloads built in {cost['build_s'] / 60:.1f} min, "
         f"whole run {cost['wall_s'] / 60:.1f} min; every tool polls every {cost['poll_s']:g} "
@@ -324,13 +328,39 @@ def _gave_up(cost: dict[str, Any], scenario: str, tool: str) -> bool:
     )
 
 
-def _no_figure(cost: dict[str, Any], scenario: str, tool: str) -> str:
-    """Why a tool has no figure: it ran and never finished a round, or it did not run."""
-    ran = any(r["scenario"] == scenario and r["tool"] == tool for r in cost["results"])
-    return "no complete round" if ran else "not run"
+def _no_figure(
+    cost: dict[str, Any], scenario: str, tool: str, earlier: Sequence[dict[str, Any]] = ()
+) -> str:
+    """Why a tool has no figure: it ran and never finished a round (here or in an earlier run
+    of the same size), or it did not run."""
+    if any(r["scenario"] == scenario and r["tool"] == tool for r in cost["results"]):
+        return "no complete round"
+    for run in earlier:
+        if any(r["scenario"] == scenario and r["tool"] == tool for r in run["results"]):
+            return f"no complete round (run of {run.get('when', '')[:16].replace('T', ' ')})"
+    return "not run"
 
 
-def _readme_cost(cost: dict[str, Any]) -> list[str]:
+def _size(cost: dict[str, Any]) -> int:
+    return max((sc["partitions"] for sc in cost["scenarios"]), default=0)
+
+
+def _latest_per_size(
+    costs: Sequence[dict[str, Any]],
+) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """Per size, the latest run (the README's ratios, all from that one run) and the earlier
+    runs of that size (only to say that a tool the latest run left out never finished there)."""
+    by_size: dict[int, list[dict[str, Any]]] = {}
+    for cost in costs:
+        by_size.setdefault(_size(cost), []).append(cost)
+    out = []
+    for size in sorted(by_size):
+        runs = sorted(by_size[size], key=lambda c: c.get("when", ""))
+        out.append((runs[-1], runs[:-1]))
+    return out
+
+
+def _readme_cost(cost: dict[str, Any], earlier: Sequence[dict[str, Any]] = ()) -> list[str]:
     rows = []
     sc = cost["scenarios"][0]
     keys = ("ours", "klag_message", "klag_rate")
@@ -344,7 +374,7 @@ def _readme_cost(cost: dict[str, Any]) -> list[str]:
         for k in keys:
             v = _cost_median(cost, sc["name"], k, path)
             cells.append(
-                _no_figure(cost, sc["name"], k)
+                _no_figure(cost, sc["name"], k, earlier)
                 if v is None
                 else "1×"
                 if k == "ours"
@@ -362,7 +392,9 @@ def _readme_cost(cost: dict[str, Any]) -> list[str]:
         for k in keys[1:]:
             v = _cost_median(cost, sc["name"], k, ("steady", "cpu_per_round_s"))
             whole = ratio(v, ours + burrow)
-            cells.append(_no_figure(cost, sc["name"], k) if v is None else ratio_text(whole))
+            cells.append(
+                _no_figure(cost, sc["name"], k, earlier) if v is None else ratio_text(whole)
+            )
         rows.insert(
             1,
             "| CPU per steady round, counting the Burrow ours reads (`offset-refresh = 1`) "
