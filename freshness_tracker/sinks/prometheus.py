@@ -435,8 +435,9 @@ READ_DURATION = SelfMetric("freshness_tracker_kafka_read_duration_seconds",
 BUILD_INFO = SelfMetric("freshness_tracker_build_info", "Build information; always 1.")
 KAFKA_FETCH_REQUESTS = SelfMetric(
     "freshness_tracker_kafka_fetch_requests",
-    "Fetch requests sent by the lookup consumers (librdkafka statistics, updated every 10 s "
-    "while consumers poll); divide its rate by kafka_reads to see batching.")
+    "Fetch requests sent by the lookup consumers, from librdkafka statistics: 0 unless the "
+    "cluster's kafka properties set statistics.interval.ms; divide its rate by kafka_reads to "
+    "see batching.")
 KAFKA_CONSUMERS = SelfMetric("freshness_tracker_kafka_consumers",
                              "Lookup consumers currently open per cluster (at most "
                              "numConsumers).")
