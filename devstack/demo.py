@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # imported when the demo starts, after it has checked they ca
     from devstack.workload import Workload
     from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 
-__all__ = ["CycleTable", "DemoEnv", "exporter_config", "main", "parser", "run_demo", "start_demo"]
+__all__ = ["CycleTable", "DemoEnv", "exporter_config", "main", "parser", "run_demo", "start_demo",
+           "stop_on_signals"]
 
 log = logging.getLogger("devstack.demo")
 
@@ -154,6 +155,21 @@ class CycleTable:
         self._out.write("\n" + render_table(self._current()) + "\n")
 
 
+def stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set `stop`; once stopping, further ones are ignored. Event.set takes
+    a lock, and a second signal handled while the first handler holds it (timeout(1) sends
+    SIGTERM to the process and then to its group) would wait for it forever in the same
+    thread: the demo hung with Kafka and Burrow running."""
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # before set(): no handler inside it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
 def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
     """Run until Ctrl-C/SIGTERM (or `duration_s`); 1 when a package or scripts/install's cache
     is missing, 2 when the port is taken (all checked first, before anything starts)."""
@@ -175,12 +191,7 @@ def run_demo(port: int = 8081, duration_s: float = 0.0) -> int:
         sys.stderr.write(f"demo: {exc}\n")
         return 1
     stop = threading.Event()
-
-    def handler(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
+    stop_on_signals(stop)
     began = time.monotonic()
     sys.stderr.write("starting Apache Kafka 3.9 (KRaft) and Burrow 1.2.1 locally, and a workload\n")
     try:
