@@ -19,6 +19,9 @@ from freshness_tracker.sinks.prometheus import (
     COMMIT_LAG,
     DATA_LOSS,
     FRESHNESS,
+    GROUP_CATCH_UP,
+    GROUP_CATCHING_UP,
+    GROUP_DATA_AS_OF,
     GROUP_DATA_LOSS_PARTITIONS,
     GROUP_MAX_FRESHNESS,
     GROUP_OFFSET_LAG,
@@ -50,6 +53,8 @@ GROUP_STATUS_NAMES = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "
 PARTITION_STATUS_NAMES = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
                     3: ("ERR", "red"), 4: ("STOP", "red"), 5: ("STALL", "orange"),
                     6: ("REWIND", "purple")}
+
+CATCHING_UP_NAMES = {0: ("not catching up", "red"), 1: ("catching up", "green")}
 
 _ids = itertools.count(1)
 
@@ -101,6 +106,13 @@ def panel(kind: str, title: str, targets: list[dict[str, Any]], *, unit: str, w:
     if transformations:
         p["transformations"] = transformations
     return p
+
+
+def _column(field: str, title: str, unit: str, *extra: dict[str, Any]) -> dict[str, Any]:
+    """A table column's title and unit: a field of merged instant queries ("Value #A"...)."""
+    return {"matcher": {"id": "byName", "options": field},
+            "properties": [{"id": "displayName", "value": title}, {"id": "unit", "value": unit},
+                           *extra]}
 
 
 def row(title: str, y: int) -> dict[str, Any]:
@@ -197,6 +209,50 @@ def _panels() -> list[dict[str, Any]]:
                 "renameByName": {"Value": "freshness"}}}]),
     ]
     y += 9
+    ps.append(row("Data current as of, and catch-up", y))
+    y += 1
+    ps += [
+        panel("table", "Data current as of and catch-up, per group", [
+            target(f"1000 * {one_copy(f'{GROUP_DATA_AS_OF.name}{{{GROUP}}}')}",
+                   "{{cluster}} {{consumer}}", "A", instant=True, table=True),
+            target(one_copy(f"{GROUP_CATCH_UP.name}{{{GROUP}}}"),
+                   "{{cluster}} {{consumer}}", "B", instant=True, table=True),
+            target(one_copy(f"{GROUP_CATCHING_UP.name}{{{GROUP}}}"),
+                   "{{cluster}} {{consumer}}", "C", instant=True, table=True)],
+            unit="none", w=20, h=8, x=0, y=y,
+            description="The two questions: what is the latest data a group has (the append "
+                        "time of its last committed record, oldest partition: \"billing has "
+                        "data up to 10:42\"), and how long until it is caught up (offset lag / "
+                        "the rate it gains on the producers over Burrow's window: an estimate). "
+                        "\"not catching up\" when that rate is <= 0; the estimate is then empty.",
+            options={"showHeader": True,
+                     "sortBy": [{"displayName": "catching up", "desc": False}]},
+            overrides=[
+                _column("Value #A", "data up to", "dateTimeAsIso"),
+                _column("Value #B", "catch-up estimate", "dtdurations"),
+                _column("Value #C", "catching up", "none",
+                        {"id": "mappings", "value": mappings(CATCHING_UP_NAMES)},
+                        {"id": "custom.cellOptions", "value": {"type": "color-background"}})],
+            transformations=[
+                {"id": "merge", "options": {}},
+                {"id": "organize", "options": {
+                    "excludeByName": {"Time": True, "__name__": True, "job": True,
+                                      "instance": True},
+                    "indexByName": {"cluster": 0, "consumer": 1, "Value #A": 2,
+                                    "Value #B": 3, "Value #C": 4}}}]),
+        stat("Groups not catching up",
+             f"count({one_copy(f'{GROUP_CATCHING_UP.name}{{{GROUP}}}')} == 0) or vector(0)",
+             "short", 20, y,
+             "Groups with a partition whose lag did not shrink over Burrow's window (or that "
+             "Burrow says stopped or stalled): they will not catch up at this rate.",
+             [(None, "green"), (1, "red")]),
+        stat("Longest catch-up estimate",
+             f"max({GROUP_CATCH_UP.name}{{{GROUP}}})", "dtdurations", 20, y + 4,
+             "The longest estimated time to an offset lag of 0 over the groups that are "
+             "catching up (an estimate: both rates assumed to hold).",
+             [(None, "green"), (300, "yellow"), (3600, "red")]),
+    ]
+    y += 8
     ps.append(row("Lag: time and offsets", y))
     y += 1
     ps += [

@@ -46,7 +46,7 @@ def dashboard_queries(board: Mapping[str, Any]) -> list[Query]:
         for t in panel.get("transformations", []):
             if t["id"] == "organize":
                 columns |= {k for k in t["options"].get("indexByName", {})
-                            if k not in ("Value", "Time")}
+                            if k not in ("Value", "Time") and not k.startswith("Value #")}
         for target in panel.get("targets", []):
             if target.get("expr"):
                 labels = legend_labels(target.get("legendFormat", "")) | columns

@@ -15,6 +15,7 @@ from tests.deploy.tools import DASHBOARD_FILES
 
 TIME_UNITS = {"ms", "dtdurationms"}
 SECOND_UNITS = {"s", "dtdurations"}
+DATE_UNITS = {"dateTimeAsIso", "dateTimeAsSystem", "dateTimeFromNow"}  # Grafana: ms since epoch
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,11 @@ def test_the_panels_the_issue_asks_for(board: dict[str, Any]) -> None:
     has("Cycle duration", "freshness_tracker_cluster_cycle_duration_seconds")
     has("Errors", "freshness_tracker_cycle_failures_total", "freshness_tracker_burrow_errors_total",
         "freshness_tracker_kafka_read_failures_total")
+    has("Data current as of and catch-up, per group",
+        "kafka_consumer_group_data_current_as_of_timestamp_seconds",
+        "kafka_consumer_group_catch_up_estimate_seconds", "kafka_consumer_group_catching_up")
+    has("Groups not catching up", "kafka_consumer_group_catching_up", "== 0")
+    has("Longest catch-up estimate", "kafka_consumer_group_catch_up_estimate_seconds")
     has("Last successful cycle age", "time() -",
         "freshness_tracker_cluster_last_success_timestamp_seconds")
 
@@ -77,12 +83,18 @@ def test_units_turn_milliseconds_into_durations(board: dict[str, Any]) -> None:
         if panel["type"] == "row":
             continue
         unit = panel["fieldConfig"]["defaults"]["unit"]
-        overridden = {o["matcher"]["options"]: {p["id"]: p["value"] for p in o["properties"]}
+        # by query: its frame (refId), or its field once a table merged them ("Value #A")
+        overridden = {o["matcher"]["options"].removeprefix("Value #"):
+                      {p["id"]: p["value"] for p in o["properties"]}
                       for o in panel["fieldConfig"]["overrides"]}
         for target in panel["targets"]:
             target_unit = overridden.get(target["refId"], {}).get("unit", unit)
             names = [name for name, _ in selectors(target["expr"])]
-            if any(n.endswith("_ms") for n in names):
+            if any(n.endswith("_timestamp_seconds") for n in names) \
+                    and "time() -" not in target["expr"]:  # a point in time, shown as a date
+                assert target_unit in DATE_UNITS, (panel["title"], target["refId"])
+                assert target["expr"].startswith("1000 * "), (panel["title"], target["refId"])
+            elif any(n.endswith("_ms") for n in names):
                 assert target_unit in TIME_UNITS, (panel["title"], target["refId"])
             elif any(n.endswith(("_seconds", "_seconds_bucket")) for n in names) \
                     and "rate(" not in target["expr"].replace("histogram_quantile", ""):
@@ -132,3 +144,25 @@ def test_panels_use_the_datasource_variable_and_fit_the_grid(board: dict[str, An
             assert all(t["datasource"] == panel["datasource"] for t in panel["targets"])
             assert panel["description"], panel["title"]
     assert board["uid"] == "freshness-tracker" and board["schemaVersion"] >= 36
+
+
+def test_the_catch_up_table_names_its_columns_and_highlights_not_catching_up(
+    board: dict[str, Any]
+) -> None:
+    table = _panel(board, "Data current as of and catch-up, per group")
+    columns = {o["matcher"]["options"]: {p["id"]: p["value"] for p in o["properties"]}
+               for o in table["fieldConfig"]["overrides"]}
+    # one column per query, each titled: the merge names a query's values "Value #<refId>"
+    assert {f"Value #{t['refId']}" for t in table["targets"]} == set(columns)
+    assert [columns[f"Value #{ref}"]["displayName"] for ref in "ABC"] == [
+        "data up to", "catch-up estimate", "catching up"]
+    assert all(t["instant"] and t["format"] == "table" for t in table["targets"])
+    assert [t["id"] for t in table["transformations"]] == ["merge", "organize"]
+    catching_up = columns["Value #C"]
+    [states] = [m["options"] for m in catching_up["mappings"]]
+    assert states["0"]["text"] == "not catching up" and states["0"]["color"] == "red"
+    assert states["1"]["color"] == "green"
+    assert catching_up["custom.cellOptions"] == {"type": "color-background"}
+    stat = _panel(board, "Groups not catching up")
+    steps = stat["fieldConfig"]["defaults"]["thresholds"]["steps"]
+    assert steps[-1] == {"color": "red", "value": 1}
