@@ -5,6 +5,8 @@
 - :mod:`tests.support.config`: the one builder of exporter configs (HOCON text).
 - :mod:`tests.support.exporter`: the exporter in this process, with its listener, or as a real
   ``python -m freshness_tracker`` process.
+- :mod:`tests.support.demo`: ``python -m devstack.demo`` as `scripts/run` starts it, stopped by
+  SIGTERM, with what it left running.
 - :mod:`tests.support.seeding`: records with known times and real group commits on the stack.
 - :mod:`tests.support.history`, :mod:`tests.support.golden`: domain results for sink tests.
 - :mod:`tests.support.kafka_wire`: a raw ApiVersions round trip, below any Kafka client.
