@@ -55,6 +55,10 @@ EARLIEST_PLAUSIBLE_MS = 946_684_800_000
 #: more than a day ahead is garbage, and a commit lag from it would be absurd.
 MAX_AHEAD_MS = 86_400_000
 _INT64_MAX = 2**63 - 1
+#: Members read once per partition, as module names: `Enum.X` is a class attribute lookup that
+#: costs ten times a global's (100,000 partitions a cycle).
+_FOUND, _GAP = ReadOutcome.FOUND, ReadOutcome.GAP
+_CAUGHT_UP = PartitionStatus.CAUGHT_UP
 
 
 def implausible_time(timestamp_ms: int, now_ms: int, what: str) -> str | None:
@@ -139,7 +143,7 @@ def _last_committed(
     if committed is None or committed <= 0:
         return None, None
     previous = _read_for(lag, committed - 1, reads)
-    if previous is None or previous.outcome is not ReadOutcome.FOUND:
+    if previous is None or previous.outcome is not _FOUND:
         return None, None
     if previous.timestamp_ms is None:
         return None, None
@@ -222,19 +226,18 @@ def measure_partition(
         # Never "caught up": whether records are waiting is exactly what is not known.
         return result(PartitionStatus.INVALID, error=bad_offsets)
     if lag.current_lag == 0:
-        return result(PartitionStatus.CAUGHT_UP, freshness=0,
-                      headroom=retention_headroom_ms(retention_ms, 0))
+        return result(_CAUGHT_UP, freshness=0, headroom=retention_headroom_ms(retention_ms, 0))
 
     read = _read_for(lag, committed, reads)
     if read is None:
         return result(PartitionStatus.LOOKUP_FAILED, error="no read was made for this offset")
-    if read.outcome in (ReadOutcome.FOUND, ReadOutcome.GAP) and read.timestamp_ms is not None:
+    if (read.outcome is _FOUND or read.outcome is _GAP) and read.timestamp_ms is not None:
         problem = implausible_time(read.timestamp_ms, now_ms,
                                    f"record timestamp at offset {read.offset}")
         if problem:
             return result(PartitionStatus.INVALID, error=problem, invalid=problem)
         fresh = freshness_ms(now_ms, read.timestamp_ms)
-        status = PartitionStatus.OK if read.outcome is ReadOutcome.FOUND else PartitionStatus.GAP
+        status = PartitionStatus.OK if read.outcome is _FOUND else PartitionStatus.GAP
         return result(status, record_ts=read.timestamp_ms, freshness=fresh,
                       headroom=retention_headroom_ms(retention_ms, fresh))
     if read.outcome is ReadOutcome.END:
