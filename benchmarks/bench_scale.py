@@ -447,7 +447,10 @@ def single_cluster(args: argparse.Namespace, layout: Layout, bootstrap: str,
             results["baseline_scrape"] = scrape_phase(old, args.scrapers, args.baseline_rounds)
 
 
-def many_clusters(args: argparse.Namespace, bootstrap: str, results: dict[str, Any]) -> None:
+def many_clusters(args: argparse.Namespace, bootstrap: str, results: dict[str, Any],
+                  before: str | None = None) -> None:
+    """The clusters phase on the current exporter (results["clusters"]) or, with `before`, on
+    an older tree (results["clusters_before"]): the same layout, load and scrapers."""
     names = [f"c{i:02d}" for i in range(args.clusters)]
     per = max(args.groups // args.clusters, 1)
     slow = names[-1]
@@ -457,14 +460,14 @@ def many_clusters(args: argparse.Namespace, bootstrap: str, results: dict[str, A
     with GeneratedBurrow(layout, bootstrap) as burrow, \
             exporter({"burrow_url": burrow.url, "bootstrap": bootstrap, "clusters": names,
                       "frequency_s": args.frequency_s,
-                      "num_consumers": args.num_consumers}) as proc:
+                      "num_consumers": args.num_consumers}, before) as proc:
         log.info("%d clusters: first cycle of each", len(names))
         first = proc.ask("cycle")
         log.info("%d clusters: loops for %.0f s while scraping", len(names), args.loops_s)
         loops, scraped = scrapes_during(proc, f"loops {args.loops_s}")
         fast = [d for c, ds in loops["durations_ms"].items() if c != slow for d in ds]
         rounds = sum(loops["cycles"].values()) / len(names)
-        results["clusters"] = {
+        results["clusters_before" if before else "clusters"] = {
             "clusters": len(names), "partitions": layout.total_partitions(), "slow": slow,
             "slow_ms_per_lag": args.slow_ms, "first_cycle": first,
             "cycles": loops["cycles"], "fast_p50_ms": pct(fast, 0.5),
@@ -597,9 +600,12 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"  size: {s['served']['bytes'] / 1e6:.1f} MB, {s['served']['series']} series, "
               f"{s['served']['bytes'] / s['partitions']:.0f} B/partition; VmHWM "
               f"{r['before_hwm_mb']:.0f} MiB")
-    if "clusters" in r:
-        c = r["clusters"]
-        print(f"\n{c['clusters']} clusters, {c['partitions']} partitions in one process "
+    for tag in ("clusters", "clusters_before"):
+        if tag not in r:
+            continue
+        c = r[tag]
+        print(f"\n{'' if tag == 'clusters' else f'before ({args.before}): '}"
+              f"{c['clusters']} clusters, {c['partitions']} partitions in one process "
               f"(cluster {c['slow']} slow: {c['slow_ms_per_lag']:.0f} ms per /lag; "
               f"numConsumers {args.num_consumers}):")
         print(f"  first cycle of all clusters: cpu {c['first_cycle']['cpu_s']:.2f} s, wall "
@@ -653,6 +659,8 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="directory for py-spy profiles")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="environment of the exporter processes (e.g. MALLOC_ARENA_MAX=2)")
+    parser.add_argument("--clusters-before", action="store_true",
+                        help="with --before: run the clusters phase on that tree too, after")
     parser.add_argument("--skip", default="", help="comma list: single,clusters,shards")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -676,6 +684,8 @@ def main() -> None:
                 single_cluster(args, layout, bootstrap, burrow.url, results)
         if "clusters" not in skip:
             many_clusters(args, bootstrap, results)
+            if args.before and args.clusters_before:
+                many_clusters(args, bootstrap, results, args.before)
         if "shards" not in skip:
             shards(args, bootstrap, results)
     finally:
