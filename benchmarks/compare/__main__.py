@@ -189,7 +189,10 @@ def cost_label(partitions: int, fleet: int, tools: list[str]) -> str:
 def load_costs(out: Path) -> list[dict[str, Any]]:
     """Every saved cost run (``cost-*.json``), smallest size first."""
     runs = [json.loads(path.read_text()) for path in out.glob("cost-*.json")]
-    return sorted(runs, key=lambda c: max((sc["partitions"] for sc in c["scenarios"]), default=0))
+    def size_then_time(c: dict[str, Any]) -> tuple[int, str]:
+        return max((sc["partitions"] for sc in c["scenarios"]), default=0), c.get("when", "")
+
+    return sorted(runs, key=size_then_time)
 
 
 def _load(path: Path) -> dict[str, Any] | None:

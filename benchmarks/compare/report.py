@@ -180,7 +180,7 @@ def _unfinished_rounds(rows: list[dict[str, Any]]) -> list[str]:
         notes.append(
             f"- {TITLES[r['tool']]}: {s['timeouts_since_start']} rounds abandoned at its "
             "collection timeout since its start (its log: \"Collection timed out\"), "
-            f"{s.get('distinct_round_stamps', 0)} finished rounds seen in the steady window; its "
+            f"finished rounds seen in the steady window: {s.get('distinct_round_stamps', 0)}; its "
             f"last `/metrics` had {s.get('series', 0):,} series against "
             f"{r['first'].get('series', 0):,} after its first round. Its per-round figures are "
             "per poll interval spent trying."
