@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from freshness_tracker.domain.slo import Objective, evaluate_series, infer_cycle_ms
+from freshness_tracker.domain.slo import Objective, evaluate_series, infer_cycle_ms, percentile
 from freshness_tracker.spark.reader import python_failure
 from freshness_tracker.spark.report_job import (
     ReportOptions,
@@ -19,6 +19,7 @@ from freshness_tracker.spark.report_job import (
     _judges,
     _seeded_ids,
     evaluate,
+    evaluate_tables,
 )
 
 pytestmark = pytest.mark.spark
@@ -119,3 +120,48 @@ def test_a_series_hash_collision_moves_to_another_seed(spark: Any) -> None:
     fine = _seeded_ids(spark, names[:2], [(1, 5), (2, 5)])
     assert (fine.seed, fine.series, fine.groups) == (0, {1: names[0], 2: names[1]},
                                                      {5: ("a", "c1")})
+
+
+def test_partition_p99_is_exact_where_the_report_shows_it(spark: Any) -> None:
+    """The partitions table: rows, samples, max and data loss for every partition; the exact
+    p99 (slo.percentile over the window's samples) for the ones the outputs show (the worst
+    per consumer by max, and every partition with data loss), none for the others."""
+    rng = random.Random(99)
+    options = ReportOptions(start_ms=S, end_ms=E, worst_partitions=2)
+    rows, samples = [], {}
+    for consumer in ("c0", "c1"):
+        for partition in range(5):
+            key = ("x", consumer, "t", partition)
+            inside: list[int] = []
+            lossy = consumer == "c1" and partition == 4
+            for i in range(130 if lossy else rng.choice([1, 7, 40, 130])):
+                t = S - 60_000 + i * 3_000  # the first 20 are look-back: not in the p99
+                value = None if rng.random() < 0.1 else rng.randrange(0, 100_000)
+                loss = lossy and i == 25
+                rows.append((*key, t, value, loss, 7 if loss else 0))
+                if t >= S and value is not None:
+                    inside.append(value)
+            if i >= 20:  # a partition seen only in the look-back is not in the table
+                samples[key] = sorted(inside)
+    # the data-loss partition has the lowest values of its consumer: shown for its loss only
+    samples[("x", "c1", "t", 4)] = [v - 200_000 for v in samples[("x", "c1", "t", 4)]]
+    rows = [r if r[:4] != ("x", "c1", "t", 4) or r[5] is None else (*r[:5], r[5] - 200_000,
+                                                                    *r[6:]) for r in rows]
+    frame = spark.createDataFrame(rows, "cluster string, consumer string, topic string, "
+                                  "partition int, t bigint, freshness_ms bigint, "
+                                  "data_loss boolean, lost_records bigint")
+    got = evaluate_tables(spark, frame, [], options).partitions
+    assert len(got) == len(samples)
+    shown = 0
+    for r in got.to_dict("records"):
+        values = samples[(r["cluster"], r["consumer"], r["topic"], r["partition"])]
+        assert (r["samples"], r["max_ms"]) == (len(values), values[-1] if values else None)
+        maxima = sorted((v[-1] for k, v in samples.items() if k[1] == r["consumer"] and v),
+                        reverse=True)[:2]
+        worst = bool(values) and values[-1] >= maxima[-1]
+        if worst or r["data_loss_samples"]:
+            shown += 1
+            assert r["p99_ms"] == percentile(values, 0.99), r
+        else:
+            assert r["p99_ms"] is None or math.isnan(r["p99_ms"]), r
+    assert shown == 5, got  # two per consumer, and the data-loss partition
