@@ -130,7 +130,8 @@ def _versions(
         )
     for cost in costs:
         lines.append(
-            f"- Cost, {_sizes(cost)}: {cost['nodes']}-node Apache Kafka {cost['kafka_version']} "
+            f"- Cost, {_sizes(cost)} (run of {cost.get('when', '')[:16].replace('T', ' ')} "
+            f"UTC): {cost['nodes']}-node Apache Kafka {cost['kafka_version']} "
             f"(KRaft, RF {cost.get('replication_factor', cost['nodes'])}, frame proxies "
             f"counting requests) + {cost['burrow']} Burrow."
         )
@@ -627,5 +628,5 @@ python -m benchmarks.compare --from build/compare         # re-render from saved
 
 `--partitions`, `--fleet`, `--fleet-share`, `--poll`, `--rounds`, `--reps`, `--tools` change the
 cost part; `--help` lists everything. The raw runs are `build/compare/accuracy.json` and one
-`cost-<partitions>.json` per size (a run replaces only its own size's file; the page shows
-every size saved)."""
+`cost-<partitions>.json` per size (`cost-<partitions>-<tools>.json` when `--tools` named
+fewer than all; a run replaces only its own file, the page shows every run saved)."""
