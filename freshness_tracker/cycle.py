@@ -63,11 +63,10 @@ def read_with_cache(
     """
     answers: dict[ReadRequest, RecordRead] = {}
     if cache is not None:
-        for request in plan.from_cache:
-            hit = cache.get(request)
-            if hit is not None:
-                answers[request] = RecordRead(request, ReadOutcome.FOUND, request.offset,
-                                              hit[0], hit[1])
+        found = ReadOutcome.FOUND
+        for request, (timestamp_ms, timestamp_type) in cache.get_many(plan.from_cache).items():
+            answers[request] = RecordRead(request, found, request.offset, timestamp_ms,
+                                          timestamp_type)
     fresh = reader.read(plan.to_read) if plan.to_read else []
     for read in fresh:
         answers[read.request] = read

@@ -42,7 +42,6 @@ import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -585,8 +584,7 @@ class BurrowClient:
         observed = self._clock() if self._clock is not None else None
         # The offsets are Burrow's as of this answer: freshness is measured at this moment,
         # whatever the Kafka reads that follow cost.
-        lags = parse.parse_group_lag(body, cluster, group, url)
-        return lags if observed is None else replace(lags, observed_ms=observed)
+        return parse.parse_group_lag(body, cluster, group, url, observed)
 
     def cluster_lags(self, cluster: str, groups: Sequence[str]) -> ClusterLags:
         """`/lag` for every group, `concurrency` at a time on kept-alive connections.

@@ -264,8 +264,10 @@ def _float(value: Any, url: str) -> float:
     return number if math.isfinite(number) else 0.0
 
 
-def parse_group_lag(body: Any, cluster: str, group: str, url: str = "") -> GroupLags:
-    """`GET /v3/kafka/{c}/consumer/{g}/lag` → GroupLags (all usable partitions).
+def parse_group_lag(body: Any, cluster: str, group: str, url: str = "",
+                    observed_ms: int | None = None) -> GroupLags:
+    """`GET /v3/kafka/{c}/consumer/{g}/lag` → GroupLags (all usable partitions), observed at
+    `observed_ms` (when the answer arrived, if the caller knows).
 
     A partition listed twice keeps its first entry: Burrow lists each partition once, so a
     second one is garbage, and exporting both would double the series and the topic's lag.
@@ -304,4 +306,5 @@ def parse_group_lag(body: Any, cluster: str, group: str, url: str = "") -> Group
         partitions=tuple(parsed),
         rejected=tuple(rejected),
         unusable_partitions=unusable,
+        observed_ms=observed_ms,
     )

@@ -186,3 +186,25 @@ def test_absent_entries_are_bounded_and_cleared() -> None:
     off = TimestampCache(0)
     off.put(RecordRead(req(1), ReadOutcome.END, log_end_offset=10))
     assert not off.absent(req(1))
+
+
+def test_get_many_answers_hits_counts_misses_and_refreshes_lru_order() -> None:
+    cache = TimestampCache(3)
+    for offset in (1, 2, 3):
+        cache.put(found(req(offset), offset * 10))
+    assert cache.get_many([req(1), req(9), req(2)]) == {req(1): (10, "CreateTime"),
+                                                        req(2): (20, "CreateTime")}
+    assert (cache.hits, cache.misses) == (2, 1)
+    cache.put(found(req(4), 40))  # evicts the least recently used: 3, not the two just read
+    assert cache.get_many([req(1), req(2), req(3), req(4)]).keys() == {req(1), req(2), req(4)}
+
+
+@given(st.lists(st.integers(0, 20), max_size=30), st.lists(st.integers(0, 20), max_size=30))
+def test_get_many_is_get_for_each(stored: list[int], asked: list[int]) -> None:
+    one, many = TimestampCache(8), TimestampCache(8)
+    for offset in stored:
+        one.put(found(req(offset), offset))
+        many.put(found(req(offset), offset))
+    expected = {req(o): e for o in dict.fromkeys(asked) if (e := one.get(req(o))) is not None}
+    assert many.get_many(req(o) for o in dict.fromkeys(asked)) == expected
+    assert (many.hits, many.misses, len(many)) == (one.hits, one.misses, len(one))
