@@ -11,8 +11,6 @@ session start (best of `--reps`, and the first):
 
 - **duckdb+slo**: the reference: DuckDB reductions (the per-topic and per-consumer series, the
   partition aggregates) and `domain.slo.evaluate_series` per series in Python: the definition.
-  Like the report, it computes the exact p99 of the partitions the outputs show only
-  (`report_html.shown_partitions`: the worst per consumer and those with data loss).
 - **duckdb-sql** (`--sql-only-duckdb`): the same tables entirely in DuckDB SQL (the window
   and gaps-and-islands formulation of `report_job.evaluate`), for scale.
 - **spark**: `report_job.read_rows` + `evaluate_tables` on `local[2]`: the report's tables
@@ -66,7 +64,6 @@ from freshness_tracker.domain.slo import (
     parse_target,
     percentile,
 )
-from freshness_tracker.spark.report_html import shown_partitions
 from freshness_tracker.spark.report_job import ReportOptions
 
 log = logging.getLogger("benchmarks.bench_report")
@@ -176,20 +173,13 @@ def duckdb_slo_tables(root: str, options: ReportOptions, threads: int = 2
                           lambda k: objective_for_group(OBJECTIVES, k[1]), options)
     partitions = con.execute(f"""SELECT cluster, consumer, topic, partition,
         count(*) AS rows, count(freshness_ms) AS samples, max(freshness_ms) AS max_ms,
+        list_sort(list(freshness_ms) FILTER (WHERE freshness_ms IS NOT NULL)) AS vals,
         sum(CAST(data_loss AS INTEGER)) AS data_loss_samples,
         max(CASE WHEN data_loss THEN lost_records END) AS max_lost_records,
         min(CASE WHEN data_loss THEN t END) AS first_loss_ms,
         max(CASE WHEN data_loss THEN t END) AS last_loss_ms
         FROM rows WHERE t >= {options.start_ms} GROUP BY ALL""").df()
-    # the exact p99 of the partitions the report shows, as the report computes it
-    con.register("shown", partitions.loc[shown_partitions(partitions, options.worst_partitions),
-                                         PARTITION])
-    p99 = con.execute(f"""SELECT cluster, consumer, topic, partition,
-        list_sort(list(freshness_ms) FILTER (WHERE freshness_ms IS NOT NULL)) AS vals
-        FROM rows JOIN shown USING (cluster, consumer, topic, partition)
-        WHERE t >= {options.start_ms} GROUP BY ALL""").df()
-    p99["p99_ms"] = [percentile(list(v), 0.99) for v in p99.pop("vals")]
-    partitions = partitions.merge(p99, on=PARTITION, how="left")
+    partitions["p99_ms"] = [percentile(list(v), 0.99) for v in partitions.pop("vals")]
     con.close()
     return {"topics": topics, "consumers": consumers, "partitions": partitions}
 
@@ -315,8 +305,6 @@ def duckdb_sql_tables(root: str, options: ReportOptions, threads: int = 2
         CASE WHEN n > 0 THEN vals[n] END AS max_ms, {quant} AS p99_ms, data_loss_samples,
         max_lost_records, first_loss_ms, last_loss_ms FROM q""").df()
     con.close()
-    # every partition's p99 (for scale); the report computes only the shown ones'
-    partitions.loc[~shown_partitions(partitions, options.worst_partitions), "p99_ms"] = None
     return {"topics": topics, "consumers": consumers, "partitions": partitions}
 
 

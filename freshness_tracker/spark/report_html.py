@@ -19,8 +19,7 @@ import pandas as pd
 
 from freshness_tracker.domain.slo import Objective
 
-__all__ = ["build_tables", "fmt_duration", "shown_partitions", "worst_consumers",
-           "worst_partitions", "write_outputs"]
+__all__ = ["build_tables", "fmt_duration", "worst_consumers", "write_outputs"]
 
 _ARRAYS = ["breach_starts", "breach_ends", "breach_peaks", "no_data_starts", "no_data_ends"]
 
@@ -61,32 +60,16 @@ def _met(value: Any) -> bool | None:
     return None if value is None or pd.isna(value) else bool(value)
 
 
-def worst_partitions(partitions: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Per consumer, its k partitions with the highest max freshness (those with samples)."""
-    worst = partitions[partitions["samples"] > 0].sort_values(
-        ["cluster", "consumer", "max_ms"], ascending=[True, True, False])
-    return worst.groupby(["cluster", "consumer"], sort=False).head(k)
-
-
-def _data_loss(partitions: pd.DataFrame) -> pd.DataFrame:
-    return partitions[partitions["data_loss_samples"].fillna(0) > 0]
-
-
-def shown_partitions(partitions: pd.DataFrame, k: int) -> pd.Series:
-    """Which rows of `partitions` the outputs show (the worst k per consumer, every one with
-    data loss): the only ones whose p99 the report computes."""
-    index = worst_partitions(partitions, k).index.union(_data_loss(partitions).index)
-    return pd.Series(partitions.index.isin(index), index=partitions.index)
-
-
 def build_tables(consumers: pd.DataFrame, topics: pd.DataFrame, partitions: pd.DataFrame,
                  options: Any) -> dict[str, pd.DataFrame]:
     """consumers, topics, partitions (the worst per consumer), data_loss and episodes."""
     for frame in (consumers, topics):
         if not frame.empty:
             frame["met"] = frame["met"].map(_met).astype(object)
-    loss = _data_loss(partitions).copy()
-    worst = worst_partitions(partitions, options.worst_partitions)
+    loss = partitions[partitions["data_loss_samples"].fillna(0) > 0].copy()
+    worst = partitions[partitions["samples"] > 0].sort_values(
+        ["cluster", "consumer", "max_ms"], ascending=[True, True, False])
+    worst = worst.groupby(["cluster", "consumer"], sort=False).head(options.worst_partitions)
     worst = worst.assign(rank=worst.groupby(["cluster", "consumer"]).cumcount() + 1)
     if not consumers.empty:
         counts = loss.groupby(["cluster", "consumer"]).size().rename("data_loss_partitions")

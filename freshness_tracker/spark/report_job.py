@@ -287,7 +287,7 @@ def _evaluate(series: Any, keys: Sequence[str], judge_keys: Sequence[str], judge
 
 # --- the job -----------------------------------------------------------------------------
 #
-# Three queries over the same rows (one file listing):
+# Two queries over the same rows (one file listing):
 #
 # 1. partitions: per partition, the aggregates of the partitions table; it also names every
 #    series of the window and its look-back (the catalogue), so the objectives can be matched
@@ -298,10 +298,7 @@ def _evaluate(series: Any, keys: Sequence[str], judge_keys: Sequence[str], judge
 #    partitioning both levels are evaluated: the topic series, and the consumer series (the
 #    worst of the topics its objective selects at each time) without another shuffle. Topics
 #    and consumers come back in one result. Numbers instead of names make the aggregation,
-#    the shuffles and the window sorts cheaper; the names are joined back at the end;
-# 3. p99: the exact p99 of the partitions the outputs show (`_partition_p99`), a small third
-#    query: exact needs every sample in a list, the costliest part of the first query when it
-#    was computed there for every partition.
+#    the shuffles and the window sorts cheaper; the names are joined back at the end.
 
 #: SQL settings for the report's queries (set for their duration, then restored):
 #: collect_list over more than 128 groups per task would otherwise fall back to a sort-based
@@ -311,9 +308,6 @@ REPORT_SQL_CONF: dict[str, str] = {
     "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "1000000",
     "spark.sql.windowExec.buffer.in.memory.threshold": "1000000",
 }
-
-_PARTITION_STATS = ["rows", "samples", "max_ms", "p99_ms", "data_loss_samples",
-                    "max_lost_records", "first_loss_ms", "last_loss_ms"]
 
 _SERIES_COLUMNS = ["cluster", "consumer", "topic", "partition", "t", "freshness_ms",
                    "data_loss", "lost_records"]
@@ -420,52 +414,30 @@ def _judges(spark: Any, pairs: Sequence[tuple[str, ...]], objectives: Sequence[O
     return spark.createDataFrame(rows or [empty], schema)
 
 
-def _partition_hash() -> Any:
-    from pyspark.sql import functions as F
-
-    return F.xxhash64(*_TOPIC, "partition")
-
-
 def _partition_stats(rows: Any, start_ms: int) -> Any:
-    """Per partition: rows, samples and max, data loss, over the samples from `start_ms` on; a
-    partition seen only in the look-back has 0 rows (it still names its series); its series
-    hashes (seed 0) and its own hash (`ph`, for `_partition_p99`). One hash aggregation in
-    generated code: no list of samples (see `_partition_p99`)."""
+    """Per partition: rows, samples, exact p99 (slo.percentile's formula) and max, data loss,
+    over the samples from `start_ms` on; a partition seen only in the look-back has 0 rows
+    (it still names its series), and its series hashes (seed 0)."""
     from pyspark.sql import functions as F
 
     inside = F.col("t") >= start_ms
-    value = F.when(inside, F.col("freshness_ms"))
     loss = inside & F.col("data_loss")
     loss_t = F.when(loss, F.col("t"))
     stats = rows.groupBy(*_TOPIC, "partition").agg(
         F.count(F.when(inside, 1)).alias("rows"),
-        F.count(value).alias("samples"),
-        F.max(value).alias("max_ms"),
+        F.sort_array(F.collect_list(F.when(inside, F.col("freshness_ms")))).alias("values"),
         F.sum(F.when(inside, F.col("data_loss").cast("int"))).alias("data_loss_samples"),
         F.max(F.when(loss, F.col("lost_records"))).alias("max_lost_records"),
         F.min(loss_t).alias("first_loss_ms"),
         F.max(loss_t).alias("last_loss_ms"),
     )
+    n = F.size("values")
     g, h = SeriesIds(0, {}, {}).columns()
     return stats.select(
-        *_TOPIC, "partition", "rows", "samples", "max_ms", "data_loss_samples",
-        "max_lost_records", "first_loss_ms", "last_loss_ms", g, h, _partition_hash().alias("ph"))
-
-
-def _partition_p99(rows: Any, hashes: Sequence[int], start_ms: int) -> Any:
-    """The exact p99 (slo.percentile's formula) of the partitions with these `ph` hashes, over
-    their samples from `start_ms` on. Exact needs every sample, sorted: a list per partition
-    (a non-generated object aggregation, most of the old partitions query's CPU), so it is
-    collected for the partitions the outputs show only (`report_html.shown_partitions`); a
-    hash shared with another partition only adds that one."""
-    from pyspark.sql import functions as F
-
-    wanted = ((F.col("t") >= start_ms) & F.col("freshness_ms").isNotNull()
-              & _partition_hash().isin(sorted(set(hashes))))
-    values = rows.where(wanted).groupBy(*_TOPIC, "partition").agg(
-        F.sort_array(F.collect_list("freshness_ms")).alias("values"))
-    return values.select(*_TOPIC, "partition",
-                         _quantile(F.col("values"), F.size("values"), 0.99).alias("p99_ms"))
+        *_TOPIC, "partition", "rows", n.cast("bigint").alias("samples"),
+        F.get(F.col("values"), n - 1).alias("max_ms"),
+        _quantile(F.col("values"), n, 0.99).alias("p99_ms"),
+        "data_loss_samples", "max_lost_records", "first_loss_ms", "last_loss_ms", g, h)
 
 
 def _topic_series(rows: Any, ids: SeriesIds) -> Any:
@@ -503,8 +475,6 @@ def evaluate_tables(spark: Any, rows: Any, objectives: Sequence[Objective],
     """The report's tables from `read_rows`, collected as pandas frames."""
     import pandas as pd
 
-    from freshness_tracker.spark.report_html import shown_partitions
-
     began = time.monotonic() if began is None else began
     # file splits: at least as many as shuffle partitions (3 per core), so the two scans keep
     # every core busy to the end (by default small files are packed into one split per core,
@@ -537,21 +507,13 @@ def evaluate_tables(spark: Any, rows: Any, objectives: Sequence[Objective],
             both = topics.drop("g").unionByName(
                 consumers.withColumn("topic", F.lit(None).cast("string")))
             result = both.toPandas()
-        partitions = stats.loc[stats["rows"] > 0].reset_index(drop=True)
-        shown = partitions.loc[shown_partitions(partitions, options.worst_partitions), "ph"]
-        p99 = pd.DataFrame(columns=[*_TOPIC, "partition", "p99_ms"])
-        if len(shown):
-            with _stage(spark, "p99", began):
-                p99 = _partition_p99(rows, [int(x) for x in shown], options.start_ms).toPandas()
     level = result["topic"].isna()
     keep = [c for c in result.columns if c != "id"]
-    partitions = partitions.drop(columns=["g", "h", "ph"]).merge(
-        p99.astype({"partition": partitions["partition"].dtype}), on=[*_TOPIC, "partition"],
-        how="left")
     return ReportTables(
         topics=result.loc[~level, keep].reset_index(drop=True),
         consumers=result.loc[level, [c for c in keep if c != "topic"]].reset_index(drop=True),
-        partitions=partitions[[*_TOPIC, "partition", *_PARTITION_STATS]],
+        partitions=stats.loc[stats["rows"] > 0].drop(columns=["g", "h"]).reset_index(drop=True)
+        if len(stats) else pd.DataFrame(columns=[c for c in stats.columns if c not in "gh"]),
         ids=ids, included=included)
 
 
