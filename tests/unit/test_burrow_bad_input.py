@@ -170,10 +170,11 @@ def test_any_exception_of_one_group_is_that_group_failing_never_a_crashed_cycle(
     nothing counted. Whatever a group's fetch or parse raises, only that group fails."""
     real = parse.parse_group_lag
 
-    def flaky(body: Any, cluster: str, group: str, url: str = "") -> Any:
+    def flaky(body: Any, cluster: str, group: str, url: str = "",
+              observed_ms: int | None = None) -> Any:
         if group == "bad":
             raise error
-        return real(body, cluster, group, url)
+        return real(body, cluster, group, url, observed_ms)
 
     monkeypatch.setattr(parse, "parse_group_lag", flaky)
     rig.serve("c", {"ok": lag_body(part()), "bad": lag_body(part())})
