@@ -22,11 +22,13 @@ NOW = 1_800_000_000_000
 
 
 class _Cells(HTMLParser):
-    """Rows of text cells per table, and every link, as a browser would see them."""
+    """Rows of text cells per table, and every link, as a browser would see them; `alignment`:
+    the same cells as (tag, right-aligned), as the page's CSS aligns them."""
 
     def __init__(self) -> None:
         super().__init__()
         self.tables: list[list[list[str]]] = []
+        self.alignment: list[list[list[tuple[str, bool]]]] = []
         self.links: list[str] = []
         self.text: list[str] = []
         self._cell: list[str] | None = None
@@ -34,10 +36,14 @@ class _Cells(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "table":
             self.tables.append([])
+            self.alignment.append([])
         elif tag == "tr":
             self.tables[-1].append([])
+            self.alignment[-1].append([])
         elif tag in ("td", "th"):
             self._cell = []
+            classes = (dict(attrs).get("class") or "").split()
+            self.alignment[-1][-1].append((tag, "n" in classes))
         elif tag == "a":
             self.links.append(dict(attrs).get("href") or "")
 
@@ -143,33 +149,13 @@ def test_any_name_is_shown_as_text_never_as_markup(name: str, topic: str) -> Non
     assert drill.tables[0][1][0] == topic
 
 
-class _Alignment(HTMLParser):
-    """Per table, each row's cells as (tag, right-aligned), as the page's CSS aligns them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tables: list[list[list[tuple[str, bool]]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "table":
-            self.tables.append([])
-        elif tag == "tr":
-            self.tables[-1].append([])
-        elif tag in ("td", "th"):
-            self.tables[-1][-1].append((tag, "n" in (dict(attrs).get("class") or "").split()))
-
-
 def test_a_numeric_column_is_right_aligned_header_and_cells_alike() -> None:
     parts = (_partition("stuck", "orders", 0, 5_000),
              _partition("stuck", "audit", 0, 100, PartitionStatus.DATA_LOSS))
     snap = _snapshot([_group("stuck", 5_000, loss=1), _group("fresh", 0)], parts)
     pages = (render_status_page(snap, NOW),
              render_status_page(snap, NOW, {"cluster": "east", "group": "stuck"}))
-    tables = []
-    for page in pages:
-        parser = _Alignment()
-        parser.feed(page.decode())
-        tables += parser.tables
+    tables = [table for page in pages for table in _parse(page).alignment]
     assert len(tables) == 3  # clusters, groups; the group's partitions
     for header, *rows in tables:
         assert rows and all(tag == "th" for tag, _ in header)
