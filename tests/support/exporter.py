@@ -29,6 +29,7 @@ from freshness_tracker.config.settings import Settings
 from freshness_tracker.http import MetricsServer, make_app
 from tests.stack_support import poll
 from tests.support.config import stack_config
+from tests.support.logfmt import log_messages
 from tests.support.scrape import Scrape, scrape_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -230,6 +231,10 @@ class ExporterProcess:
             return self.log_path.read_text(errors="replace")
         except OSError:
             return ""
+
+    def messages(self) -> list[str]:
+        """The `msg` of every log line, unescaped (logfmt escapes quotes and backslashes)."""
+        return log_messages(self.log())
 
     def log_tail(self, lines: int = 40) -> str:
         return "\n".join(self.log().splitlines()[-lines:])
