@@ -29,7 +29,7 @@ from devstack import RealStack
 from devstack.stack import now_ms
 from devstack.workload import GROUP_KINDS
 from freshness_tracker.config import load_settings
-from tests.stack_support import in_ci
+from tests.stack_support import unavailable
 from tests.support.config import stack_config
 from tests.support.demo import FIRST_VALUES, running_demo
 from tests.support.exporter import running_exporter
@@ -47,13 +47,9 @@ def browser() -> Iterator[Any]:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
     except ImportError:
-        if in_ci():
-            raise
-        pytest.skip("selenium is not installed (the dev extra)")  # local only: CI raises
+        unavailable("selenium is not installed (the test extra: scripts/install test)")
     if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
-        if in_ci():
-            raise RuntimeError("chromium and chromium-driver are not installed (scripts/install)")
-        pytest.skip("Debian's chromium/chromium-driver are not installed")  # local only (CI)
+        unavailable("Debian's chromium/chromium-driver are not installed (scripts/install)")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",

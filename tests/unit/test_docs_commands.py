@@ -10,9 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from devstack.cache import default_kafka_version
+from tests.stack_support import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -28,11 +27,11 @@ def _bullet(text: str, start: str) -> str:
 
 def _debian_burrow_version() -> str:
     if shutil.which("dpkg-query") is None:
-        pytest.skip("no dpkg-query: not a Debian machine")
+        unavailable("no dpkg-query: not a Debian machine")
     answer = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "burrow"],
                             capture_output=True, text=True, timeout=30, check=False)
     if answer.returncode != 0:
-        pytest.skip("Debian's burrow package is not installed (scripts/install installs it)")
+        unavailable("Debian's burrow package is not installed (scripts/install installs it)")
     return answer.stdout.split("-")[0]
 
 
@@ -64,7 +63,7 @@ def test_no_tracked_file_cites_reference_notes_outside_the_repository() -> None:
     """Comments and READMEs state what they rely on (tests/spark/conftest.py and
     devstack/README.md cited notes a clone does not have)."""
     if shutil.which("git") is None or not (REPO / ".git").exists():
-        pytest.skip("not a git checkout")
+        unavailable("not a git checkout")
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True,
                              check=True).stdout.decode().split("\0")
     this = Path(__file__).resolve().relative_to(REPO).as_posix()

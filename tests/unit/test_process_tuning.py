@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from freshness_tracker.app import GC_YOUNG_THRESHOLD, MALLOC_ARENAS
+from tests.stack_support import unavailable
 from tests.support.config import cluster_entry, exporter_config
 
 PROGRAM = """
@@ -77,8 +78,9 @@ def _arenas(env: dict[str, str]) -> int:
     return sum(line.startswith("Arena ") for line in done.stderr.splitlines())
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_stats")
 def test_the_exporter_caps_malloc_arenas_unless_the_operator_set_them() -> None:
+    if not sys.platform.startswith("linux"):
+        unavailable("glibc's malloc arenas and malloc_stats are Linux's")
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
     assert 1 <= _arenas(env) <= MALLOC_ARENAS
     # The operator's MALLOC_ARENA_MAX wins (here more arenas than ours): it is left alone.
