@@ -36,8 +36,10 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.http_server import LocalHttpServer, ServedLocally
 
 __all__ = [
     "ANY",
@@ -179,7 +181,7 @@ class _State:
     seen: list[Seen] = field(default_factory=list)
 
 
-class FaultyBurrow:
+class FaultyBurrow(ServedLocally):
     """See the module docstring. Thread-safe; one instance per test module is plenty."""
 
     def __init__(
@@ -203,38 +205,20 @@ class FaultyBurrow:
         if basic_auth is not None:
             token = base64.b64encode(f"{basic_auth[0]}:{basic_auth[1]}".encode()).decode()
             self._auth = f"Basic {token}"
-        self._server = ThreadingHTTPServer((host, 0), self._handler_class())
-        self._server.daemon_threads = True
-        self.scheme = "http"
-        if certfile:
-            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            context.load_cert_chain(certfile, keyfile)
-            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-            self.scheme = "https"
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.1}, daemon=True,
-                                        name="faulty-burrow")
+        self._http = LocalHttpServer(self._handler_class(), host=host,
+                                     tls=(certfile, keyfile) if certfile else None,
+                                     name="faulty-burrow")
 
     # --- life cycle ----------------------------------------------------------------------
 
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.port}"
-
     def start(self) -> FaultyBurrow:
-        self._thread.start()
+        self._http.start()
         return self
 
     def stop(self) -> None:
         self._stopping.set()
         self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._http.stop()
 
     def __enter__(self) -> FaultyBurrow:
         return self.start()

@@ -4,11 +4,12 @@ per path, and a record of every request (target, headers) and of the connection 
 from __future__ import annotations
 
 import json
-import ssl
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.http_server import LocalHttpServer, ServedLocally
 
 __all__ = ["DROP", "Answer", "Call", "RecordingBurrow", "ok"]
 
@@ -44,7 +45,7 @@ class Call:
 
 
 @dataclass
-class RecordingBurrow:
+class RecordingBurrow(ServedLocally):
     """A real HTTP/1.1 keep-alive server: answers each path from its script (the last answer
     repeats), 404 for paths it does not know, and records every request and connection."""
 
@@ -105,28 +106,11 @@ class RecordingBurrow:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.scheme = "http"
-        if self.tls is not None:
-            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            context.load_cert_chain(*self.tls)
-            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
-            self.scheme = "https"
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
+        self._http = LocalHttpServer(Handler, tls=self.tls, poll_interval_s=0.05,
+                                     name="recording-burrow")
+        self._http.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._http.stop()
 
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.port}"
