@@ -6,8 +6,8 @@ while the next cycle is being built. Times are integer epoch milliseconds, as in
 The values made once per partition per cycle (keys, Burrow's entries, read requests, results)
 are NamedTuples, the rest frozen dataclasses: at 100,000 partitions a cycle builds ~400,000 of
 them and hashes, compares and sorts the keys millions of times. A tuple does all of that in C;
-a frozen dataclass sets each field through `object.__setattr__` and compares in Python, which
-was a quarter of a cycle's CPU (docs/scale.md). Change one with `value._replace(...)`.
+a frozen dataclass sets each field through `object.__setattr__` (their `__init__`s were 14 % of
+a cycle's samples) and compares in Python (docs/scale.md). Change one with `value._replace()`.
 """
 
 from __future__ import annotations
@@ -195,6 +195,11 @@ class PartitionStatus(StrEnum):
     INVALID = "invalid"
 
 
+#: A module name, not `PartitionStatus.DATA_LOSS` (a class attribute lookup, ten times slower):
+#: the roll-ups and renderers ask `data_loss` of every partition every cycle.
+_DATA_LOSS = PartitionStatus.DATA_LOSS
+
+
 class PartitionResult(NamedTuple):
     """Freshness and friends for one (cluster, consumer, topic, partition) in one cycle.
 
@@ -236,11 +241,11 @@ class PartitionResult(NamedTuple):
 
     @property
     def freshness_is_lower_bound(self) -> bool:
-        return self.status is PartitionStatus.DATA_LOSS
+        return self.status is _DATA_LOSS
 
     @property
     def data_loss(self) -> bool:
-        return self.status is PartitionStatus.DATA_LOSS
+        return self.status is _DATA_LOSS
 
 
 @dataclass(frozen=True, slots=True)

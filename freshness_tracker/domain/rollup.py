@@ -18,7 +18,6 @@ __all__ = ["roll_up_groups", "roll_up_topics"]
 #: Members as module names: `PartitionStatus.X` is a class attribute lookup, ten times a global's,
 #: and the roll-ups test each of 100,000 partitions several times a cycle.
 _NO_COMMIT, _INVALID = PartitionStatus.NO_COMMIT, PartitionStatus.INVALID
-_DATA_LOSS = PartitionStatus.DATA_LOSS
 _UNMEASURED = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.NO_COMMIT,
                          PartitionStatus.INVALID})
 #: Unmeasured partitions that may hold the worst freshness: the max is unknown while one exists.
@@ -148,7 +147,7 @@ def roll_up_groups(
                 offset_lag=None if unusable else _lag(parts),
                 partitions=len(parts),
                 unmeasured_partitions=unusable + sum(p.status in _UNMEASURED for p in parts),
-                data_loss_partitions=sum(p.status is _DATA_LOSS for p in parts),
+                data_loss_partitions=sum(p.data_loss for p in parts),
                 data_current_as_of_ms=None if unusable else _oldest_data(parts),
                 catch_up_ms=estimate,
                 catching_up=catching_up,

@@ -59,15 +59,7 @@ class TimestampCache:
 
     def get(self, request: ReadRequest) -> _Entry | None:
         """The cached (timestamp_ms, timestamp_type) of the record at exactly this offset."""
-        key = request
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                self._misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self._hits += 1
-            return entry
+        return self.get_many((request,)).get(request)
 
     def get_many(self, requests: Iterable[ReadRequest]) -> dict[ReadRequest, _Entry]:
         """`get` for many requests under one lock (a cycle asks for thousands): the hits."""
