@@ -4,13 +4,12 @@ Connection errors, timeouts and 5xx are retried with exponential backoff; a 404 
 ("Burrow does not know this"), never retried. Every transport/JSON error is mapped here to a
 BurrowError, so the rest of the code never sees a third-party exception.
 
-The transport is the standard library's `http.client` on connections this module pools and
-lends to one request at a time: a `/lag` call costs a few socket calls, not a general-purpose
-HTTP stack's per-request environment merging (a cycle makes one call per group: 5,000 calls
-for 100,000 partitions). Nothing is read from the environment: no proxy variables, no netrc,
-no CA bundle variable; TLS verifies against `burrow.caFile` when set, else the system's CA
-store (OpenSSL's default paths: `SSL_CERT_FILE` / `SSL_CERT_DIR` if set), and
-`burrow.tlsVerify = false` turns verification off.
+The transport is `burrow.http1` on connections this module pools and lends to one request at a
+time: a `/lag` call costs a few socket calls, not a general-purpose HTTP stack's per-request
+work (a cycle makes one call per group: 5,000 for 100,000 partitions). Nothing is read from the
+environment: no proxy variables, no netrc, no CA bundle variable; TLS verifies against
+`burrow.caFile` when set, else the system's CA store (OpenSSL's default paths: `SSL_CERT_FILE`
+/ `SSL_CERT_DIR` if set), and `burrow.tlsVerify = false` turns verification off.
 
 `burrow.timeout` bounds a whole response (connect, headers and body), not each socket read: a
 per-read timeout restarts with every byte, so a body dripped one byte a second never trips it.
@@ -18,9 +17,8 @@ A reaper thread shuts the socket down at the deadline, whatever the connect, TLS
 read is doing (every socket is attached to its request before anything waits on it), and no
 request outlives the cycle's deadline either (`freshness_tracker.deadline`). The name lookup,
 which nothing can interrupt, runs on a resolver thread the request stops waiting for at its
-deadline. Bodies are decoded
-here, so their decoded size is bounded while it grows: a 1 MB gzip that expands to 1 GiB costs
-`burrow.maxResponseBytes`, not the process.
+deadline. Bodies are decoded here, so their decoded size is bounded while it grows: a 1 MB gzip
+that expands to 1 GiB costs `burrow.maxResponseBytes`, not the process.
 """
 
 from __future__ import annotations
@@ -33,6 +31,7 @@ import http.client
 import itertools
 import json
 import logging
+import re
 import select
 import socket
 import ssl
@@ -47,6 +46,7 @@ from urllib.parse import quote, urlsplit
 
 from freshness_tracker import __version__
 from freshness_tracker.burrow import parse
+from freshness_tracker.burrow.http1 import Connection, Response
 from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.burrow.url import split_credentials
 from freshness_tracker.deadline import current as current_deadline
@@ -67,12 +67,13 @@ log = logging.getLogger(__name__)
 #: Encodings we decode ourselves (so the decoded size is bounded as it grows); nothing else is
 #: asked for, and a body in another one is refused.
 _ACCEPT_ENCODING = "gzip, deflate"
-_CHUNK_BYTES = 64 * 1024
 #: How long cluster_lags() waits for its workers past the cycle deadline (their requests are
 #: cut at that deadline by the reaper; this only covers a worker that is slow to notice).
 _JOIN_SLACK_S = 2.0
 #: How long a resolved address of Burrow's host is reused.
 _RESOLVED_TTL_S = 60.0
+#: What a request target cannot hold: it would split the request line.
+_UNSENDABLE = re.compile(rb"[\x00-\x20\x7f]")
 #: The longest backoff between two attempts, whatever burrow.backoff and the attempt number.
 _MAX_BACKOFF_S = 5.0
 #: What a broken exchange raises: sockets, TLS (ssl.SSLError is an OSError) and HTTP framing.
@@ -175,16 +176,17 @@ class _Pool:
     """Idle keep-alive connections to Burrow's one origin, each lent to one request at a time."""
 
     def __init__(self, scheme: str, host: str, port: int, max_idle: int,
-                 tls: Callable[[], ssl.SSLContext]) -> None:
+                 tls: Callable[[], ssl.SSLContext], request_head: bytes) -> None:
         self._scheme, self._host, self._port = scheme, host, port
+        self._request_head = request_head
         self._max_idle = max_idle
         self._tls = tls
         self._resolver = _Resolver()
-        self._idle: list[http.client.HTTPConnection] = []
+        self._idle: list[Connection] = []
         self._lock = threading.Lock()
         self._closed = False
 
-    def new(self, inflight: _InFlight) -> http.client.HTTPConnection:
+    def new(self, inflight: _InFlight) -> Connection:
         """A connected connection, every step bounded by the request's deadline: the name
         lookup (on a resolver thread: getaddrinfo honours no timeout and no reaper can wake
         it), the TCP connect and the TLS handshake (on a socket the reaper can shut down)."""
@@ -197,16 +199,12 @@ class _Pool:
                 inflight.attach(sock)  # the live TLS socket, so a cut reaches the handshake
                 sock.settimeout(max(inflight.remaining(), 0.001))
                 sock.do_handshake()
-            conn = (http.client.HTTPSConnection(self._host, self._port, context=self._tls())
-                    if self._scheme == "https" else
-                    http.client.HTTPConnection(self._host, self._port))
-            conn.sock = sock  # already connected (and TLS set up): http.client will not again
-            return conn
+            return Connection(sock, self._request_head)
         except BaseException:
             sock.close()
             raise
 
-    def take(self) -> http.client.HTTPConnection | None:
+    def take(self) -> Connection | None:
         """An idle connection the server has not closed, or None."""
         while True:
             with self._lock:
@@ -217,7 +215,7 @@ class _Pool:
                 return conn
             conn.close()
 
-    def give(self, conn: http.client.HTTPConnection) -> None:
+    def give(self, conn: Connection) -> None:
         with self._lock:
             if not self._closed and len(self._idle) < self._max_idle:
                 self._idle.append(conn)
@@ -305,11 +303,11 @@ def _connect(addresses: Sequence[_Address], inflight: _InFlight) -> socket.socke
     raise error
 
 
-def _still_open(conn: http.client.HTTPConnection) -> bool:
+def _still_open(conn: Connection) -> bool:
     """An idle keep-alive socket with nothing to read: the server has not closed it (nor sent
     anything unasked, which would desynchronise the next answer)."""
     sock = conn.sock
-    if sock is None:
+    if conn.unread:
         return False
     try:
         if not hasattr(select, "poll"):  # not on Windows; select() takes any socket there
@@ -339,17 +337,19 @@ class BurrowClient:
         #: Everything before the path: what a request's path is cut from.
         self._origin_length = len(f"{parts.scheme}://{parts.netloc}")
         auth = (settings.username, settings.password) if settings.username else url_auth
-        self._headers = {"Accept-Encoding": _ACCEPT_ENCODING, "Accept": "application/json",
-                         "User-Agent": f"freshness-tracker/{__version__}"}
+        port = parts.port or (443 if scheme == "https" else 80)
+        headers = {"Host": _host_header(parts.hostname or "", port, scheme),
+                   "Accept-Encoding": _ACCEPT_ENCODING, "Accept": "application/json",
+                   "User-Agent": f"freshness-tracker/{__version__}"}
         if auth is not None:
             token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode("ascii")
-            self._headers["Authorization"] = f"Basic {token}"
+            headers["Authorization"] = f"Basic {token}"
+        request_head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         self._tls_lock = threading.Lock()
         self._tls_context: ssl.SSLContext | None = None
         # Keep-alive connections for the per-cluster pools of several clusters at once.
-        port = parts.port or (443 if scheme == "https" else 80)
         self._pool = _Pool(scheme, parts.hostname or "", port, 4 * max(settings.concurrency, 4),
-                           self._tls)
+                           self._tls, request_head.encode("latin-1"))
         # One pool of `concurrency` /lag workers per cluster: a bulkhead, so one cluster whose
         # /lag answers are slow cannot queue another cluster's requests behind its own.
         self._executors: dict[str, ThreadPoolExecutor] = {}
@@ -408,9 +408,9 @@ class BurrowClient:
                                     "reached", url)
         inflight = _InFlight(time.monotonic() + limit_s)
         self._reaper.watch(inflight)
-        conn: http.client.HTTPConnection | None = None
+        conn: Connection | None = None
         try:
-            conn, response = self._exchange(url[self._origin_length:] or "/", inflight)
+            conn, response = self._exchange(_target(url[self._origin_length:]), inflight)
             status = response.status
             if status >= 500:
                 raise BurrowUnavailable(f"Burrow answered HTTP {status} for {url}", url)
@@ -418,7 +418,7 @@ class BurrowClient:
                 body = b""
             else:
                 body = self._read_body(response, url)
-                if not response.will_close and response.isclosed():
+                if response.complete and not response.will_close:
                     inflight.finish()  # no cut from here: the connection may be lent again
                     if not inflight.cut:
                         self._pool.give(conn)
@@ -442,8 +442,7 @@ class BurrowClient:
                                     f"{limit_s:g}s", url)
         return status, body
 
-    def _exchange(self, path: str, inflight: _InFlight
-                  ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    def _exchange(self, target: bytes, inflight: _InFlight) -> tuple[Connection, Response]:
         """Send the GET and read the status line and headers, on an idle connection if there
         is one (a new one if the server had closed it meanwhile) or on a new connection."""
         conn = self._pool.take()
@@ -452,17 +451,14 @@ class BurrowClient:
             if conn is None:
                 conn = self._pool.new(inflight)
             else:
-                assert conn.sock is not None
                 try:
                     inflight.attach(conn.sock)
                 except TimeoutError:
                     conn.close()
                     raise
-            assert conn.sock is not None
             conn.sock.settimeout(max(inflight.remaining(), 0.001))
             try:
-                conn.request("GET", path, headers=self._headers)
-                return conn, conn.getresponse()
+                return conn, conn.get(target)
             except _STALE_ERRORS:
                 conn.close()
                 if not reused or inflight.cut:
@@ -472,10 +468,10 @@ class BurrowClient:
                 raise
             conn = None  # the idle connection was closed by the server: once more, new
 
-    def _read_body(self, response: http.client.HTTPResponse, url: str) -> bytes:
+    def _read_body(self, response: Response, url: str) -> bytes:
         """The body, decoded here with its decoded size bounded as it grows."""
         limit = self.settings.max_response_bytes
-        encoding = (response.getheader("Content-Encoding") or "").strip().lower()
+        encoding = (response.header("content-encoding") or "").strip().lower()
         decoder: Any = None
         if encoding in ("gzip", "x-gzip", "deflate"):
             decoder = zlib.decompressobj(32 + zlib.MAX_WBITS)  # gzip or zlib framing
@@ -489,8 +485,7 @@ class BurrowClient:
                                       "partitions", url)
         out = bytearray()
         try:
-            while chunk := response.read(_CHUNK_BYTES):
-                pending = chunk
+            for pending in response.body():
                 while pending:
                     if decoder is None:
                         data, pending = pending, b""
@@ -501,8 +496,6 @@ class BurrowClient:
                     if len(out) > limit:
                         raise BurrowResponseError(f"{too_large}; raise it if a group really "
                                                   "has that many partitions", url)
-            if response.length:  # read(amt) returns b"" at a premature end of the body
-                raise http.client.IncompleteRead(bytes(out), response.length)
             if decoder is not None:
                 out += decoder.flush()
         except zlib.error as exc:
@@ -661,6 +654,22 @@ def _split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
     """
     base, user, password = split_credentials(url)
     return base, (None if user is None else (user, password or ""))
+
+
+def _host_header(host: str, port: int, scheme: str) -> str:
+    """`Host` as http.client wrote it: the name in IDNA, an IPv6 address in brackets, the port
+    unless it is the scheme's default."""
+    name = f"[{host}]" if ":" in host else host.encode("idna").decode("ascii")
+    return name if port == (443 if scheme == "https" else 80) else f"{name}:{port}"
+
+
+def _target(path: str) -> bytes:
+    """The request target: `/` for an empty path. ValueError for what cannot be sent (not
+    ASCII, or a control character or space, which would split the request line)."""
+    target = (path or "/").encode("ascii")
+    if _UNSENDABLE.search(target):
+        raise ValueError("the URL's path holds a space or control character")
+    return target
 
 
 def _capped_by_deadline(seconds: float) -> float:
