@@ -230,9 +230,8 @@ class BatchRun:
             return  # already returned by consume() before we moved this partition on
         ts, ts_type = timestamp_of(message)
         if task.below_start and task.log_start is not None and offset >= task.log_start:
-            for wanted in task.below_start:
-                self._answer_out_of_range(wanted, task, offset, ts, ts_type)
-            task.below_start.clear()
+            self._answer_below_start(task, None if ts is not None else _NO_TIMESTAMP, offset,
+                                     ts, ts_type)
         while task.wanted and task.wanted[0].offset <= offset:
             wanted = task.wanted.pop(0)
             outcome = ReadOutcome.FOUND if wanted.offset == offset else ReadOutcome.GAP
@@ -254,9 +253,8 @@ class BatchRun:
         for wanted in task.wanted:
             self._answer(wanted, ReadOutcome.END, log_end_offset=eof_offset)
         task.log_end = eof_offset
-        self._answer_lost(task, "no retained record: the log is empty")
+        self._answer_below_start(task, "no retained record: the log is empty")
         task.wanted.clear()
-        task.below_start.clear()
         self._finish(task)
 
     def _on_out_of_range(self, task: PartitionTask) -> None:
@@ -322,44 +320,22 @@ class BatchRun:
             return
         self._answer(wanted, outcome, offset=offset, timestamp_ms=ts, timestamp_type=ts_type)
 
-    def _answer_out_of_range(
-        self,
-        wanted: Wanted,
-        task: PartitionTask,
-        offset: int,
-        ts: int | None,
-        ts_type: str | None,
-    ) -> None:
-        """Data loss: report where the log starts now and the earliest record still there."""
-        self._answer(
-            wanted,
-            ReadOutcome.OUT_OF_RANGE,
-            log_start_offset=task.log_start,
-            log_end_offset=task.log_end,
-            offset=offset,
-            timestamp_ms=ts,
-            timestamp_type=ts_type,
-            error=None if ts is not None else _NO_TIMESTAMP,
-        )
-
-    def _answer_lost(self, task: PartitionTask, error: str) -> None:
-        """Data loss without the earliest retained record: where the log starts and ends, and
-        why no record came with it."""
+    def _answer_below_start(self, task: PartitionTask, error: str | None = None,
+                            offset: int | None = None, ts: int | None = None,
+                            ts_type: str | None = None) -> None:
+        """Data loss: every request below the log start gets where the log starts and ends now,
+        and the earliest record still there (or ``error``: why none came with it)."""
         for wanted in task.below_start:
-            self._answer(
-                wanted,
-                ReadOutcome.OUT_OF_RANGE,
-                log_start_offset=task.log_start,
-                log_end_offset=task.log_end,
-                error=error,
-            )
+            self._answer(wanted, ReadOutcome.OUT_OF_RANGE, log_start_offset=task.log_start,
+                         log_end_offset=task.log_end, offset=offset, timestamp_ms=ts,
+                         timestamp_type=ts_type, error=error)
+        task.below_start.clear()
 
     def _fail_task(self, task: PartitionTask, error: str) -> None:
         for wanted in task.wanted:
             self._answer(wanted, ReadOutcome.FAILED, error=error)
-        self._answer_lost(task, f"earliest retained record not read: {error}")
+        self._answer_below_start(task, f"earliest retained record not read: {error}")
         task.wanted.clear()
-        task.below_start.clear()
         self._finish(task)
 
     def _expire_leftovers(self) -> None:
