@@ -248,8 +248,7 @@ LOG_END = Family(
     "kafka_consumer_log_end_offset",
     "The partition's log end offset as Burrow last saw it (committed offset plus offset lag): "
     "kafka_exporter's current offset, per group." + _LAST,
-    Level.PARTITION, lambda r: None if r.status is _NO_COMMIT or r.log_end_offset is None
-    else float(r.log_end_offset))
+    Level.PARTITION, _committed("log_end_offset"))
 PARTITION_STATUS = Family(
     "kafka_consumer_partition_burrow_status",
     "Burrow's partition status code: 1 OK, 2 WARN, 4 STOP, 5 STALL, 6 REWIND (Burrow's own "
