@@ -29,6 +29,7 @@ import os
 import re
 import socket
 import uuid
+from operator import attrgetter
 from pathlib import Path
 from urllib.parse import quote
 
@@ -138,6 +139,11 @@ def cycle_id_for(cluster: str, cycle_start_ms: int, shard: Shard | None = None) 
     return base
 
 
+#: Columns that hold the PartitionResult attribute of the same name.
+_SAME_NAMED = ("burrow_status", "committed_offset", "log_end_offset", "offset_lag", "freshness_ms",
+               "commit_lag_ms", "data_loss", "lost_records", "retention_headroom_ms")
+
+
 def snapshot_table(snapshot: ClusterSnapshot, *, cycle_start_ms: int | None = None,
                    shard: Shard | None = None) -> pa.Table:
     """The snapshot's partition rows as an Arrow table in FILE_SCHEMA (no partition columns)."""
@@ -154,18 +160,11 @@ def snapshot_table(snapshot: ClusterSnapshot, *, cycle_start_ms: int | None = No
         "topic": [r.key.topic for r in rows],
         "partition": [r.key.partition for r in rows],
         "status": [r.status.value for r in rows],
-        "burrow_status": [r.burrow_status for r in rows],
-        "committed_offset": [r.committed_offset for r in rows],
-        "log_end_offset": [r.log_end_offset for r in rows],
-        "offset_lag": [r.offset_lag for r in rows],
         "commit_time": [r.commit_time_ms for r in rows],
         "record_timestamp": [r.record_timestamp_ms for r in rows],
-        "freshness_ms": [r.freshness_ms for r in rows],
-        "commit_lag_ms": [r.commit_lag_ms for r in rows],
-        "data_loss": [r.data_loss for r in rows],
-        "lost_records": [r.lost_records for r in rows],
-        "retention_headroom_ms": [r.retention_headroom_ms for r in rows],
         "lookup_error": [r.error for r in rows],
+        # from_pydict takes the columns in FILE_SCHEMA's order
+        **{name: list(map(attrgetter(name), rows)) for name in _SAME_NAMED},
     }
     return pa.Table.from_pydict(columns, schema=FILE_SCHEMA)
 
