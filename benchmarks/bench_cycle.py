@@ -76,6 +76,13 @@ class _Marks:
         self._out.flush()
         self._ack.readline()
 
+    def timed(self, name: str, fn: Callable[[], Any]) -> tuple[float, Any]:
+        """``fn()`` between the marks ``name.start`` and ``name.end``: (seconds, its result)."""
+        self.mark(f"{name}.start")
+        timed = _timed(fn)
+        self.mark(f"{name}.end")
+        return timed
+
 
 def _settings(burrow_url: str, bootstrap: str, group_regex: str, props: dict[str, str]) -> Any:
     from freshness_tracker.config.load import load_settings
@@ -134,7 +141,7 @@ def _outcomes(reads: Any) -> dict[str, int]:
     return counts
 
 
-def _cycle_figures(snapshot: Any, seconds: float) -> dict[str, Any]:
+def _cycle_figures(seconds: float, snapshot: Any) -> dict[str, Any]:
     (cluster,) = snapshot.clusters
     h = cluster.health
     statuses: dict[str, int] = {}
@@ -155,14 +162,10 @@ def _batched_cycle(
     exporter = Exporter(settings, reader_factory=factory,
                         retention_factory=_retention_factory(settings))
     try:
-        marks.mark(f"{tag}.batched_cycle{alt}.start")
-        first = _cycle_figures(*_swap(_timed(exporter.run_once)))
-        marks.mark(f"{tag}.batched_cycle{alt}.end")
+        first = _cycle_figures(*marks.timed(f"{tag}.batched_cycle{alt}", exporter.run_once))
         first["batches"] = factory.batches()
         fetches = factory.fetch_requests()
-        marks.mark(f"{tag}.second_cycle{alt}.start")
-        second = _cycle_figures(*_swap(_timed(exporter.run_once)))
-        marks.mark(f"{tag}.second_cycle{alt}.end")
+        second = _cycle_figures(*marks.timed(f"{tag}.second_cycle{alt}", exporter.run_once))
         return {f"batched_cycle{alt}": {**first, "rdkafka_fetch_requests": fetches},
                 f"second_cycle{alt}": second}
     finally:
@@ -188,9 +191,7 @@ def _naive_cycle(
     exporter = Exporter(settings, reader_factory=factory,
                         retention_factory=_retention_factory(settings))
     try:
-        marks.mark(f"{tag}.naive_cycle.start")
-        figures = _cycle_figures(*_swap(_timed(exporter.run_once)))
-        marks.mark(f"{tag}.naive_cycle.end")
+        figures = _cycle_figures(*marks.timed(f"{tag}.naive_cycle", exporter.run_once))
         fetches = sum(r.fetch_requests() for r in readers) if stats_ms else None
         return {"naive_cycle": {**figures, "rdkafka_fetch_requests": fetches}}
     finally:
@@ -230,9 +231,7 @@ def _batched_engine(
     factory = _PoolCounter(settings, executor, stats_ms)
     reader = factory(settings.clusters[0].kafka)
     try:
-        marks.mark(f"{tag}.batched_engine{alt}.start")
-        seconds, reads = _timed(lambda: reader.read(requests))
-        marks.mark(f"{tag}.batched_engine{alt}.end")
+        seconds, reads = marks.timed(f"{tag}.batched_engine{alt}", lambda: reader.read(requests))
         return {f"batched_engine{alt}": {"seconds": seconds, "outcomes": _outcomes(reads),
                                    "batches": reader.stats()["batches"],
                                    "rdkafka_fetch_requests": factory.fetch_requests()}}
@@ -250,9 +249,7 @@ def _naive_engine(
                                fetch_wait_max_ms=fetch_wait_ms, statistics_interval_ms=stats_ms,
                                extra=NAIVE_PROPS)
     try:
-        marks.mark(f"{tag}.naive_engine.start")
-        seconds, reads = _timed(lambda: reader.read(requests))
-        marks.mark(f"{tag}.naive_engine.end")
+        seconds, reads = marks.timed(f"{tag}.naive_engine", lambda: reader.read(requests))
         fetches = reader.fetch_requests() if stats_ms else None
         return {"naive_engine": {"seconds": seconds, "outcomes": _outcomes(reads),
                                  "rdkafka_fetch_requests": fetches}}
@@ -305,8 +302,7 @@ def child_rss(args: argparse.Namespace) -> dict[str, Any]:
     exporter = Exporter(settings)
     before_kib = _proc_status_kib("VmRSS")
     try:
-        seconds, snapshot = _timed(exporter.run_once)
-        figures = _cycle_figures(snapshot, seconds)
+        figures = _cycle_figures(*_timed(exporter.run_once))
     finally:
         exporter.close()
     return {"cycle": figures, "rss_before_cycle_mib": before_kib / 1024,
@@ -331,10 +327,6 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     result = fn()
     return time.perf_counter() - started, result
-
-
-def _swap(pair: tuple[float, Any]) -> tuple[Any, float]:
-    return pair[1], pair[0]
 
 
 def _props(items: list[str] | None) -> dict[str, str]:
