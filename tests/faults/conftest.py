@@ -21,7 +21,7 @@ import pytest
 
 from devstack import RealStack
 from freshness_tracker import __version__
-from tests.faults.harness import Certs, Matrix, make_certs
+from tests.faults.harness import Certs, Matrix, Observation, Record, make_certs
 from tests.stack_support import running_stack
 
 MATRIX_PATH = Path(os.environ.get("FT_FAULT_MATRIX") or
@@ -34,6 +34,13 @@ _started = time.monotonic()
 @pytest.fixture(scope="session")
 def matrix() -> Matrix:
     return _matrix
+
+
+@pytest.fixture
+def record(matrix: Matrix, request: pytest.FixtureRequest) -> Record:
+    """Logs this test's row of the matrix: ``record(area, fault, injection, during, after,
+    recovery)``."""
+    return lambda *row: matrix.record(Observation(*row, test=request.node.nodeid))
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,9 @@ import re
 import socket
 import ssl
 import threading
+import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,39 @@ class Rig:
             and all(sc.freshness(CLUSTER, g, s.topic, 0) is not None for g in want),
             30, f"a healthy cycle measuring {', '.join(want)}")
 
+    def assert_exact(self, scrape: Scrape) -> None:
+        """The served freshness of both seeded groups is the real age of the record at their
+        committed offset (±4 s: a cycle of 1 s and the scrape's age)."""
+        s = self.seeded
+        for group in s.groups:
+            value = scrape.freshness(CLUSTER, group, s.topic, 0)
+            assert value is not None, group
+            assert abs(value - s.expected_freshness_ms(group)) < 4_000, (group, value)
+
+    def recovery(self, frozen: float | None, budget_s: float,
+                 also: Callable[[Scrape], bool] | None = None, bounded: bool = True) -> str:
+        """From a fault's end: the first cycle started afterwards has the cluster up,
+        ``last_success`` past ``frozen`` and both groups' exact freshness (and whatever ``also``
+        checks); ``bounded``: within two cycles and ``budget_s``. How long it took, for the
+        matrix."""
+        e, s = self.exporter, self.seeded
+        began = time.monotonic()
+        c0 = e.scrape().cycles(CLUSTER)
+
+        def recovered(sc: Scrape) -> bool:
+            return (sc.up(CLUSTER) == 1 and (sc.last_success(CLUSTER) or 0) > (frozen or 0)
+                    and all(sc.freshness(CLUSTER, g, s.topic, 0) is not None for g in s.groups)
+                    and (also is None or also(sc)))
+
+        scrape = e.wait_for(recovered, budget_s + 5, "recovery after the fault ended")
+        seconds = time.monotonic() - began
+        cycles = scrape.cycles(CLUSTER) - c0
+        if bounded:
+            assert cycles <= 2, f"recovery took {cycles} cycles after the fault ended"
+            assert seconds <= budget_s, f"recovery took {seconds:.1f} s"
+        self.assert_exact(scrape)
+        return describe_recovery(cycles, seconds)
+
     def start_exporter(self, name: str = "exporter", **config: Any) -> ExporterProcess:
         """An exporter process of this rig's cluster through its FaultyBurrow, measuring its
         seeded groups; ``config`` as :func:`fault_config` takes it."""
@@ -185,6 +219,11 @@ class Matrix:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         body = {"meta": dict(meta), "rows": [asdict(r) for r in self.rows]}
         self.path.write_text(json.dumps(body, indent=2) + "\n")
+
+
+#: The `record` fixture: ``record(area, fault, injection, during, after, recovery)`` logs the
+#: running test's row of the matrix.
+Record = Callable[..., None]
 
 
 def describe_recovery(cycles: int, seconds: float) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,7 @@ import pytest
 from devstack import RealStack
 from tests.faults.harness import (
     CLUSTER,
-    Matrix,
-    Observation,
+    Record,
     Rig,
     describe_recovery,
     fault_config,
@@ -52,6 +51,8 @@ WORST_CYCLE_S = BURROW_TIMEOUT * (RETRIES + 1) + 0.5
 #: Fault end -> correct values: the in-flight cycle, the pause, one healthy cycle, and slack for
 #: a loaded 2-core machine.
 RECOVERY_BUDGET_S = WORST_CYCLE_S + FREQUENCY + 1.0 + 3.0
+#: Fault start -> the fault shows in /metrics: a failing cycle, the pause, and slack.
+SEEN_S = WORST_CYCLE_S + FREQUENCY + 10
 
 
 @pytest.fixture(scope="module")
@@ -60,16 +61,6 @@ def rig(fault_stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Ite
                    frequency=FREQUENCY, burrow_timeout=f"{BURROW_TIMEOUT:g}s",
                    retries=RETRIES) as rig:
         yield rig
-
-
-def assert_fresh_values(rig: Rig, scrape: Scrape) -> None:
-    """The served freshness is the real age of the record at the committed offset (±3 s)."""
-    s = rig.seeded
-    for group in s.groups:
-        value = scrape.freshness(CLUSTER, group, s.topic, 0)
-        assert value is not None
-        error = abs(value - s.expected_freshness_ms(group))
-        assert error < 3_000 + FREQUENCY * 1000, (group, value)
 
 
 @dataclass
@@ -85,8 +76,7 @@ class Blackout:
 def observe_blackout(rig: Rig, baseline: Scrape, began: float, cycles: int = 2) -> Blackout:
     """While a whole-cluster fault lasts: down, nothing per-consumer served, last_success frozen."""
     e = rig.exporter
-    down = e.wait_for(lambda sc: sc.up(CLUSTER) == 0, WORST_CYCLE_S + FREQUENCY + 10,
-                      "the cluster to be reported down")
+    down = e.wait_for(lambda sc: sc.up(CLUSTER) == 0, SEEN_S, "the cluster to be reported down")
     detect_s = time.monotonic() - began
     frozen = down.last_success(CLUSTER)
     assert down.consumer_series(CLUSTER) == 0, "a failed cycle left per-consumer series behind"
@@ -95,38 +85,13 @@ def observe_blackout(rig: Rig, baseline: Scrape, began: float, cycles: int = 2) 
     assert later.consumer_series(CLUSTER) == 0
     assert later.last_success(CLUSTER) == frozen, "last_success advanced while failing"
     assert frozen is not None and frozen >= (baseline.last_success(CLUSTER) or 0)
-    errors = (later.get(BURROW_ERRORS, cluster=CLUSTER) or 0) - \
-        (baseline.get(BURROW_ERRORS, cluster=CLUSTER) or 0)
+    errors = later.increase(BURROW_ERRORS, baseline, cluster=CLUSTER)
     assert errors >= 1, "the Burrow failure was not counted"
     status, body = e.get("/healthz")
     assert status == 200, "Burrow being down must not fail liveness (no restart loop)"
     error = json.loads(body)["clusters"][CLUSTER]["error"] or ""
     assert error, "/healthz does not say what is wrong"
     return Blackout(detect_s, baseline.consumer_series(CLUSTER), errors, frozen, cycles, error)
-
-
-def observe_recovery(rig: Rig, frozen: float | None,
-                     also: Callable[[Scrape], bool] | None = None) -> tuple[int, float]:
-    """From the fault's end: the first cycle started afterwards serves correct values (and
-    whatever ``also`` checks)."""
-    e = rig.exporter
-    began = time.monotonic()
-    c0 = e.scrape().cycles(CLUSTER)
-    s = rig.seeded
-
-    def recovered(sc: Scrape) -> bool:
-        return (sc.up(CLUSTER) == 1 and (sc.last_success(CLUSTER) or 0) > (frozen or 0)
-                and sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
-                and sc.freshness(CLUSTER, s.other, s.topic, 0) is not None
-                and (also is None or also(sc)))
-
-    scrape = e.wait_for(recovered, RECOVERY_BUDGET_S + 5, "recovery after the fault ended")
-    seconds = time.monotonic() - began
-    cycles = scrape.cycles(CLUSTER) - c0
-    assert cycles <= 2, f"recovery took {cycles} cycles after the fault ended"
-    assert seconds <= RECOVERY_BUDGET_S, f"recovery took {seconds:.1f} s"
-    assert_fresh_values(rig, scrape)
-    return cycles, seconds
 
 
 def during_text(b: Blackout) -> str:
@@ -165,102 +130,80 @@ TIMED = {"slow", "drip-body", "drip-headers", "silent"}
 
 
 @pytest.mark.parametrize("kind", list(WHOLE_CLUSTER_FAULTS))
-def test_whole_cluster_burrow_fault(rig: Rig, matrix: Matrix, kind: str,
-                                   request: pytest.FixtureRequest) -> None:
+def test_whole_cluster_burrow_fault(rig: Rig, record: Record, kind: str) -> None:
     fault, how = WHOLE_CLUSTER_FAULTS[kind]
     baseline = rig.healthy()
     began = time.monotonic()
-    rig.burrow.add(ANY, fault)
-    try:
+    with rig.burrow.faulted(ANY, fault):
         blackout = observe_blackout(rig, baseline, began)
         durations = rig.exporter.scrape().get(DURATION, cluster=CLUSTER) or 0.0
         assert durations <= WORST_CYCLE_S + 1.5, f"a failing cycle took {durations} s"
-    finally:
-        rig.burrow.clear()
-    cycles, seconds = observe_recovery(rig, blackout.last_success)
-    matrix.record(Observation(
+    record(
         "Burrow", TITLES[kind], how,
         during_text(blackout) + (f"; failing cycle bounded at {durations:.1f} s"
                                  if kind in TIMED else ""),
-        "correct freshness for both groups again", describe_recovery(cycles, seconds),
-        request.node.nodeid))
+        "correct freshness for both groups again",
+        rig.recovery(blackout.last_success, RECOVERY_BUDGET_S))
 
 
-def test_group_404_notfound(rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_group_404_notfound(rig: Rig, record: Record) -> None:
     s = rig.seeded
     baseline = rig.healthy()
     before = baseline.consumer_series(CLUSTER, s.other)
-    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.not_found())
-    try:
+    with rig.burrow.faulted(lag_path(CLUSTER, s.other), Fault.not_found()):
         gone = rig.exporter.wait_for(lambda sc: sc.consumer_series(CLUSTER, s.other) == 0,
-                                     WORST_CYCLE_S + FREQUENCY + 10, "the 404 group to vanish")
+                                     SEEN_S, "the 404 group to vanish")
         now = rig.exporter.scrape()
         assert gone.up(CLUSTER) == 1, "one vanished group must not fail the cluster"
         assert gone.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
-        errors = (now.get(BURROW_ERRORS, cluster=CLUSTER) or 0) - \
-            (baseline.get(BURROW_ERRORS, cluster=CLUSTER) or 0)
+        errors = now.increase(BURROW_ERRORS, baseline, cluster=CLUSTER)
         assert errors == 0, "a 404 is an answer, not an error"
         assert len(rig.burrow.requests(lag_path(CLUSTER, s.other))) >= 1
         later = rig.exporter.wait_cycles(CLUSTER, 2, 20)
         assert later.consumer_series(CLUSTER, s.other) == 0
         assert later.last_success(CLUSTER) > (baseline.last_success(CLUSTER) or 0)
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, None)
-    matrix.record(Observation(
+    record(
         "Burrow", "a group 404 NOTFOUND",
         "`/lag` of one of two groups answers 404 with Burrow's NOTFOUND body",
         f"that group's {before} series removed next cycle; the other group keeps fresh values; "
         f"`cluster_up` stays 1 and `last_success` advances; not counted as a Burrow error "
         f"(404 is never retried)",
-        "the group's series return", describe_recovery(cycles, secs), request.node.nodeid))
+        "the group's series return", rig.recovery(None, RECOVERY_BUDGET_S))
 
 
-def test_one_group_slow_only_that_group_blanks(rig: Rig, matrix: Matrix,
-                                               request: pytest.FixtureRequest) -> None:
+def test_one_group_slow_only_that_group_blanks(rig: Rig, record: Record) -> None:
     s = rig.seeded
     baseline = rig.healthy()
-    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.delay(BURROW_TIMEOUT + 2.0))
-    try:
+    with rig.burrow.faulted(lag_path(CLUSTER, s.other), Fault.delay(BURROW_TIMEOUT + 2.0)):
         gone = rig.exporter.wait_for(lambda sc: sc.consumer_series(CLUSTER, s.other) == 0,
-                                     WORST_CYCLE_S + FREQUENCY + 10, "the slow group to vanish")
+                                     SEEN_S, "the slow group to vanish")
         assert gone.up(CLUSTER) == 1
         assert gone.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
         later = rig.exporter.wait_cycles(CLUSTER, 2, 20)
         assert later.consumer_series(CLUSTER, s.other) == 0
-        errors = (later.get(BURROW_ERRORS, cluster=CLUSTER) or 0) - \
-            (baseline.get(BURROW_ERRORS, cluster=CLUSTER) or 0)
+        errors = later.increase(BURROW_ERRORS, baseline, cluster=CLUSTER)
         assert errors >= 2
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, None)
-    matrix.record(Observation(
+    record(
         "Burrow", "one group's /lag slower than the timeout",
         f"`/lag` of one of two groups delayed {BURROW_TIMEOUT + 2.0:g} s",
         f"that group's series removed (no old value); the other group keeps fresh values and "
         f"`cluster_up` 1; `burrow_errors_total` +{errors:g}",
-        "the group's series return", describe_recovery(cycles, secs), request.node.nodeid))
+        "the group's series return", rig.recovery(None, RECOVERY_BUDGET_S))
 
 
-def test_cluster_vanishes_from_v3_kafka(rig: Rig, matrix: Matrix,
-                                        request: pytest.FixtureRequest) -> None:
+def test_cluster_vanishes_from_v3_kafka(rig: Rig, record: Record) -> None:
     baseline = rig.healthy()
     began = time.monotonic()
-    rig.burrow.add(CLUSTERS, Fault.hide_clusters(CLUSTER))
-    try:
+    with rig.burrow.faulted(CLUSTERS, Fault.hide_clusters(CLUSTER)):
         blackout = observe_blackout(rig, baseline, began)
         assert CLUSTER in blackout.error and "does not list" in blackout.error
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, blackout.last_success)
-    matrix.record(Observation(
+    record(
         "Burrow", "a cluster vanishes from /v3/kafka",
         "`/v3/kafka` answers without the configured cluster", during_text(blackout),
-        "the cluster is measured again", describe_recovery(cycles, secs), request.node.nodeid))
+        "the cluster is measured again", rig.recovery(blackout.last_success, RECOVERY_BUDGET_S))
 
 
-def test_burrow_killed_mid_cycle(rig: Rig, matrix: Matrix,
-                                 request: pytest.FixtureRequest) -> None:
+def test_burrow_killed_mid_cycle(rig: Rig, record: Record) -> None:
     """A `/lag` request is parked in flight; the real Burrow is stopped; the request then finds
     it dead and its connection is dropped with no answer, as a killed Burrow's would be."""
     baseline = rig.healthy()
@@ -277,19 +220,17 @@ def test_burrow_killed_mid_cycle(rig: Rig, matrix: Matrix,
     s = rig.seeded
     for group, offset, lag in ((s.lagging, 4, 6), (s.other, 8, 2)):
         rig.stack.wait_for_burrow_lag(group, s.topic, 0, offset, lag, timeout_s=60)
-    cycles, secs = observe_recovery(rig, blackout.last_success)
-    matrix.record(Observation(
+    record(
         "Burrow", "killed mid-cycle",
         "a `/lag` request held in flight, the real Burrow process stopped, the request then "
         "dropped without an answer; Burrow restarted later",
         during_text(blackout),
         "values return once Burrow serves the groups' lag again (Burrow rereads "
-        "`__consumer_offsets` after its restart)", describe_recovery(cycles, secs),
-        request.node.nodeid))
+        "`__consumer_offsets` after its restart)",
+        rig.recovery(blackout.last_success, RECOVERY_BUDGET_S))
 
 
-def test_burrow_down_at_start(fault_stack: RealStack, matrix: Matrix, tmp_path: Path,
-                              request: pytest.FixtureRequest) -> None:
+def test_burrow_down_at_start(fault_stack: RealStack, record: Record, tmp_path: Path) -> None:
     """The exporter starts while Burrow is stopped (pointed straight at the real Burrow)."""
     seeded = seed(fault_stack, "bd")
     fault_stack.stop_burrow()
@@ -331,13 +272,12 @@ def test_burrow_down_at_start(fault_stack: RealStack, matrix: Matrix, tmp_path: 
             fault_stack.start_burrow()
         code, _ = exporter.stop()
     assert code == 0
-    matrix.record(Observation(
+    record(
         "Burrow", "down at start", "the exporter starts while Burrow is stopped",
         f"the process stays up and serves; `cluster_up` 0, no per-consumer series, no "
         f"`last_success` sample at all (never succeeded); `burrow_errors_total` {errors:g} after "
         f"3 cycles; /healthz {health_status}, /readyz {ready_status} (a cycle was published)",
-        "exact freshness once Burrow serves the groups", describe_recovery(cycles, seconds),
-        request.node.nodeid))
+        "exact freshness once Burrow serves the groups", describe_recovery(cycles, seconds))
 
 
 ONE_GROUP_FAULTS = {
@@ -349,8 +289,7 @@ ONE_GROUP_FAULTS = {
 
 
 @pytest.mark.parametrize("kind", list(ONE_GROUP_FAULTS))
-def test_one_hostile_group_body_costs_that_group_only(
-        rig: Rig, matrix: Matrix, kind: str, request: pytest.FixtureRequest) -> None:
+def test_one_hostile_group_body_costs_that_group_only(rig: Rig, record: Record, kind: str) -> None:
     import psutil
 
     fault, how = ONE_GROUP_FAULTS[kind]
@@ -358,14 +297,13 @@ def test_one_hostile_group_body_costs_that_group_only(
     baseline = rig.healthy()
     assert rig.exporter.proc is not None
     process = psutil.Process(rig.exporter.proc.pid)
-    rig.burrow.add(lag_path(CLUSTER, s.other), fault)
     peak_rss = process.memory_info().rss
-    try:
+    with rig.burrow.faulted(lag_path(CLUSTER, s.other), fault):
         def measured_without_other(sc: Scrape) -> bool:
             return (sc.consumer_series(CLUSTER, s.other) == 0
                     and sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None)
 
-        gone = rig.exporter.wait_for(measured_without_other, WORST_CYCLE_S + FREQUENCY + 10,
+        gone = rig.exporter.wait_for(measured_without_other, SEEN_S,
                                      "the hostile group to vanish alone")
         assert gone.up(CLUSTER) == 1, "one group's body took the cluster down"
         for _ in range(3):
@@ -373,21 +311,17 @@ def test_one_hostile_group_body_costs_that_group_only(
             peak_rss = max(peak_rss, process.memory_info().rss)
         assert later.consumer_series(CLUSTER, s.other) == 0
         assert later.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
-        errors = (later.get(BURROW_ERRORS, cluster=CLUSTER) or 0) - \
-            (baseline.get(BURROW_ERRORS, cluster=CLUSTER) or 0)
+        errors = later.increase(BURROW_ERRORS, baseline, cluster=CLUSTER)
         assert errors >= 2, "the hostile body was not counted as a Burrow error"
         assert peak_rss < 300 * 2**20, f"RSS reached {peak_rss / 2**20:.0f} MiB"
         assert "cycle crashed" not in rig.exporter.log()
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, None)
-    matrix.record(Observation(
+    record(
         "Burrow", {"gzip-bomb": "a decompression bomb", "deep-json": "JSON nested 1,500 deep"}[
             kind], how,
         f"that group's series removed, the other group measured and `cluster_up` 1; "
         f"`burrow_errors_total` +{errors:g}; exporter RSS peak {peak_rss / 2**20:.0f} MiB "
         "(bodies are decoded by the exporter, bounded by `burrow.maxResponseBytes`)",
-        "the group's series return", describe_recovery(cycles, secs), request.node.nodeid))
+        "the group's series return", rig.recovery(None, RECOVERY_BUDGET_S))
 
 
 # --- impossible input: one bad name, entry or value costs only itself (issue 9) ---------------
@@ -409,10 +343,8 @@ def _counted(rig: Rig, baseline: Scrape, cycles: int = 2) -> tuple[Scrape, float
     """After ``cycles`` more cycles under the fault: (scrape, invalid inputs counted, Burrow
     errors counted) since the baseline. Every scrape on the way answered 200."""
     later = rig.exporter.wait_cycles(CLUSTER, cycles, cycles * (WORST_CYCLE_S + FREQUENCY) + 10)
-    invalid = (later.get(INVALID_INPUTS, cluster=CLUSTER) or 0) - \
-        (baseline.get(INVALID_INPUTS, cluster=CLUSTER) or 0)
-    errors = (later.get(BURROW_ERRORS, cluster=CLUSTER) or 0) - \
-        (baseline.get(BURROW_ERRORS, cluster=CLUSTER) or 0)
+    invalid = later.increase(INVALID_INPUTS, baseline, cluster=CLUSTER)
+    errors = later.increase(BURROW_ERRORS, baseline, cluster=CLUSTER)
     return later, invalid, errors
 
 
@@ -424,8 +356,7 @@ def _lines(scrape: Scrape, family: str, **labels: Any) -> int:
                if line.startswith(family + "{") and all(w in line for w in wanted))
 
 
-def test_a_lone_surrogate_topic_costs_its_partition_never_metrics(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_a_lone_surrogate_topic_costs_its_partition_never_metrics(rig: Rig, record: Record) -> None:
     s = rig.seeded
     baseline = rig.healthy()
     unmeasured = baseline.get(GROUP_UNMEASURED, cluster=CLUSTER, consumer=s.other) or 0
@@ -433,24 +364,19 @@ def test_a_lone_surrogate_topic_costs_its_partition_never_metrics(
     def add_odd_topic(body: Any) -> None:
         body["status"]["partitions"].append({**_first_partition(body), "topic": "t\udc80x"})
 
-    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.rewrite(add_odd_topic))
-    try:
+    with rig.burrow.faulted(lag_path(CLUSTER, s.other), Fault.rewrite(add_odd_topic)):
         rig.exporter.wait_for(
             lambda sc: sc.get(GROUP_UNMEASURED, cluster=CLUSTER,
                               consumer=s.other) == unmeasured + 1,
-            WORST_CYCLE_S + FREQUENCY + 10, "the odd partition to be counted unmeasured")
+            SEEN_S, "the odd partition to be counted unmeasured")
         later, invalid, errors = _counted(rig, baseline)  # every scrape answered 200
         assert later.up(CLUSTER) == 1
-        assert_fresh_values(rig, later)  # both groups' real partitions are still measured
+        rig.assert_exact(later)  # both groups' real partitions are still measured
         assert later.get(GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is None
         assert invalid >= 2 and errors == 0
         assert any("'t\\udc80x'" in m for m in rig.exporter.messages()), \
             "the name is not logged escaped"
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, None, lambda sc: sc.get(
-        GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is not None)
-    matrix.record(Observation(
+    record(
         "Burrow", "a topic name with a lone surrogate",
         "one group's real `/lag` answer plus a partition of topic `\"t\\udc80x\"` (a JSON "
         "escape that is no UTF-8)",
@@ -459,42 +385,36 @@ def test_a_lone_surrogate_topic_costs_its_partition_never_metrics(
         f"unmeasured partitions {unmeasured:g} → {unmeasured + 1:g} and its max withheld; "
         f"`cluster_up` 1; `invalid_inputs_total` +{invalid:g}, "
         f"`burrow_errors_total` +{errors:g}; logged escaped as `'t\\udc80x'`",
-        "the group's max freshness returns", describe_recovery(cycles, secs),
-        request.node.nodeid))
+        "the group's max freshness returns",
+        rig.recovery(None, RECOVERY_BUDGET_S, lambda sc: sc.get(
+            GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is not None))
 
 
-def test_unusable_consumer_list_entries_cost_only_themselves(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_unusable_consumer_list_entries_cost_only_themselves(rig: Rig, record: Record) -> None:
     baseline = rig.healthy()
     odd: list[Any] = ["", "g\udc80x", 7, None]
 
     def add_odd_names(body: Any) -> None:
         body["consumers"] = odd + list(body["consumers"])
 
-    rig.burrow.add(consumer_list_path(CLUSTER), Fault.rewrite(add_odd_names))
-    try:
+    with rig.burrow.faulted(consumer_list_path(CLUSTER), Fault.rewrite(add_odd_names)):
         later, invalid, errors = _counted(rig, baseline, cycles=3)
         assert later.up(CLUSTER) == 1, "an empty name in the consumer list took the cluster down"
-        assert_fresh_values(rig, later)
+        rig.assert_exact(later)
         assert invalid >= 2 * len(odd) and errors == 0
         assert "consumer-list entry '' is empty" in rig.exporter.log()
         asked = {seen.path for seen in rig.burrow.requests(LAG)}
         assert not any("udc80" in p.lower() or p.endswith("consumer//lag") for p in asked)
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, None)
-    matrix.record(Observation(
+    record(
         "Burrow", "empty, non-UTF-8 and non-string consumer-list entries",
         '`/consumer` lists `""`, `"g\\udc80x"`, `7` and `null` before the real groups',
         f"those entries dropped and never asked for; both real groups measured with exact "
         f"freshness and `cluster_up` 1 (an empty name used to take the cluster down); "
         f"`invalid_inputs_total` +{invalid:g} over 3 cycles, `burrow_errors_total` +{errors:g}",
-        "nothing was lost: exact values throughout", describe_recovery(cycles, secs),
-        request.node.nodeid))
+        "nothing was lost: exact values throughout", rig.recovery(None, RECOVERY_BUDGET_S))
 
 
-def test_a_partition_listed_three_times_is_one_series(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_a_partition_listed_three_times_is_one_series(rig: Rig, record: Record) -> None:
     s = rig.seeded
     baseline = rig.healthy()
     real_lag = baseline.get("kafka_consumer_topic_offset_lag", cluster=CLUSTER, consumer=s.other,
@@ -503,8 +423,7 @@ def test_a_partition_listed_three_times_is_one_series(
     def repeat(body: Any) -> None:
         body["status"]["partitions"] = body["status"]["partitions"] * 3
 
-    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.rewrite(repeat))
-    try:
+    with rig.burrow.faulted(lag_path(CLUSTER, s.other), Fault.rewrite(repeat)):
         later, invalid, errors = _counted(rig, baseline)
         assert later.up(CLUSTER) == 1
         assert _lines(later, FRESHNESS, consumer=s.other, partition=0) == 1
@@ -513,23 +432,18 @@ def test_a_partition_listed_three_times_is_one_series(
         assert lag == real_lag == 2, "the topic roll-up counted a repeated partition again"
         assert later.get("kafka_consumer_group_offset_lag", cluster=CLUSTER,
                          consumer=s.other) == 2
-        assert_fresh_values(rig, later)
+        rig.assert_exact(later)
         assert invalid >= 4 and errors == 0
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, None)
-    matrix.record(Observation(
+    record(
         "Burrow", "a partition listed three times",
         "one group's real `/lag` answer with its partition entries repeated three times",
         f"one series per partition (the first entry is used), topic and group offset lag "
         f"{lag:g} (not {3 * (real_lag or 0):g}); exact freshness; `cluster_up` 1; "
         f"`invalid_inputs_total` +{invalid:g}",
-        "nothing was wrong: exact values throughout", describe_recovery(cycles, secs),
-        request.node.nodeid))
+        "nothing was wrong: exact values throughout", rig.recovery(None, RECOVERY_BUDGET_S))
 
 
-def test_a_negative_lag_is_unmeasured_never_caught_up(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_a_negative_lag_is_unmeasured_never_caught_up(rig: Rig, record: Record) -> None:
     s = rig.seeded
     baseline = rig.healthy()
     unmeasured = baseline.get(GROUP_UNMEASURED, cluster=CLUSTER, consumer=s.other) or 0
@@ -538,10 +452,9 @@ def test_a_negative_lag_is_unmeasured_never_caught_up(
         _first_partition(body)["current_lag"] = -3
 
     labels = {"cluster": CLUSTER, "consumer": s.other, "topic": s.topic, "partition": 0}
-    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.rewrite(negative))
-    try:
+    with rig.burrow.faulted(lag_path(CLUSTER, s.other), Fault.rewrite(negative)):
         bad = rig.exporter.wait_for(lambda sc: sc.get(FRESHNESS, **labels) is None,
-                                    WORST_CYCLE_S + FREQUENCY + 10, "the freshness to go")
+                                    SEEN_S, "the freshness to go")
         later, invalid, errors = _counted(rig, baseline)
         for sc in (bad, later):
             assert sc.get(FRESHNESS, **labels) is None, "a negative lag was called caught up"
@@ -553,11 +466,7 @@ def test_a_negative_lag_is_unmeasured_never_caught_up(
             assert sc.get(GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is None
             assert sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
         assert later.up(CLUSTER) == 1 and invalid >= 2 and errors == 0
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, None, lambda sc: sc.get(
-        GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is not None)
-    matrix.record(Observation(
+    record(
         "Burrow", "a negative current_lag",
         "one group's real `/lag` answer with `current_lag` -3 (it used to export freshness 0, "
         "no read, while records were unread)",
@@ -566,11 +475,11 @@ def test_a_negative_lag_is_unmeasured_never_caught_up(
         f"partitions {unmeasured:g} → {unmeasured + 1:g} and its max withheld; the other "
         f"group exact; `cluster_up` 1; "
         f"`invalid_inputs_total` +{invalid:g}",
-        "exact freshness again", describe_recovery(cycles, secs), request.node.nodeid))
+        "exact freshness again", rig.recovery(None, RECOVERY_BUDGET_S, lambda sc: sc.get(
+            GROUP_FRESHNESS, cluster=CLUSTER, consumer=s.other) is not None))
 
 
-def test_an_absurd_commit_timestamp_gives_no_commit_lag(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_an_absurd_commit_timestamp_gives_no_commit_lag(rig: Rig, record: Record) -> None:
     s = rig.seeded
     labels = {"cluster": CLUSTER, "consumer": s.other, "topic": s.topic, "partition": 0}
     baseline = rig.exporter.wait_for(
@@ -580,58 +489,47 @@ def test_an_absurd_commit_timestamp_gives_no_commit_lag(
     def far_future(body: Any) -> None:
         _first_partition(body)["end"]["timestamp"] = 99_999_999_999_999_999
 
-    rig.burrow.add(lag_path(CLUSTER, s.other), Fault.rewrite(far_future))
-    try:
+    with rig.burrow.faulted(lag_path(CLUSTER, s.other), Fault.rewrite(far_future)):
         rig.exporter.wait_for(lambda sc: sc.get("kafka_consumer_commit_lag_ms", **labels) is None,
-                              WORST_CYCLE_S + FREQUENCY + 10, "the commit lag to go")
+                              SEEN_S, "the commit lag to go")
         later, invalid, errors = _counted(rig, baseline)
         assert later.get("kafka_consumer_commit_lag_ms", **labels) is None
         biggest = max(v for (name, _), v in later.samples.items()
                       if name.startswith("kafka_consumer_"))
         assert biggest < 10**12, f"an impossible number was exported: {biggest:g}"
-        assert_fresh_values(rig, later)  # freshness does not use the commit time
+        rig.assert_exact(later)  # freshness does not use the commit time
         assert later.up(CLUSTER) == 1 and invalid >= 2 and errors == 0
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(
-        rig, None, lambda sc: sc.get("kafka_consumer_commit_lag_ms", **labels) is not None)
-    matrix.record(Observation(
+    record(
         "Burrow", "a commit timestamp 3 million years ahead",
         "one group's real `/lag` answer with `end.timestamp` 99999999999999999 (it used to "
         "export `commit_lag_ms` 9.99e16)",
         f"no commit lag for that partition (a commit time before 2000 or more than a day ahead "
         f"is impossible); exact freshness for both groups; largest per-consumer value "
         f"{biggest:g}; `cluster_up` 1; `invalid_inputs_total` +{invalid:g}",
-        "the commit lag returns", describe_recovery(cycles, secs), request.node.nodeid))
+        "the commit lag returns", rig.recovery(None, RECOVERY_BUDGET_S, lambda sc: sc.get(
+            "kafka_consumer_commit_lag_ms", **labels) is not None))
 
 
-def test_every_group_gone_is_a_failed_cluster(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_every_group_gone_is_a_failed_cluster(rig: Rig, record: Record) -> None:
     baseline = rig.healthy()
     began = time.monotonic()
-    rig.burrow.add(LAG, Fault.not_found())
-    try:
+    with rig.burrow.faulted(LAG, Fault.not_found()):
         down = rig.exporter.wait_for(lambda sc: sc.up(CLUSTER) == 0,
-                                     WORST_CYCLE_S + FREQUENCY + 10, "the cluster to be down")
+                                     SEEN_S, "the cluster to be down")
         detect_s = time.monotonic() - began
         frozen = down.last_success(CLUSTER)
         later = rig.exporter.wait_cycles(CLUSTER, 2, 2 * (WORST_CYCLE_S + FREQUENCY) + 10)
         assert later.up(CLUSTER) == 0 and later.consumer_series(CLUSTER) == 0
         assert later.last_success(CLUSTER) == frozen, "last_success advanced with no group"
-        failures = (later.get(FAILURES, cluster=CLUSTER) or 0) - \
-            (baseline.get(FAILURES, cluster=CLUSTER) or 0)
+        failures = later.increase(FAILURES, baseline, cluster=CLUSTER)
         assert failures >= 2
         status, body = rig.exporter.get("/healthz")
         error = json.loads(body)["clusters"][CLUSTER]["error"] or ""
         assert status == 200 and "none could be measured" in error, error
-    finally:
-        rig.burrow.clear()
-    cycles, secs = observe_recovery(rig, frozen)
-    matrix.record(Observation(
+    record(
         "Burrow", "every group's /lag answers 404",
         "`/consumer` lists the groups, every `/lag` answers Burrow's 404 NOTFOUND (it used to "
         "leave `cluster_up` 1 with 0 groups and no warning)",
         f"`cluster_up` 0 after {detect_s:.1f} s, no per-consumer series, `last_success` frozen, "
         f"`cycle_failures_total` +{failures:g}; /healthz 200 with error “{_short(error)}”",
-        "correct freshness for both groups again", describe_recovery(cycles, secs),
-        request.node.nodeid))
+        "correct freshness for both groups again", rig.recovery(frozen, RECOVERY_BUDGET_S))

@@ -13,6 +13,7 @@ against the request path, first match wins:
     server.add(LAG, Fault.hold())                 # park requests until server.release()
     server.add(LAG, Fault.rewrite(fn))            # the real JSON answer, changed by fn
     server.clear()                                # healthy again
+    with server.faulted(ANY, Fault.status(500)):  # add, then clear after the block
 
 Virtual clusters (``alias``) answer as another Burrow cluster (a second cluster for bulkhead
 tests); ``static`` serves fixed bodies (fuzzed bodies, a synthetic cluster). When the upstream is
@@ -34,7 +35,7 @@ import struct
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -231,6 +232,15 @@ class FaultyBurrow(ServedLocally):
     def add(self, pattern: str, fault: Fault) -> None:
         with self._lock:
             self._state.rules.append(_Rule(re.compile(pattern), fault))
+
+    @contextlib.contextmanager
+    def faulted(self, pattern: str, fault: Fault) -> Iterator[None]:
+        """``add`` for the block; ``clear`` after it, however it ends."""
+        self.add(pattern, fault)
+        try:
+            yield
+        finally:
+            self.clear()
 
     def clear(self) -> None:
         """Remove every fault rule and let held requests go."""

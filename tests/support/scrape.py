@@ -69,6 +69,10 @@ class Scrape:
     def get(self, name: str, **labels: Any) -> float | None:
         return self.samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))
 
+    def increase(self, name: str, since: Scrape, **labels: Any) -> float:
+        """How much counter ``name`` grew from the scrape ``since`` to this one (absent: 0)."""
+        return (self.get(name, **labels) or 0) - (since.get(name, **labels) or 0)
+
     def series(self, name: str, **match: Any) -> dict[Labels, float]:
         """Every sample of ``name`` whose labels include ``match``."""
         want = {(k, str(v)) for k, v in match.items()}
