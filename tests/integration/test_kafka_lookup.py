@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
 from tests.stack_support import poll, running_stack
+from tests.support.memory import RssSampler
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -208,12 +208,14 @@ def req(topic: str, partition: int, offset: int) -> ReadRequest:
     return ReadRequest(CLUSTER, topic, partition, offset)
 
 
-def assert_found(read: RecordRead) -> None:
-    request = read.request
-    assert read.outcome is ReadOutcome.FOUND, read
-    assert read.offset == request.offset
-    assert read.timestamp_ms == ts_of(request.partition, request.offset)
-    assert read.timestamp_type == "CreateTime"
+def assert_found(*reads: RecordRead) -> None:
+    """Each read found its record, with the CreateTime it was produced with."""
+    for read in reads:
+        request = read.request
+        assert read.outcome is ReadOutcome.FOUND, read
+        assert read.offset == request.offset
+        assert read.timestamp_ms == ts_of(request.partition, request.offset)
+        assert read.timestamp_type == "CreateTime"
 
 
 def flush_statistics(pool: ConsumerPool, interval_s: float) -> None:
@@ -239,8 +241,7 @@ def test_found_gives_the_exact_create_time(
     reads = reader.read(requests)
 
     assert [r.request for r in reads] == requests
-    for read in reads:
-        assert_found(read)
+    assert_found(*reads)
 
 
 def test_adjacent_offsets_share_one_assignment(
@@ -253,8 +254,7 @@ def test_adjacent_offsets_share_one_assignment(
 
     reads = reader.read([req(topic, 0, 7), req(topic, 0, 6), req(topic, 1, 3), req(topic, 1, 4)])
 
-    for read in reads:
-        assert_found(read)
+    assert_found(*reads)
     assert readers.assignments == [[(topic, 0, 6), (topic, 1, 3)]]
 
 
@@ -268,8 +268,7 @@ def test_far_apart_offsets_are_sought_not_read_through(
 
     reads = reader.read([req(topic, 0, 5), req(topic, 0, 6), req(topic, 0, 290)])
 
-    for read in reads:
-        assert_found(read)
+    assert_found(*reads)
     assert readers.assignments == [[(topic, 0, 5)], [(topic, 0, 290)]]
 
 
@@ -303,8 +302,7 @@ def test_hundreds_of_partitions_in_batches(
     reads = reader.read(requests)
 
     assert [r.request for r in reads] == requests
-    for read in reads:
-        assert_found(read)
+    assert_found(*reads)
     assert sorted(len(a) for a in readers.assignments) == [50, 100, 100]
     assert reader.stats()["batches"] == 3
 
@@ -320,8 +318,7 @@ def test_many_topics(
     requests = [req(t, p, (p + i) % 3) for i, t in enumerate(topics) for p in range(4)]
     reads = reader.read(requests)
 
-    for read in reads:
-        assert_found(read)
+    assert_found(*reads)
     assert reader.stats()["batches"] == 1  # one leader, 100 partitions: one batch
 
 
@@ -341,8 +338,7 @@ def test_two_thousand_lookups_batched(
     flush_statistics(pool, 0.1)
     fetches = reader.stats()["fetch_requests"]
 
-    for read in reads:
-        assert_found(read)
+    assert_found(*reads)
     logger.warning(
         "2,000 lookups on Kafka 4.1: %.2f s, %d Fetch requests (%.4f per lookup)",
         elapsed,
@@ -352,41 +348,6 @@ def test_two_thousand_lookups_batched(
     print(f"\n2,000 lookups: {elapsed:.2f} s, {fetches} Fetch requests")
     assert elapsed < 30.0
     assert 0 < fetches < len(requests) / 4  # batched: far fewer fetches than lookups
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-class RssSampler:
-    """Peak RSS while a block runs (ru_maxrss is the process lifetime peak: useless here)."""
-
-    def __init__(self) -> None:
-        self.baseline = _rss_bytes()
-        self.peak = self.baseline
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.002):
-            self.peak = max(self.peak, _rss_bytes())
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, _rss_bytes())
-
-    @property
-    def growth(self) -> int:
-        return self.peak - self.baseline
 
 
 def test_one_mib_records_keep_memory_bounded(
@@ -410,8 +371,7 @@ def test_one_mib_records_keep_memory_bounded(
         reads = reader.read(requests)
     elapsed = time.monotonic() - started
 
-    for read in reads:
-        assert_found(read)
+    assert_found(*reads)
     print(
         f"\n1 MiB records: {elapsed:.2f} s, "
         f"RSS {rss.baseline / MiB:.0f} -> peak {rss.peak / MiB:.0f} MiB"

@@ -10,6 +10,7 @@
 - :mod:`tests.support.seeding`: records with known times and real group commits on the stack.
 - :mod:`tests.support.history`, :mod:`tests.support.golden`: domain results for sink tests.
 - :mod:`tests.support.kafka_wire`: a raw ApiVersions round trip, below any Kafka client.
+- :mod:`tests.support.memory`: a process's peak RSS while a block runs.
 - :mod:`tests.support.fake_burrow`: a fault-injecting HTTP front of Burrow (or a Burrow of its
   own), for the fault and unit suites; :mod:`tests.support.http_burrow`: a recording HTTP(S)
   server with scripted answers, for the Burrow client's tests.
