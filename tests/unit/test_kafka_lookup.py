@@ -76,6 +76,21 @@ def make_reader(
     return fake_reader(broker, executor, settings, lookup)
 
 
+ReaderOf = Callable[..., KafkaRecordReader]
+
+
+@pytest.fixture
+def reader_of(broker: FakeBroker, executor: ThreadPoolExecutor) -> ReaderOf:
+    """``reader_of(*logs, **lookup)``: topic "t" made of ``logs`` on this test's broker, and a
+    reader of it (``lookup``: LookupSettings fields, or ``num_consumers``)."""
+
+    def make(*logs: FakeLog, **lookup: Any) -> KafkaRecordReader:
+        broker.add_topic("t", list(logs))
+        return make_reader(broker, executor, **lookup)[0]
+
+    return make
+
+
 def req(topic: str, partition: int, offset: int) -> ReadRequest:
     return ReadRequest(CLUSTER, topic, partition, offset)
 
@@ -97,11 +112,8 @@ def test_reader_satisfies_the_record_reader_protocol(
     assert broker.metadata_calls == 0  # nothing to read, nothing asked
 
 
-def test_found_reports_the_exact_record_timestamp(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
-    broker.add_topic("t", [make_log(10)])
-    reader, _ = make_reader(broker, executor)
+def test_found_reports_the_exact_record_timestamp(reader_of: ReaderOf) -> None:
+    reader = reader_of(make_log(10))
 
     [read] = reader.read([req("t", 0, 4)])
 
@@ -114,11 +126,10 @@ def test_found_reports_the_exact_record_timestamp(
     )
 
 
-def test_log_append_time_is_named(broker: FakeBroker, executor: ThreadPoolExecutor) -> None:
+def test_log_append_time_is_named(reader_of: ReaderOf) -> None:
     log = make_log(3)
     log.records[1] = (TIMESTAMP_LOG_APPEND_TIME, BASE_TS + 99)
-    broker.add_topic("t", [log])
-    reader, _ = make_reader(broker, executor)
+    reader = reader_of(log)
 
     [read] = reader.read([req("t", 0, 1)])
 
@@ -130,13 +141,10 @@ def test_log_append_time_is_named(broker: FakeBroker, executor: ThreadPoolExecut
 
 
 @pytest.mark.parametrize("ts", [(TIMESTAMP_NOT_AVAILABLE, 0), (TIMESTAMP_CREATE_TIME, -1)])
-def test_record_without_timestamp_fails(
-    broker: FakeBroker, executor: ThreadPoolExecutor, ts: tuple[int, int]
-) -> None:
+def test_record_without_timestamp_fails(reader_of: ReaderOf, ts: tuple[int, int]) -> None:
     log = make_log(3)
     log.records[1] = ts
-    broker.add_topic("t", [log])
-    reader, _ = make_reader(broker, executor)
+    reader = reader_of(log)
 
     [read] = reader.read([req("t", 0, 1)])
 
@@ -145,11 +153,8 @@ def test_record_without_timestamp_fails(
     assert read.timestamp_ms is None
 
 
-def test_gap_returns_the_next_existing_record(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
-    broker.add_topic("t", [make_log(10, gaps=(3, 4, 5))])
-    reader, _ = make_reader(broker, executor)
+def test_gap_returns_the_next_existing_record(reader_of: ReaderOf) -> None:
+    reader = reader_of(make_log(10, gaps=(3, 4, 5)))
 
     reads = by_request(reader.read([req("t", 0, 3), req("t", 0, 5), req("t", 0, 6)]))
 
@@ -160,11 +165,8 @@ def test_gap_returns_the_next_existing_record(
     assert (found.outcome, found.offset) == (ReadOutcome.FOUND, 6)
 
 
-def test_end_when_nothing_at_or_after_the_offset(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
-    broker.add_topic("t", [make_log(10, gaps=(8, 9))])
-    reader, _ = make_reader(broker, executor)
+def test_end_when_nothing_at_or_after_the_offset(reader_of: ReaderOf) -> None:
+    reader = reader_of(make_log(10, gaps=(8, 9)))
 
     reads = by_request(reader.read([req("t", 0, 8), req("t", 0, 10)]))
 
@@ -173,10 +175,9 @@ def test_end_when_nothing_at_or_after_the_offset(
 
 
 def test_out_of_range_reports_log_start_and_earliest_record(
-    broker: FakeBroker, executor: ThreadPoolExecutor
+    broker: FakeBroker, reader_of: ReaderOf
 ) -> None:
-    broker.add_topic("t", [make_log(20, start=7)])
-    reader, _ = make_reader(broker, executor)
+    reader = reader_of(make_log(20, start=7))
 
     reads = by_request(reader.read([req("t", 0, 2), req("t", 0, 3), req("t", 0, 12)]))
 
@@ -191,12 +192,9 @@ def test_out_of_range_reports_log_start_and_earliest_record(
     assert broker.watermark_calls == 1
 
 
-def test_out_of_range_when_the_earliest_record_cannot_be_read(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
+def test_out_of_range_when_the_earliest_record_cannot_be_read(reader_of: ReaderOf) -> None:
     log = make_log(20, start=7)
-    broker.add_topic("t", [log])
-    reader, _ = make_reader(broker, executor, timeout_s=2.0)
+    reader = reader_of(log, timeout_s=2.0)
     original = FakeConsumer._fetch
 
     def stuck_after_reset(self: FakeConsumer, key: tuple[str, int], room: int) -> list[Any]:
@@ -216,9 +214,8 @@ def test_out_of_range_when_the_earliest_record_cannot_be_read(
     assert lost.error is not None and "earliest retained record not read" in lost.error
 
 
-def test_out_of_range_on_an_empty_log(broker: FakeBroker, executor: ThreadPoolExecutor) -> None:
-    broker.add_topic("t", [FakeLog({}, log_start=9, log_end=9)])
-    reader, _ = make_reader(broker, executor)
+def test_out_of_range_on_an_empty_log(reader_of: ReaderOf) -> None:
+    reader = reader_of(FakeLog({}, log_start=9, log_end=9))
 
     [lost] = reader.read([req("t", 0, 4)])
 
@@ -226,11 +223,8 @@ def test_out_of_range_on_an_empty_log(broker: FakeBroker, executor: ThreadPoolEx
     assert (lost.log_start_offset, lost.log_end_offset, lost.offset) == (9, 9, None)
 
 
-def test_offset_beyond_the_log_end_is_end_with_a_note(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
-    broker.add_topic("t", [make_log(10)])
-    reader, _ = make_reader(broker, executor)
+def test_offset_beyond_the_log_end_is_end_with_a_note(reader_of: ReaderOf) -> None:
+    reader = reader_of(make_log(10))
 
     [read] = reader.read([req("t", 0, 50)])
 
@@ -240,12 +234,11 @@ def test_offset_beyond_the_log_end_is_end_with_a_note(
 
 
 def test_deadline_fails_what_is_left_with_a_clear_error(
-    broker: FakeBroker, executor: ThreadPoolExecutor
+    broker: FakeBroker, reader_of: ReaderOf
 ) -> None:
     stuck = make_log(10)
     stuck.stuck = True
-    broker.add_topic("t", [make_log(10), stuck])
-    reader, _ = make_reader(broker, executor, timeout_s=3.0)
+    reader = reader_of(make_log(10), stuck, timeout_s=3.0)
     start = broker.clock()
 
     reads = by_request(reader.read([req("t", 0, 1), req("t", 1, 1)]))
@@ -315,13 +308,10 @@ def test_the_cycle_deadline_bounds_every_batch(executor: ThreadPoolExecutor) -> 
         reader.read([req("t", 0, 1)])
 
 
-def test_non_retriable_partition_error_fails_only_that_partition(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
+def test_non_retriable_partition_error_fails_only_that_partition(reader_of: ReaderOf) -> None:
     broken = make_log(10)
     broken.error = FakeError(RdKafkaError.TOPIC_AUTHORIZATION_FAILED, "not authorized")
-    broker.add_topic("t", [make_log(10), broken])
-    reader, _ = make_reader(broker, executor)
+    reader = reader_of(make_log(10), broken)
 
     reads = by_request(reader.read([req("t", 0, 1), req("t", 1, 1)]))
 
@@ -348,13 +338,10 @@ def test_fatal_client_error_fails_the_batch_and_replaces_the_consumer(
     assert pool.stats()["consumers_replaced"] == 1
 
 
-def test_unknown_topic_partition_and_bad_requests_fail_without_raising(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
+def test_unknown_topic_partition_and_bad_requests_fail_without_raising(reader_of: ReaderOf) -> None:
     leaderless = make_log(5)
     leaderless.leader = -1
-    broker.add_topic("t", [make_log(5), leaderless])
-    reader, _ = make_reader(broker, executor)
+    reader = reader_of(make_log(5), leaderless)
     requests = [
         req("missing", 0, 1),
         req("t", 7, 1),
@@ -411,11 +398,8 @@ def test_deadline_error_names_the_client_error(
 # --- batching ----------------------------------------------------------------------------
 
 
-def test_adjacent_offsets_share_one_assignment(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
-    broker.add_topic("t", [make_log(100)])
-    reader, _ = make_reader(broker, executor)
+def test_adjacent_offsets_share_one_assignment(broker: FakeBroker, reader_of: ReaderOf) -> None:
+    reader = reader_of(make_log(100))
 
     reads = by_request(reader.read([req("t", 0, 41), req("t", 0, 40)]))
 
@@ -427,11 +411,10 @@ def test_adjacent_offsets_share_one_assignment(
 
 
 def test_partitions_leave_the_assignment_as_soon_as_answered(
-    broker: FakeBroker, executor: ThreadPoolExecutor
+    broker: FakeBroker, reader_of: ReaderOf
 ) -> None:
     broker.records_per_poll = 1
-    broker.add_topic("t", [make_log(1000), make_log(1000)])
-    reader, _ = make_reader(broker, executor)
+    reader = reader_of(make_log(1000), make_log(1000))
 
     reader.read([req("t", 0, 10), req("t", 1, 500), req("t", 1, 502)])
 
@@ -440,11 +423,10 @@ def test_partitions_leave_the_assignment_as_soon_as_answered(
 
 
 def test_far_apart_offsets_on_one_partition_get_their_own_seek(
-    broker: FakeBroker, executor: ThreadPoolExecutor
+    broker: FakeBroker, reader_of: ReaderOf
 ) -> None:
     broker.records_per_poll = 5
-    broker.add_topic("t", [make_log(100_000)])
-    reader, _ = make_reader(broker, executor)
+    reader = reader_of(make_log(100_000))
 
     reads = reader.read([req("t", 0, 10), req("t", 0, 11), req("t", 0, 90_000)])
 
@@ -454,10 +436,9 @@ def test_far_apart_offsets_on_one_partition_get_their_own_seek(
 
 
 def test_many_partitions_in_one_batch_one_read_each(
-    broker: FakeBroker, executor: ThreadPoolExecutor
+    broker: FakeBroker, reader_of: ReaderOf
 ) -> None:
-    broker.add_topic("t", [make_log(5) for _ in range(50)])
-    reader, _ = make_reader(broker, executor, batch_size=200)
+    reader = reader_of(*[make_log(5) for _ in range(50)], batch_size=200)
     requests = [req("t", p, o) for p in range(50) for o in (2, 3)]
 
     reads = reader.read(requests)
@@ -488,11 +469,8 @@ def test_batches_are_cut_per_leader(broker: FakeBroker, executor: ThreadPoolExec
     assert len(broker.consumers) <= 2
 
 
-def test_duplicate_requests_each_get_an_answer(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
-    broker.add_topic("t", [make_log(5)])
-    reader, _ = make_reader(broker, executor)
+def test_duplicate_requests_each_get_an_answer(reader_of: ReaderOf) -> None:
+    reader = reader_of(make_log(5))
 
     reads = reader.read([req("t", 0, 2), req("t", 0, 2)])
 
@@ -518,11 +496,8 @@ def test_a_crashing_consumer_fails_its_batch_not_the_call(
     assert broker.consumers[0].closed  # replaced, not lent again
 
 
-def test_stats_count_reads_batches_and_failures(
-    broker: FakeBroker, executor: ThreadPoolExecutor
-) -> None:
-    broker.add_topic("t", [make_log(5)])
-    reader, _ = make_reader(broker, executor)
+def test_stats_count_reads_batches_and_failures(reader_of: ReaderOf) -> None:
+    reader = reader_of(make_log(5))
 
     reader.read([req("t", 0, 1), req("t", 0, 9), req("x", 0, 1)])
     reader.read([req("t", 0, 2)])
