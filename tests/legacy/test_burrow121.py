@@ -23,16 +23,11 @@ import pytest
 from devstack.burrow import BURROW121_KAFKA_VERSION
 from devstack.cache import default_kafka_version, kafka_classpath_dir
 from devstack.legacy import LegacyStack
-from devstack.stack import DEFAULT_RETENTION_MS, now_ms
+from devstack.stack import now_ms
 from freshness_tracker.domain.model import PartitionStatus
-from tests.realkafka.helpers import (
-    assert_freshness_from,
-    data_loss_past_a_commit,
-    one_cycle,
-    result,
-)
+from tests.realkafka.helpers import assert_exact, data_loss_past_a_commit, one_cycle, result
 from tests.support.kafka_wire import api_versions
-from tests.support.scrape import COMMIT_LAG, FRESHNESS
+from tests.support.scrape import FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.legacy, pytest.mark.timeout(180)]
 
@@ -96,22 +91,12 @@ def test_group_commit_exact_freshness_and_commit_lag(
 
     snap, scrape = one_cycle(stack, group)
 
-    r = result(snap, group, topic, 0)
-    assert r.status is PartitionStatus.OK, r
-    assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (3, 7, 4)
-    assert r.commit_time_ms == commit_ts
-    assert_freshness_from(snap, r, ts[3])
-    assert r.commit_lag_ms == commit_ts - ts[2]
-    assert r.freshness_ms is not None
-    assert r.retention_headroom_ms == DEFAULT_RETENTION_MS - r.freshness_ms  # real retention.ms
+    assert_exact(snap, scrape, group, topic, 0, ts, 3, commit_ts)
     fresh = result(snap, group, topic, 1)
     assert fresh.status is PartitionStatus.CAUGHT_UP, fresh
     assert (fresh.freshness_ms, fresh.offset_lag, fresh.committed_offset) == (0, 0, 4)
-
-    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic}
-    assert scrape.get(FRESHNESS, partition=0, **labels) == r.freshness_ms
-    assert scrape.get(COMMIT_LAG, partition=0, **labels) == commit_ts - ts[2]
-    assert scrape.get(FRESHNESS, partition=1, **labels) == 0
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 1}
+    assert scrape.get(FRESHNESS, **labels) == 0
     assert scrape.get(GROUP_DATA_LOSS, cluster=stack.cluster, consumer=group) == 0
 
 
@@ -133,15 +118,7 @@ def test_zookeeper_commit_read_by_kafka_zk(
 
     snap, scrape = one_cycle(stack, group)
 
-    r = result(snap, group, topic, 0)
-    assert r.status is PartitionStatus.OK, r
-    assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (2, 6, 4)
-    assert r.commit_time_ms == mtime
-    assert_freshness_from(snap, r, ts[2])
-    assert r.commit_lag_ms == mtime - ts[1]
-    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
-    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
-    assert scrape.get(COMMIT_LAG, **labels) == mtime - ts[1]
+    assert_exact(snap, scrape, group, topic, 0, ts, 2, mtime)
 
 
 def test_data_loss_when_delete_records_passes_the_commit(

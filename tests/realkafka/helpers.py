@@ -3,17 +3,17 @@ and exact checks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
 
 from devstack import RealStack
-from devstack.stack import now_ms
+from devstack.stack import DEFAULT_RETENTION_MS, now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
 from tests.stack_support import in_ci
 from tests.support.exporter import exporter
-from tests.support.scrape import FRESHNESS, Scrape
+from tests.support.scrape import COMMIT_LAG, FRESHNESS, Scrape
 
 
 class StackPool:
@@ -68,6 +68,24 @@ def result(snap: ClusterSnapshot, group: str, topic: str, partition: int) -> Par
     (found,) = [r for r in snap.partitions
                 if (r.key.consumer, r.key.topic, r.key.partition) == (group, topic, partition)]
     return found
+
+
+def assert_exact(snap: ClusterSnapshot, scrape: Scrape, group: str, topic: str, partition: int,
+                 ts: Sequence[int], committed: int, commit_ts: int) -> PartitionResult:
+    """A lagging partition of records with CreateTimes ``ts`` (from offset 0), committed at
+    ``committed`` at ``commit_ts``, measured exactly, in the snapshot and on /metrics."""
+    r = result(snap, group, topic, partition)
+    assert r.status is PartitionStatus.OK, r
+    assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (
+        committed, len(ts), len(ts) - committed)
+    assert r.commit_time_ms == commit_ts
+    assert_freshness_from(snap, r, ts[committed])
+    assert r.commit_lag_ms == commit_ts - ts[committed - 1]
+    assert r.retention_headroom_ms == DEFAULT_RETENTION_MS - r.freshness_ms  # real retention.ms
+    labels = {"cluster": snap.cluster, "consumer": group, "topic": topic, "partition": partition}
+    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
+    assert scrape.get(COMMIT_LAG, **labels) == r.commit_lag_ms
+    return r
 
 
 def data_loss_past_a_commit(
