@@ -207,9 +207,7 @@ def test_burrow_killed_mid_cycle(rig: Rig, record: Record) -> None:
     """A `/lag` request is parked in flight; the real Burrow is stopped; the request then finds
     it dead and its connection is dropped with no answer, as a killed Burrow's would be."""
     baseline = rig.healthy()
-    rig.burrow.rearm()
-    rig.burrow.add(LAG, Fault.hold())
-    assert rig.burrow.hold_until(lambda: True, 15), "no /lag request arrived to park"
+    rig.burrow.park_lag()
     began = time.monotonic()
     rig.stack.stop_burrow()
     rig.burrow.clear()  # the parked request proceeds into a dead Burrow

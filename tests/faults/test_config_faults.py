@@ -21,7 +21,7 @@ import pytest
 
 from devstack.processes import free_port
 from freshness_tracker.cli import main
-from tests.faults.harness import Matrix, Observation
+from tests.faults.harness import Record
 from tests.stack_support import poll
 from tests.support.exporter import ExporterProcess, run_cli
 
@@ -217,24 +217,22 @@ def test_malformed_or_missing_key_is_one_line_and_exit_2(case: Case,
     assert not case.secret or case.secret not in out.stderr, out.stderr
 
 
-def test_matrix_row_for_config(outcomes: dict[str, Outcome], matrix: Matrix,
-                               request: pytest.FixtureRequest) -> None:
+def test_matrix_row_for_config(outcomes: dict[str, Outcome], record: Record) -> None:
     good = [o for o in outcomes.values() if o.code == 2 and len(o.stderr.strip().splitlines()) == 1]
     examples = [outcomes[n].stderr.strip() for n in (
         "numConsumers negative", "burrow.caFile does not exist", "port already in use",
         "librdkafka property unknown", "listener password without username")]
-    matrix.record(Observation(
+    record(
         "Config", "malformed or missing keys",
         f"{len(CASES)} broken configs through `run --config` (syntax, encoding, substitution, "
         "includes, types, ranges, regexes, missing files, unbindable listener, env overrides, "
         "librdkafka properties, half-configured auth, malformed URLs with credentials)",
         f"{len(good)}/{len(CASES)} exit 2 with one line naming the key and no traceback, e.g. "
         + "; ".join(f"`{e}`" for e in examples),
-        "n/a", "", request.node.nodeid))
+        "n/a", "")
 
 
-def test_unknown_keys_warn_and_the_exporter_runs(tmp_path: Path, matrix: Matrix,
-                                                 request: pytest.FixtureRequest) -> None:
+def test_unknown_keys_warn_and_the_exporter_runs(tmp_path: Path, record: Record) -> None:
     path = tmp_path / "typo.conf"
     path.write_text(BASE.replace("@PORT@", str(free_port())) +
                     'burow.url = "http://typo:1"\nfrequncy_sec = 5\n'
@@ -247,16 +245,15 @@ def test_unknown_keys_warn_and_the_exporter_runs(tmp_path: Path, matrix: Matrix,
     assert any("clusters[0].numConsumer: unknown key" in w and "numConsumers" in w
                for w in warnings)
     assert all("level=warning" in w for w in warnings)
-    matrix.record(Observation(
+    record(
         "Config", "unknown keys",
         "typos `burow.url`, `frequncy_sec`, `clusters[0].numConsumer`",
         "one warning each naming the key and the nearest known key (e.g. "
         "`config burow: unknown key, ignored; did you mean 'burrow'?`); the exporter runs",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")
 
 
-def test_burrow_url_credentials_stay_out_of_every_output(tmp_path: Path, matrix: Matrix,
-                                                         request: pytest.FixtureRequest) -> None:
+def test_burrow_url_credentials_stay_out_of_every_output(tmp_path: Path, record: Record) -> None:
     """A password with `#`, `/`, `?`, `@` and `:` in burrow.url, Burrow unreachable so every
     output names its URL: `run` logging at DEBUG with /healthz, `once --format json`, `check`."""
     secret = "a#b/c?d@e:Zq9Xv"
@@ -285,10 +282,10 @@ def test_burrow_url_credentials_stay_out_of_every_output(tmp_path: Path, matrix:
         assert "http://127.0.0.1:1" in text, (name, text[-2000:])  # the URL, without credentials
         assert "Zq9Xv" not in text and "tracker:" not in text, (name, text[-2000:])
     assert (once.returncode, check.returncode) == (1, 1)
-    matrix.record(Observation(
+    record(
         "Config", "credentials in burrow.url",
         f"`burrow.url = \"http://tracker:{secret}@127.0.0.1:1\"` (Burrow unreachable), "
         "`run` at DEBUG, `once --format json`, `check`",
         "sent as basic auth; every output names `http://127.0.0.1:1` and none holds the "
         f"password ({', '.join(outputs)})",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")

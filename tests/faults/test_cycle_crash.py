@@ -5,17 +5,15 @@ for any other failure, and the next good cycle brings them back."""
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Callable, Sequence
-
-import pytest
 
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags
 from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.faults.harness import Matrix, Observation
+from tests.faults.harness import Record
+from tests.support.exporter import looping
 from tests.support.scrape import Scrape, scrape_until
 
 CLUSTER = "c"
@@ -33,7 +31,7 @@ class BuggyBurrow(FakeBurrow):
 
 
 def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
-        matrix: Matrix, request: pytest.FixtureRequest) -> None:
+        record: Record) -> None:
     settings = load_settings(text=f"""
         burrow.url = "http://fake:1"
         clusters = [{{ name = {CLUSTER}, kafka {{ "bootstrap.servers" = "k:1" }} }}]
@@ -44,8 +42,6 @@ def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
     reader = FakeReader({("t", 0, 4): 1_000})
     exporter = Exporter(settings, burrow=burrow, reader_factory=lambda _k: reader,
                         clock=lambda: 61_000)
-    stop = threading.Event()
-    loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True)
 
     def scrape() -> Scrape:
         return Scrape.of(exporter.registry)
@@ -54,8 +50,7 @@ def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
         return scrape_until(scrape, predicate, 10, what, 0.02)
 
     labels = {"cluster": CLUSTER, "consumer": "g", "topic": "t", "partition": 0}
-    try:
-        loop.start()
+    with looping(exporter):
         good = wait(lambda s: s.get("kafka_consumer_freshness_ms", **labels) == 60_000, "good")
         assert good.up(CLUSTER) == 1
         burrow.broken = True
@@ -69,15 +64,11 @@ def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
         burrow.broken = False
         back = wait(lambda s: s.up(CLUSTER) == 1, "recovery after the crash")
         assert back.get("kafka_consumer_freshness_ms", **labels) == 60_000
-    finally:
-        stop.set()
-        loop.join(5)
-        exporter.close()
     assert "KeyError" in error
-    matrix.record(Observation(
+    record(
         "Exporter", "a cycle crashes on something unforeseen",
         "the Burrow source raises an unexpected `KeyError` mid-cycle (a bug, not a Burrow error)",
         "`cluster_up` 0 and every per-consumer series removed at once (not the previous "
         "cycle's values); the loop keeps cycling; the crash is logged with its traceback",
         f"correct values with the next good cycle; /healthz error while crashing: “{error}”",
-        "next cycle", request.node.nodeid))
+        "next cycle")

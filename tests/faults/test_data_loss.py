@@ -26,7 +26,7 @@ from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
 from tests.fakes import FakeBurrow, group, lag
-from tests.faults.harness import Matrix, Observation, describe_recovery, fault_config, groups_regex
+from tests.faults.harness import Record, describe_recovery, fault_config, groups_regex
 from tests.support.config import cluster_entry
 from tests.support.exporter import ExporterProcess
 from tests.support.fake_kafka import BASE_TS, FakeBroker, FakeConsumer, fake_reader, make_log
@@ -111,8 +111,7 @@ RETENTION_MS = 3_600_000
 @pytest.mark.integration
 @pytest.mark.timeout(180)
 def test_records_deleted_past_a_real_commit_are_data_loss(
-        fault_stack: RealStack, tmp_path: Path, matrix: Matrix,
-        request: pytest.FixtureRequest) -> None:
+        fault_stack: RealStack, tmp_path: Path, record: Record) -> None:
     """Real data loss: records 0-5 deleted under a group that committed 2; the user set
     ``auto.offset.reset=latest``, which must not turn the loss into a silent "caught up"."""
     stack, suffix = fault_stack, uuid.uuid4().hex[:8]
@@ -161,7 +160,7 @@ def test_records_deleted_past_a_real_commit_are_data_loss(
     commit_lag = ok.get("kafka_consumer_commit_lag_ms", **labels)  # the broker's commit time
     assert commit_lag is not None
     assert window.before_ms - stamps[7] <= commit_lag <= window.after_ms - stamps[7]
-    matrix.record(Observation(
+    record(
         "Kafka", "committed offset below the log start (data loss)",
         "real records deleted (`AdminClient.delete_records`: log start 0 → 6) under a group "
         "that committed 2; the user set `auto.offset.reset=latest`; the real Burrow 1.2.1",
@@ -171,4 +170,4 @@ def test_records_deleted_past_a_real_commit_are_data_loss(
         f"`data_loss_events_total` {events:g}, `cluster_up` 1",
         "after the group commits 8: `data_loss` 0, exact freshness, retention headroom from the "
         f"topic's `retention.ms` ({headroom / 1000:.0f} s), commit lag within the commit's window",
-        describe_recovery(cycles, recovery_s), request.node.nodeid))
+        describe_recovery(cycles, recovery_s))

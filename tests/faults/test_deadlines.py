@@ -22,7 +22,8 @@ from freshness_tracker.app import Exporter, unwind_grace_s
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, ReadRequest, RecordRead
 from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.faults.harness import Matrix, Observation
+from tests.faults.harness import Record
+from tests.support.exporter import looping
 from tests.support.scrape import Scrape, scrape_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -124,22 +125,17 @@ def rig() -> Iterator[Rig]:
     exporter = Exporter(settings, burrow=burrow, reader_factory=lambda _k: reader,
                         retention_factory=lambda _k: HangingRetention(gates["kafka retention"]),
                         clock=lambda: 61_000)
-    stop = threading.Event()
-    loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True)
-    loop.start()
-    try:
-        yield Rig(exporter, gates)
-    finally:
-        for gate in gates.values():
-            gate.open()
-        stop.set()
-        loop.join(5)
-        exporter.close()
+    with looping(exporter):
+        try:
+            yield Rig(exporter, gates)
+        finally:
+            for gate in gates.values():
+                gate.open()
 
 
 @pytest.mark.parametrize("call", CALLS)
 def test_a_call_that_never_returns_cannot_freeze_the_cluster(
-        rig: Rig, call: str, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+        rig: Rig, call: str, record: Record) -> None:
     good = rig.wait(lambda s: s.get("kafka_consumer_freshness_ms", **LABELS) == 60_000, 10,
                     "a first good cycle")
     assert good.up(CLUSTER) == 1
@@ -184,7 +180,7 @@ def test_a_call_that_never_returns_cannot_freeze_the_cluster(
                     "recovery once the call returned")
     assert back.consumer_series(CLUSTER) > 0
     assert rig.exporter.health()[0]
-    matrix.record(Observation(
+    record(
         "Guarantee", f"{call}: the call never returns",
         f"the {call} call blocks forever, ignoring every timeout (a hung client library); "
         f"`cycleTimeout` {CYCLE_TIMEOUT_S:g} s",
@@ -193,7 +189,7 @@ def test_a_call_that_never_returns_cannot_freeze_the_cluster(
         "503 `stuck` once it has run twice its deadline, 200 before",
         f"correct values with the first cycle after the call returned; /healthz error: "
         f"“{stuck_error}”",
-        "next cycle", request.node.nodeid))
+        "next cycle")
 
 
 class BlackHole:
@@ -230,7 +226,7 @@ class BlackHole:
 
 
 def test_real_librdkafka_against_a_broker_that_never_answers_stays_within_the_deadline(
-        matrix: Matrix, request: pytest.FixtureRequest) -> None:
+        record: Record) -> None:
     """The real consumer pool, reader and admin client, pointed at a broker that accepts TCP
     and never answers: every call returns by the cycle's deadline, however long the
     configured per-call timeouts are."""
@@ -265,19 +261,17 @@ def test_real_librdkafka_against_a_broker_that_never_answers_stays_within_the_de
         executor.shutdown(wait=False, cancel_futures=True)
         hole.close()
     assert max(took.values()) < 1.5 + 2.5, took
-    matrix.record(Observation(
+    record(
         "Kafka", "a broker that accepts and never answers",
         "bootstrap.servers points at a TCP listener that never sends a byte; `lookup.timeout` "
         "60 s; cycle deadline 1.5 s",
         f"the real consumer pool's read returned after {took['read']:.1f} s and the admin "
         f"client's `retention.ms` request after {took['retention.ms']:.1f} s, both cut at the "
         "cycle's deadline, not the 60 s per-call timeout",
-        "n/a (nothing to recover: the next cycle asks again)", "next cycle",
-        request.node.nodeid))
+        "n/a (nothing to recover: the next cycle asks again)", "next cycle")
 
 
-def test_a_sink_that_never_returns_cannot_stop_the_cycles(
-        matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_a_sink_that_never_returns_cannot_stop_the_cycles(record: Record) -> None:
     """A history sink on a hung mount: measuring and publishing go on, the sink falls behind."""
     settings = load_settings(text=f"""
         burrow.url = "http://fake:1"
@@ -297,35 +291,30 @@ def test_a_sink_that_never_returns_cannot_stop_the_cycles(
     reader = FakeReader({("t", 0, 4): 1_000})
     exporter = Exporter(settings, burrow=burrow, reader_factory=lambda _k: reader,
                         clock=lambda: 61_000, sinks=[hung_sink])
-    stop = threading.Event()
-    loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True)
-    loop.start()
-    try:
-        assert gate.entered.wait(10), "the sink was never called"
-        deadline = time.monotonic() + 20
-        while exporter.holder.publications < 7 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        published = exporter.holder.publications
-        assert published >= 7, "cycles stopped behind a hung sink"
-        assert exporter.sinks[0].dropped >= 1, "nothing says the sink fell behind"
-        assert exporter.health()[0]
-    finally:
-        gate.open()
-        stop.set()
-        loop.join(5)
-        exporter.close()
+    with looping(exporter):
+        try:
+            assert gate.entered.wait(10), "the sink was never called"
+            deadline = time.monotonic() + 20
+            while exporter.holder.publications < 7 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            published = exporter.holder.publications
+            assert published >= 7, "cycles stopped behind a hung sink"
+            assert exporter.sinks[0].dropped >= 1, "nothing says the sink fell behind"
+            assert exporter.health()[0]
+        finally:
+            gate.open()
     assert written, "the sink never resumed once unblocked"
-    matrix.record(Observation(
+    record(
         "Exporter", "a sink that never returns",
         "the history sink blocks forever (a hung mount)",
         f"cycles go on publishing ({published} cycles while it hung); the sink's queue fills "
         f"and {exporter.sinks[0].dropped} cycles are dropped for it with a warning each; "
         "/metrics stays current",
-        "the sink writes again once it returns", "next cycle", request.node.nodeid))
+        "the sink writes again once it returns", "next cycle")
 
 
 def test_sigterm_ends_the_process_even_when_shutdown_blocks(
-        tmp_path: object, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+        tmp_path: object, record: Record) -> None:
     """`run`'s signal handling with a shutdown step that never returns (a client's close()
     hanging): the process still exits within 5 s of SIGTERM."""
     import subprocess
@@ -349,9 +338,9 @@ def test_sigterm_ends_the_process_even_when_shutdown_blocks(
     assert proc.returncode == 0, proc.stderr
     assert took < 0.3 + 5.0 + 2.0, f"exited {took:.1f} s after start"  # + interpreter start
     assert "exiting now" in proc.stderr
-    matrix.record(Observation(
+    record(
         "Exporter", "shutdown blocked by a client",
         "SIGTERM while a shutdown step never returns (a client library's close() hanging)",
         f"the process exits with code 0 {took - 0.3:.1f} s after the signal (hard exit at "
         "4.5 s), logging that it gave up waiting",
-        "n/a", "n/a", request.node.nodeid))
+        "n/a", "n/a")

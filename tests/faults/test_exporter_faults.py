@@ -23,8 +23,7 @@ from devstack import RealStack
 from devstack.processes import free_port
 from tests.faults.harness import (
     CLUSTER,
-    Matrix,
-    Observation,
+    Record,
     Rig,
     fault_config,
     fault_rig,
@@ -32,7 +31,6 @@ from tests.faults.harness import (
 from tests.stack_support import poll
 from tests.support.config import cluster_entry
 from tests.support.exporter import REPO, ExporterProcess
-from tests.support.fake_burrow import LAG, Fault
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +58,11 @@ def assert_clean_exit(exporter: ExporterProcess, code: int | None, seconds: floa
 
 @pytest.mark.integration
 @pytest.mark.timeout(120)
-def test_sigterm_mid_cycle(rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_sigterm_mid_cycle(rig: Rig, record: Record) -> None:
     # (1) a Burrow request in flight that would take burrow.timeout (10 s) x 3 attempts
     exporter = start_exporter(rig, "sigterm-burrow", burrow_timeout="10s", retries=2)
-    rig.burrow.rearm()
-    rig.burrow.add(LAG, Fault.hold())
+    rig.burrow.park_lag()
     try:
-        assert rig.burrow.hold_until(lambda: True, 15)
         code, burrow_s = exporter.stop(timeout_s=30)
         assert_clean_exit(exporter, code, burrow_s)
     finally:
@@ -75,10 +71,8 @@ def test_sigterm_mid_cycle(rig: Rig, matrix: Matrix, request: pytest.FixtureRequ
     # (2) Kafka reads in flight: every broker frame delayed 3 s, lookup.timeout 10 s
     exporter = start_exporter(rig, "sigterm-kafka", lookup_timeout="10s",
                               extra="lookup.cacheSize = 0")
-    rig.burrow.rearm()
-    rig.burrow.add(LAG, Fault.hold())
+    rig.burrow.park_lag()
     try:
-        assert rig.burrow.hold_until(lambda: True, 15)
         rig.stack.rtt_ms = 3000
         rig.stack.reset_request_counts()
         rig.burrow.clear()  # the held cycle proceeds into slow Kafka reads
@@ -88,25 +82,22 @@ def test_sigterm_mid_cycle(rig: Rig, matrix: Matrix, request: pytest.FixtureRequ
         assert_clean_exit(exporter, code, kafka_s)
     finally:
         rig.stack.rtt_ms = 0
-    matrix.record(Observation(
+    record(
         "Exporter", "SIGTERM mid-cycle",
         "SIGTERM while (1) a `/lag` request is in flight (burrow.timeout 10 s, 2 retries) and "
         "(2) Kafka reads are in flight (3 s broker delay, lookup.timeout 10 s)",
         f"exit code 0 after {burrow_s:.1f} s and {kafka_s:.1f} s; no traceback; the log ends "
-        "with `stopped`", "n/a", "", request.node.nodeid))
+        "with `stopped`", "n/a", "")
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(120)
-def test_scrape_during_a_cycle_is_served_from_the_last_snapshot(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_scrape_during_a_cycle_is_served_from_the_last_snapshot(rig: Rig, record: Record) -> None:
     s = rig.seeded
     exporter = start_exporter(rig, "scrape-during", burrow_timeout="10s")
     try:
         before = exporter.scrape()
-        rig.burrow.rearm()
-        rig.burrow.add(LAG, Fault.hold())
-        assert rig.burrow.hold_until(lambda: True, 15)  # a cycle is now stuck in Burrow
+        rig.burrow.park_lag()
         held = time.monotonic()
         cycles = exporter.scrape().cycles(CLUSTER)
         value = before.freshness(CLUSTER, s.lagging, s.topic, 0)
@@ -133,20 +124,19 @@ def test_scrape_during_a_cycle_is_served_from_the_last_snapshot(
     assert median < 0.1 and p90 < 0.5, (median, p90, latencies)
     assert worst < 2.0, f"a scrape took {worst:.3f} s while a cycle was running"
     assert value is not None
-    matrix.record(Observation(
+    record(
         "Exporter", "scrape during a cycle",
         "a cycle held inside Burrow for 3 s while /metrics is scraped every 50 ms",
         f"{len(latencies)} scrapes, median {median * 1000:.0f} ms, p90 {p90 * 1000:.0f} ms, "
         f"worst {worst * 1000:.0f} ms; "
         f"every one served the previous cycle's snapshot unchanged (same cycle count and values, "
         f"`cluster_up` 1)",
-        "the next cycle publishes as soon as Burrow answers", "", request.node.nodeid))
+        "the next cycle publishes as soon as Burrow answers", "")
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(400)
-def test_an_hour_of_cycles_over_1000_groups_leaks_nothing(
-        matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_an_hour_of_cycles_over_1000_groups_leaks_nothing(record: Record) -> None:
     proc = subprocess.run([sys.executable, "-m", "tests.faults.soak"], capture_output=True,
                           text=True, timeout=380, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -170,7 +160,7 @@ def test_an_hour_of_cycles_over_1000_groups_leaks_nothing(
     assert r["threads_max"] - r["threads_before"] <= 16, r
     assert r["scrapes"] >= 3 and r["scrapes_up"] == r["scrapes"], r
     mib = 2**20
-    matrix.record(Observation(
+    record(
         "Exporter", "1,000 groups for an hour of simulated cycles",
         f"{r['groups']} groups × {r['partitions_per_group']} partitions; the real Exporter "
         "(consumer pools, shared Kafka executor, lookup engine, cache, Collector, HTTP server) "
@@ -184,7 +174,7 @@ def test_an_hour_of_cycles_over_1000_groups_leaks_nothing(
         f"threads {r['threads_before']} before, at most {r['threads_max']} during, "
         f"{r['threads_after']} after close; consumers created {r['consumers_created']}, "
         f"replaced 0, open after close 0; {r['scrapes']} scrapes all `cluster_up` 1",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")
 
 
 # --- SIGHUP: reload the config (issue 9) ----------------------------------------------------
@@ -215,7 +205,7 @@ def _msg(line: str, width: int) -> str:
 @pytest.mark.integration
 @pytest.mark.timeout(180)
 def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_when_broken(
-        rig: Rig, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+        rig: Rig, record: Record) -> None:
     s = rig.seeded
     exporter = start_exporter(rig, "sighup")
     assert exporter.proc is not None
@@ -266,7 +256,7 @@ def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_when_broken(
         code, seconds = exporter.stop()
     # (3) SIGTERM afterwards
     assert_clean_exit(exporter, code, seconds)
-    matrix.record(Observation(
+    record(
         "Exporter", "SIGHUP (config reload)",
         "SIGHUP after (1) changing the group filter and `frequency_sec`, then `port`; (2) making "
         "the file invalid (`workerThreadCount = -1`); then SIGTERM",
@@ -275,7 +265,7 @@ def test_sighup_reloads_a_valid_config_and_keeps_the_running_one_when_broken(
         "listener moves there, the old port is closed; (2) one error line naming the key "
         f"(“{_msg(failed_line, 90)}…”), cycles and scrapes go on with the "
         f"previous config; (3) exit code 0 after {seconds:.1f} s",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")
 
 
 def _catches(pid: int, sig: int) -> bool:
@@ -288,8 +278,7 @@ def _catches(pid: int, sig: int) -> bool:
 
 @pytest.mark.integration
 @pytest.mark.timeout(120)
-def test_sighup_during_startup_does_not_kill_the_process(
-        tmp_path: Path, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+def test_sighup_during_startup_does_not_kill_the_process(tmp_path: Path, record: Record) -> None:
     config = fault_config(burrow_url="http://127.0.0.1:1",
                           clusters=[cluster_entry(CLUSTER, "127.0.0.1:1")])
     exporter = ExporterProcess(tmp_path, config, name="sighup-startup").start(wait=False)
@@ -308,9 +297,9 @@ def test_sighup_during_startup_does_not_kill_the_process(
     finally:
         code, seconds = exporter.stop()
     assert code == 0 and seconds < 5.0, (code, seconds, exporter.log_tail())
-    matrix.record(Observation(
+    record(
         "Exporter", "SIGHUP during startup",
         "SIGHUP as soon as the process handles it, before the listener is up",
         f"startup goes on and the process serves; the reload is applied after it "
         f"(“{_msg(line, 60)}”); SIGTERM then exits 0",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")

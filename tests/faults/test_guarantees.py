@@ -20,8 +20,7 @@ from devstack.stack import OFFSETS_TOPIC
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID
 from tests.faults.harness import (
     CLUSTER,
-    Matrix,
-    Observation,
+    Record,
     Rig,
     fault_config,
     fault_rig,
@@ -68,8 +67,7 @@ def committed_offsets(stack: RealStack, group: str, topic: str) -> dict[int, int
     return {tp.partition: tp.offset for tp in found}
 
 
-def test_never_commits_offsets_nor_creates_a_group(rig: Rig, matrix: Matrix,
-                                                   request: pytest.FixtureRequest) -> None:
+def test_never_commits_offsets_nor_creates_a_group(rig: Rig, record: Record) -> None:
     stack, s = rig.stack, rig.seeded
     groups_before = stack.group_ids()
     offsets_before = {g: committed_offsets(stack, g, s.topic) for g in s.groups}
@@ -102,7 +100,7 @@ def test_never_commits_offsets_nor_creates_a_group(rig: Rig, matrix: Matrix,
     assert offsets_after == offsets_before
     status, _ = stack.burrow_get(f"/v3/kafka/{CLUSTER}/consumer/{LOOKUP_GROUP_ID}/lag")
     assert status == 404
-    matrix.record(Observation(
+    record(
         "Guarantee", "never commits, never creates a consumer group",
         f"a full run: 5+ cycles, {reads:g} record reads (cache off, commit lag of caught-up "
         "partitions on), 2 consumers",
@@ -110,12 +108,11 @@ def test_never_commits_offsets_nor_creates_a_group(rig: Rig, matrix: Matrix,
         f"`{LOOKUP_GROUP_ID}` absent); the seeded groups' committed offsets are unchanged; Burrow "
         "does not know the lookup group (checked after Burrow read a later commit in the same "
         "`__consumer_offsets` partition)",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")
 
 
 def test_a_slow_and_a_dead_cluster_never_delay_or_blank_a_healthy_one(
-        rig: Rig, extra_groups: list[str], matrix: Matrix, request: pytest.FixtureRequest
-) -> None:
+        rig: Rig, extra_groups: list[str], record: Record) -> None:
     """Three clusters in one exporter: `local` (healthy), `slowc` (Burrow answers its /lag
     after 3 s, more than burrow.timeout) and `deadk` (its brokers refuse connections)."""
     stack, s = rig.stack, rig.seeded
@@ -173,7 +170,7 @@ def test_a_slow_and_a_dead_cluster_never_delay_or_blank_a_healthy_one(
     assert all(v == 0 for v in dead_fresh.values()), dead_fresh
     failed = end.get(PARTITIONS, cluster="deadk", status="lookup_failed") or 0
     assert failed >= 3
-    matrix.record(Observation(
+    record(
         "Guarantee", "bulkheads: a slow and a dead cluster beside a healthy one",
         "one exporter, three clusters: `local`; `slowc` whose Burrow /lag answers take 3 s "
         "(burrow.timeout 1 s, burrow.concurrency 2, 6 groups); `deadk` whose bootstrap refuses "
@@ -185,4 +182,4 @@ def test_a_slow_and_a_dead_cluster_never_delay_or_blank_a_healthy_one(
         f"{dead_cycles} of {dead_duration:.1f} s, both `cluster_up` 0: `slowc` serves no "
         f"per-consumer series, `deadk` no measured freshness ({failed:g} partitions "
         "`lookup_failed`; only Burrow's numbers and caught-up zeros)",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")

@@ -22,7 +22,6 @@ from tests.faults.harness import (
     Rig,
     fault_rig,
 )
-from tests.support.fake_burrow import LAG, Fault
 from tests.support.scrape import FRESHNESS, GROUP_FRESHNESS, PARTITIONS, READ_FAILURES, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -54,9 +53,7 @@ def test_broker_cut_mid_cycle_and_restored(rig: Rig, record: Record) -> None:
     reading it through the internal listener; the cycle then reads a dead cluster."""
     s, e = rig.seeded, rig.exporter
     baseline = rig.healthy()
-    rig.burrow.rearm()
-    rig.burrow.add(LAG, Fault.hold())
-    assert rig.burrow.hold_until(lambda: True, 15)
+    rig.burrow.park_lag()
     rig.stack.cut_broker()
     rig.burrow.clear()
     began = time.monotonic()

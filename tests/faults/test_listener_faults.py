@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from devstack import RealStack
-from tests.faults.harness import Certs, Matrix, Observation, fault_config
+from tests.faults.harness import Certs, Record, fault_config
 from tests.support.config import cluster_entry
 from tests.support.exporter import ExporterProcess
 
@@ -64,8 +64,7 @@ def server_closed_within(sock: socket.socket, timeout_s: float) -> float | None:
 
 
 def test_an_idle_connection_blocks_no_tls_client_and_is_cut_at_the_handshake_deadline(
-        fault_stack: RealStack, certs: Certs, tmp_path: Path, matrix: Matrix,
-        request: pytest.FixtureRequest) -> None:
+        fault_stack: RealStack, certs: Certs, tmp_path: Path, record: Record) -> None:
     exporter = listener_exporter(fault_stack, certs, tmp_path, "idle-tls", tls=True)
     idle = socket.create_connection(("127.0.0.1", exporter.port))
     dripping = socket.create_connection(("127.0.0.1", exporter.port))
@@ -92,14 +91,14 @@ def test_an_idle_connection_blocks_no_tls_client_and_is_cut_at_the_handshake_dea
     cut_at = 3.0 + cut_idle  # roughly since the connection was opened
     assert 9.0 < cut_at < 20.0, cut_at
     assert code == 0
-    matrix.record(Observation(
+    record(
         "Security", "idle TCP connection to the TLS listener",
         "with TLS + basic auth on the listener, one connection that never speaks and one that "
         "sends half a ClientHello, both held open; /healthz and /metrics requested meanwhile",
         f"{len(latencies)} requests all answered, worst {worst * 1000:.0f} ms (the handshake "
         "runs on the connection's own thread, never in the accept loop); both connections "
         f"closed by the exporter ≈{cut_at:.0f} s after they opened (handshake deadline 10 s)",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")
 
 
 def scrape_load(exporter: ExporterProcess, context: ssl.SSLContext | None,
@@ -141,8 +140,7 @@ def scrape_load(exporter: ExporterProcess, context: ssl.SSLContext | None,
 
 @pytest.mark.parametrize("tls", [True, False], ids=["tls-basic-auth", "plain-http"])
 def test_50_concurrent_scrapers_never_time_out(
-        fault_stack: RealStack, certs: Certs, tmp_path: Path, matrix: Matrix,
-        request: pytest.FixtureRequest, tls: bool) -> None:
+        fault_stack: RealStack, certs: Certs, tmp_path: Path, record: Record, tls: bool) -> None:
     exporter = listener_exporter(fault_stack, certs, tmp_path, "load", tls=tls)
     try:
         exporter.wait_for(lambda sc: sc.cycles(CLUSTER) >= 1, 30, "a first cycle")
@@ -157,11 +155,11 @@ def test_50_concurrent_scrapers_never_time_out(
     assert code == 0
     p50, p99 = latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.99)]
     what = "over TLS + basic auth" if tls else "over plain HTTP"
-    matrix.record(Observation(
+    record(
         "Security" if tls else "Exporter", f"{SCRAPERS} concurrent scrapers {what}",
         f"{SCRAPERS} clients scraping /metrics back to back for {LOAD_S:.0f} s "
         f"({CLIENT_TIMEOUT_S:.0f} s client timeout), a new connection each"
         + (", TLS handshake and basic auth on every one" if tls else ""),
         f"{len(latencies)} scrapes, 0 failed, 0 timeouts; p50 {p50 * 1000:.0f} ms, p99 "
         f"{p99 * 1000:.0f} ms, worst {latencies[-1] * 1000:.0f} ms (listen backlog 128+, "
-        "not 5)", "n/a", "", request.node.nodeid))
+        "not 5)", "n/a", "")

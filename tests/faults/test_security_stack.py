@@ -26,8 +26,7 @@ from devstack import RealStack
 from freshness_tracker.cycle import now_ms
 from tests.faults.harness import (
     Certs,
-    Matrix,
-    Observation,
+    Record,
     TlsTerminator,
     fault_config,
     groups_regex,
@@ -58,8 +57,7 @@ def loopback_alias_usable() -> bool:
 
 
 def test_https_burrow_basic_auth_secure_listener_and_no_secret_in_logs(
-        fault_stack: RealStack, certs: Certs, tmp_path: Path, matrix: Matrix,
-        request: pytest.FixtureRequest) -> None:
+        fault_stack: RealStack, certs: Certs, tmp_path: Path, record: Record) -> None:
     seeded = seed(fault_stack, "sec")
     burrow = FaultyBurrow(fault_stack.burrow_url, certfile=str(certs.cert),
                           keyfile=str(certs.key), basic_auth=(BURROW_USER, BURROW_SECRET)).start()
@@ -132,7 +130,7 @@ def test_https_burrow_basic_auth_secure_listener_and_no_secret_in_logs(
         for body in bodies:
             assert secret not in body
     lines = len(log.splitlines())
-    matrix.record(Observation(
+    record(
         "Security", "Burrow over HTTPS + basic auth; secure listener; secrets never logged",
         "Burrow behind an HTTPS front (throwaway CA, `burrow.caFile`) requiring basic auth; "
         "Burrow credentials, the listener password and a SASL password from the environment, "
@@ -143,12 +141,11 @@ def test_https_burrow_basic_auth_secure_listener_and_no_secret_in_logs(
         "verified, plaintext HTTP refused"
         + (", nothing listens on 127.0.0.1" if host != "127.0.0.1" else "")
         + f"; none of the 4 secrets in {lines} DEBUG log lines, in /metrics or in /healthz",
-        "recovered from the 500s in one cycle", "", request.node.nodeid))
+        "recovered from the 500s in one cycle", "")
 
 
 def test_wrong_ca_wrong_password_and_url_credentials_fail_clearly_and_quietly(
-        fault_stack: RealStack, certs: Certs, tmp_path: Path, matrix: Matrix,
-        request: pytest.FixtureRequest) -> None:
+        fault_stack: RealStack, certs: Certs, tmp_path: Path, record: Record) -> None:
     burrow = FaultyBurrow(fault_stack.burrow_url, certfile=str(certs.cert),
                           keyfile=str(certs.key), basic_auth=(BURROW_USER, BURROW_SECRET)).start()
     port = burrow.port
@@ -193,14 +190,14 @@ def test_wrong_ca_wrong_password_and_url_credentials_fail_clearly_and_quietly(
         for secret in (BURROW_SECRET,):
             assert secret not in e.log(), f"{name}: the Burrow password reached the log"
             assert secret not in errors[name]
-    matrix.record(Observation(
+    record(
         "Security", "wrong CA, wrong password, credentials in burrow.url",
         "three exporters at DEBUG against the HTTPS+basic-auth Burrow front: an unrelated CA; a "
         "wrong password; `https://user:password@host` as burrow.url (then Burrow answers 500)",
         f"wrong CA: down, error “{errors['wrong-ca'][:70]}…”; wrong password: down, error names "
         "HTTP 401; URL credentials are used and the password appears in no log line or error "
         "(URLs in messages carry no userinfo)",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")
 
 
 # --- Kafka over TLS ------------------------------------------------------------------------------
@@ -227,7 +224,7 @@ def tls_broker(fault_stack: RealStack, certs: Certs) -> Iterator[tuple[str, TlsT
 
 def test_kafka_reads_over_a_tls_listener_with_ca_verification(
         fault_stack: RealStack, tls_broker: tuple[str, TlsTerminator], certs: Certs,
-        tmp_path: Path, matrix: Matrix, request: pytest.FixtureRequest) -> None:
+        tmp_path: Path, record: Record) -> None:
     address, terminator = tls_broker
     ssl_props = {"security.protocol": "SSL", "ssl.ca.location": str(certs.ca),
                  "ssl.endpoint.identification.algorithm": "https"}
@@ -270,7 +267,7 @@ def test_kafka_reads_over_a_tls_listener_with_ca_verification(
         exporter.stop()
         burrow.stop()
     assert terminator.handshakes >= 1
-    matrix.record(Observation(
+    record(
         "Security", "Kafka over TLS (SSL properties passed through to librdkafka)",
         "the real broker's advertised client address served over TLS (a TLS terminator in "
         "front of Kafka 3.9.1's client listener; a real commit read by Burrow 1.2.1); three "
@@ -280,4 +277,4 @@ def test_kafka_reads_over_a_tls_listener_with_ca_verification(
         f"handshakes); unrelated CA: `cluster_up` 0, no freshness "
         f"(“{health['tlsbadca']['error'][:60]}…”); "
         "plaintext against TLS: `cluster_up` 0, no freshness",
-        "n/a", "", request.node.nodeid))
+        "n/a", "")

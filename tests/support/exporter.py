@@ -88,22 +88,31 @@ def exporter(stack: RealStack, groups_allow: str, extra: str = "", **kw: Any
 
 
 @contextlib.contextmanager
-def running_exporter(settings: Settings) -> Iterator[tuple[Exporter, int]]:
-    """The exporter's `run` in this process: cluster loops + the HTTP listener; (exporter, port)."""
-    exporter = Exporter(settings)
-    server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready,
-                                    settings.web, exporter.status_page), settings.web).start()
+def looping(exporter: Exporter) -> Iterator[Exporter]:
+    """``exporter.run_forever`` on a thread for the block; stopped and the exporter closed after."""
     stop = threading.Event()
     loop = threading.Thread(target=exporter.run_forever, args=(stop,), daemon=True,
                             name="exporter")
     loop.start()
     try:
-        yield exporter, server.port
+        yield exporter
     finally:
         stop.set()
         loop.join(timeout=10)
-        server.stop()
         exporter.close()
+
+
+@contextlib.contextmanager
+def running_exporter(settings: Settings) -> Iterator[tuple[Exporter, int]]:
+    """The exporter's `run` in this process: cluster loops + the HTTP listener; (exporter, port)."""
+    exporter = Exporter(settings)
+    server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready,
+                                    settings.web, exporter.status_page), settings.web).start()
+    with looping(exporter):
+        try:
+            yield exporter, server.port
+        finally:
+            server.stop()
 
 
 class ExporterProcess:

@@ -10,7 +10,7 @@ against the request path, first match wins:
     server.add(ANY, Fault.truncated())           # the real answer cut in half
     server.add(lag_path("local", "g1"), Fault.not_found())   # Burrow's 404 NOTFOUND shape
     server.add(CLUSTERS, Fault.hide_clusters("local"))       # a cluster vanishes from /v3/kafka
-    server.add(LAG, Fault.hold())                 # park requests until server.release()
+    server.park_lag()                             # park /lag requests until server.clear()
     server.add(LAG, Fault.rewrite(fn))            # the real JSON answer, changed by fn
     server.clear()                                # healthy again
     with server.faulted(ANY, Fault.status(500)):  # add, then clear after the block
@@ -412,20 +412,15 @@ class FaultyBurrow(ServedLocally):
 
     # --- holding ---------------------------------------------------------------------------
 
-    def hold_until(self, condition: Callable[[], bool], timeout_s: float) -> bool:
-        """Wait until a held request arrived and ``condition`` is true (helper for tests)."""
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.held.is_set() and condition():
-                return True
-            time.sleep(0.02)
-        return False
-
-    def rearm(self) -> None:
-        """Make later ``hold`` rules park requests again."""
+    def park_lag(self, timeout_s: float = 15) -> None:
+        """Hold every ``/lag`` request from now on, and wait until one is parked (a cycle stuck
+        in Burrow); ``clear`` lets it go."""
         self._release.clear()
         self.held.clear()
-
+        self.add(LAG, Fault.hold())
+        if not self.held.wait(timeout_s):
+            self.clear()
+            raise AssertionError(f"no /lag request arrived to park in {timeout_s:g} s")
 
 def _send(handler: BaseHTTPRequestHandler, status: int, ctype: str, payload: bytes,
           headers: list[tuple[str, str]] | None = None) -> None:
