@@ -12,7 +12,7 @@ from devstack import RealStack
 from devstack.proxy import API_FETCH
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
-from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
+from tests.realkafka.helpers import assert_exact, one_cycle, result
 from tests.stack_support import poll
 from tests.support.exporter import exporter
 
@@ -46,14 +46,8 @@ def test_one_cycle_reads_partitions_led_by_all_three_brokers(
 
     assert (snap.health.kafka_reads, snap.health.kafka_read_failures) == (6, 0)  # C and C−1 each
     for p, c in committed.items():
-        r = result(snap, group, topic, p)
-        assert r.status is PartitionStatus.OK, (leaders[p], r)
-        assert (r.committed_offset, r.offset_lag) == (c, 6 - c)
-        assert windows[p].before_ms <= r.commit_time_ms == commit_ts[p] <= windows[p].after_ms
-        assert_freshness_from(snap, r, ts[p][c])
-        assert r.commit_lag_ms == commit_ts[p] - ts[p][c - 1]
-        labels = {"cluster": stack3.cluster, "consumer": group, "topic": topic, "partition": p}
-        assert scrape.get("kafka_consumer_freshness_ms", **labels) == r.freshness_ms
+        assert_exact(snap, scrape, group, topic, p, ts[p], c, commit_ts[p])
+        assert windows[p].before_ms <= commit_ts[p] <= windows[p].after_ms, leaders[p]
 
 
 def test_partitions_of_a_stopped_broker_are_read_from_their_new_leaders(
