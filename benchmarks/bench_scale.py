@@ -168,7 +168,8 @@ def py_spy(pid: int, out: Path | None) -> Iterator[None]:
 BUCKETS = [
     ("json/decoder", "Burrow: JSON decode"),
     ("burrow/parse.py", "Burrow: JSON → domain values (parse)"),
-    ("burrow/client.py", "Burrow: HTTP (burrow/client.py and the HTTP library under it)"),
+    ("burrow/http1.py", "Burrow: HTTP (burrow/client.py, burrow/http1.py)"),
+    ("burrow/client.py", "Burrow: HTTP (burrow/client.py, burrow/http1.py)"),
     ("domain/freshness.py", "measure partitions (domain.freshness)"),
     ("domain/rollup.py", "roll-ups"),
     ("plan.py", "plan reads"),

@@ -3,8 +3,8 @@
 Everything is frozen with tuples so a published snapshot can be read by any number of scrapes
 while the next cycle is being built. Times are integer epoch milliseconds, as in Kafka and Burrow.
 
-The values made once per partition per cycle (keys, Burrow's entries, read requests, results)
-are NamedTuples, the rest frozen dataclasses: at 100,000 partitions a cycle builds ~400,000 of
+The values made once per partition per cycle (keys, Burrow's entries, reads, results) are
+NamedTuples, the rest frozen dataclasses: at 100,000 partitions a cycle builds ~400,000 of
 them and hashes, compares and sorts the keys millions of times. A tuple does all of that in C;
 a frozen dataclass sets each field through `object.__setattr__` (their `__init__`s were 14 % of
 a cycle's samples) and compares in Python (docs/scale.md). Change one with `value._replace()`.
@@ -156,8 +156,7 @@ class ReadOutcome(StrEnum):
     FAILED = "failed"  # the read could not complete (timeout, broker down, auth, ...)
 
 
-@dataclass(frozen=True, slots=True)
-class RecordRead:
+class RecordRead(NamedTuple):
     """The answer to one ReadRequest.
 
     - FOUND: `offset == request.offset`, `timestamp_ms` is that record's timestamp.
