@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pytest
 
 from devstack import RealStack
-from devstack.stack import DEFAULT_RETENTION_MS, OFFSETS_TOPIC
+from devstack.stack import OFFSETS_TOPIC
 from freshness_tracker.app import Exporter
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.domain.model import (
@@ -38,6 +38,7 @@ from tests.support.scrape import COMMIT_LAG, FRESHNESS, Scrape
 from tests.support.seeding import (
     Commit,
     Topic,
+    assert_exact,
     burrow_delete_group,
     commit_all,
     seed_topic,
@@ -114,25 +115,6 @@ def only_cluster(exp: Exporter) -> ClusterSnapshot:
     return cluster
 
 
-def assert_exact(snap: ClusterSnapshot, commit: Commit) -> PartitionResult:
-    """Freshness, commit lag, offsets of one lagging partition, exact to the cycle's clock."""
-    r = by_key(snap)[(commit.group, commit.topic.name, commit.partition)]
-    ts_c = commit.topic.ts(commit.partition, commit.offset)
-    assert r.status is PartitionStatus.OK, r
-    assert r.committed_offset == commit.offset
-    assert r.offset_lag == commit.offset_lag
-    assert r.log_end_offset == commit.topic.leo(commit.partition)
-    assert r.commit_time_ms == commit.time_ms
-    assert r.record_timestamp_ms == ts_c
-    # now is taken inside the cycle: the cycle's own start and end bound it
-    assert r.freshness_ms is not None
-    assert snap.started_ms - ts_c <= r.freshness_ms <= snap.finished_ms - ts_c
-    assert r.commit_lag_ms == commit.commit_lag_ms
-    assert r.retention_headroom_ms == DEFAULT_RETENTION_MS - r.freshness_ms
-    assert not r.data_loss and r.lost_records == 0
-    return r
-
-
 def labels(commit: Commit, cluster: str) -> dict[str, str]:
     return {"cluster": cluster, "consumer": commit.group, "topic": commit.topic.name,
             "partition": str(commit.partition)}  # fmt: skip
@@ -188,7 +170,7 @@ def test_exact_values_for_several_topics_and_groups(scenario: Scenario) -> None:
     assert (h.kafka_reads, h.kafka_read_failures, h.cache_hits) == (8, 0, 0)
 
     lagging = [c for c in s.of("g1", "g2") if c.offset_lag > 0]
-    results = {c: assert_exact(snap, c) for c in lagging}
+    results = {c: assert_exact(snap, c, scrape) for c in lagging}
     parts = by_key(snap)
 
     caught_up = parts[(g2, s.b.name, 0)]
@@ -212,11 +194,7 @@ def test_exact_values_for_several_topics_and_groups(scenario: Scenario) -> None:
     assert topics[(g2, s.b.name)].max_freshness_ms == 0
 
     # The same numbers through the rendered Prometheus text.
-    assert_rendered(scrape, snap)
-    for c in lagging:
-        fresh = scrape.get(FRESHNESS, **labels(c, cluster))
-        assert fresh == results[c].freshness_ms
-        assert scrape.get(COMMIT_LAG, **labels(c, cluster)) == float(c.commit_lag_ms)
+    assert_rendered(scrape, snap)  # and the lagging partitions' samples: assert_exact
     b_labels = {"cluster": cluster, "consumer": g2, "topic": s.b.name, "partition": "0"}
     assert scrape.get(FRESHNESS, **b_labels) == 0.0
     assert scrape.get(COMMIT_LAG, **b_labels) is None

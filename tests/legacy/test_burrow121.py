@@ -25,9 +25,10 @@ from devstack.cache import default_kafka_version, kafka_classpath_dir
 from devstack.legacy import LegacyStack
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import PartitionStatus
-from tests.realkafka.helpers import assert_exact, data_loss_past_a_commit, one_cycle, result
+from tests.realkafka.helpers import data_loss_past_a_commit, one_cycle, result
 from tests.support.kafka_wire import api_versions
 from tests.support.scrape import FRESHNESS
+from tests.support.seeding import Commit, assert_exact, commit_all, seed_topic, wait_for_burrow
 
 pytestmark = [pytest.mark.integration, pytest.mark.legacy, pytest.mark.timeout(180)]
 
@@ -73,29 +74,21 @@ def test_the_stack_is_burrow_121_on_kafka_391_with_zookeeper(stack: LegacyStack)
 def test_group_commit_exact_freshness_and_commit_lag(
     stack: LegacyStack, unique_name: Callable[[str], str]
 ) -> None:
-    topic, group = unique_name("t"), unique_name("lag")
-    stack.create_topic(topic, partitions=2)
     t = now_ms()
-    ts = [t - 60_000 + 5_000 * i for i in range(7)]
-    ts1 = [t - 20_000 + 5_000 * i for i in range(4)]
-    assert stack.produce(topic, 0, ts) == list(range(7))
-    assert stack.produce(topic, 1, ts1) == list(range(4))
-
-    window = stack.commit(group, topic, 0, 3)  # a real group commit: __consumer_offsets
-    stack.commit(group, topic, 1, 4)  # p1 caught up
-    part = stack.wait_for_burrow_lag(group, topic, 0, committed_offset=3, current_lag=4)
-    stack.wait_for_burrow_lag(group, topic, 1, committed_offset=4, current_lag=0)
-    commit_ts = part["end"]["timestamp"]
-    assert window.before_ms <= commit_ts <= window.after_ms  # the broker's stamp, via Burrow
+    topic = seed_topic(stack, unique_name("t"), {0: [t - 60_000 + 5_000 * i for i in range(7)],
+                                                 1: [t - 20_000 + 5_000 * i for i in range(4)]})
+    group = unique_name("lag")
+    lagging = Commit(group, topic, 0, 3)  # real group commits: __consumer_offsets
+    part, _ = commit_all(stack, [lagging, Commit(group, topic, 1, 4)])  # p1 caught up
     assert "observedAt" not in part["end"]  # Burrow 1.2.1's shape (1.3+ adds it)
 
     snap, scrape = one_cycle(stack, group)
 
-    assert_exact(snap, scrape, group, topic, 0, ts, 3, commit_ts)
-    fresh = result(snap, group, topic, 1)
+    assert_exact(snap, lagging, scrape)
+    fresh = result(snap, group, topic.name, 1)
     assert fresh.status is PartitionStatus.CAUGHT_UP, fresh
     assert (fresh.freshness_ms, fresh.offset_lag, fresh.committed_offset) == (0, 0, 4)
-    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 1}
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic.name, "partition": 1}
     assert scrape.get(FRESHNESS, **labels) == 0
     assert scrape.get(GROUP_DATA_LOSS, cluster=stack.cluster, consumer=group) == 0
 
@@ -103,22 +96,20 @@ def test_group_commit_exact_freshness_and_commit_lag(
 def test_zookeeper_commit_read_by_kafka_zk(
     stack: LegacyStack, unique_name: Callable[[str], str]
 ) -> None:
-    topic, group = unique_name("t"), unique_name("zk")
-    stack.create_topic(topic)
     t = now_ms()
-    ts = [t - 50_000 + 5_000 * i for i in range(6)]
-    assert stack.produce(topic, 0, ts) == list(range(6))
-
-    window = stack.commit_zk(group, topic, 0, 2)  # /kafka/consumers/<group>/offsets/<topic>/0
-    part = stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=4)
-    mtime = stack.znode_mtime(group, topic, 0)
+    topic = seed_topic(stack, unique_name("t"), {0: [t - 50_000 + 5_000 * i for i in range(6)]})
+    commit = Commit(unique_name("zk"), topic, 0, 2)
+    group = commit.group
+    window = stack.commit_zk(group, topic.name, 0, 2)  # /kafka/consumers/<group>/offsets/<t>/0
+    (part,) = wait_for_burrow(stack, [commit])
+    mtime = stack.znode_mtime(group, topic.name, 0)
     assert mtime is not None and window.before_ms <= mtime <= window.after_ms
     assert part["end"]["timestamp"] == mtime  # kafka_zk: the commit time is the znode's mtime
     assert group not in stack.group_ids()  # the broker never heard of it: ZooKeeper only
 
     snap, scrape = one_cycle(stack, group)
 
-    assert_exact(snap, scrape, group, topic, 0, ts, 2, mtime)
+    assert_exact(snap, commit.stamped(mtime), scrape)
 
 
 def test_data_loss_when_delete_records_passes_the_commit(

@@ -3,17 +3,18 @@ and exact checks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 from devstack import RealStack
-from devstack.stack import DEFAULT_RETENTION_MS, now_ms
+from devstack.stack import now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
 from tests.stack_support import in_ci
 from tests.support.exporter import exporter
-from tests.support.scrape import COMMIT_LAG, FRESHNESS, Scrape
+from tests.support.scrape import FRESHNESS, Scrape
+from tests.support.seeding import Commit, commit_all, seed_topic
 
 
 class StackPool:
@@ -70,42 +71,21 @@ def result(snap: ClusterSnapshot, group: str, topic: str, partition: int) -> Par
     return found
 
 
-def assert_exact(snap: ClusterSnapshot, scrape: Scrape, group: str, topic: str, partition: int,
-                 ts: Sequence[int], committed: int, commit_ts: int) -> PartitionResult:
-    """A lagging partition of records with CreateTimes ``ts`` (from offset 0), committed at
-    ``committed`` at ``commit_ts``, measured exactly, in the snapshot and on /metrics."""
-    r = result(snap, group, topic, partition)
-    assert r.status is PartitionStatus.OK, r
-    assert (r.committed_offset, r.log_end_offset, r.offset_lag) == (
-        committed, len(ts), len(ts) - committed)
-    assert r.commit_time_ms == commit_ts
-    assert_freshness_from(snap, r, ts[committed])
-    assert r.commit_lag_ms == commit_ts - ts[committed - 1]
-    assert r.retention_headroom_ms == DEFAULT_RETENTION_MS - r.freshness_ms  # real retention.ms
-    labels = {"cluster": snap.cluster, "consumer": group, "topic": topic, "partition": partition}
-    assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
-    assert scrape.get(COMMIT_LAG, **labels) == r.commit_lag_ms
-    return r
-
-
 def data_loss_past_a_commit(
     stack: RealStack, unique_name: Callable[[str], str]
 ) -> tuple[Scrape, dict[str, Any]]:
     """Records 0-5 of 10 deleted under a group that committed 2, one cycle, and what every stack
     must show: data loss, 4 lost records, freshness from the earliest retained record (a lower
     bound), no commit lag (record C − 1 is gone too); (the scrape, the partition's labels)."""
-    topic, group = unique_name("t"), unique_name("loss")
-    stack.create_topic(topic)
     t = now_ms()
     ts = [t - 100_000 + 10_000 * i for i in range(10)]
-    assert stack.produce(topic, 0, ts) == list(range(10))
-    stack.commit(group, topic, 0, 2)
-    stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=8)
+    topic, group = seed_topic(stack, unique_name("t"), {0: ts}), unique_name("loss")
+    commit_all(stack, [Commit(group, topic, 0, 2)])
 
-    assert stack.delete_records(topic, 0, before_offset=6) == 6  # records 0-5 are gone
+    assert stack.delete_records(topic.name, 0, before_offset=6) == 6  # records 0-5 are gone
 
     snap, scrape = one_cycle(stack, group)
-    r = result(snap, group, topic, 0)
+    r = result(snap, group, topic.name, 0)
     assert r.status is PartitionStatus.DATA_LOSS, r
     assert r.data_loss and r.freshness_is_lower_bound
     assert r.lost_records == 4  # 2, 3, 4, 5: committed but never read, now deleted
@@ -113,7 +93,7 @@ def data_loss_past_a_commit(
     assert r.commit_lag_ms is None  # record C − 1 = 1 is gone too
     assert r.retention_headroom_ms == 0
     assert snap.health.data_loss_events == 1
-    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
+    labels = {"cluster": stack.cluster, "consumer": group, "topic": topic.name, "partition": 0}
     assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
     return scrape, labels
 

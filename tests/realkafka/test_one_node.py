@@ -19,9 +19,10 @@ from devstack import RealStack, StackFeatureUnavailable
 from devstack.processes import port_open
 from devstack.stack import CommitWindow, now_ms
 from freshness_tracker.domain.model import PartitionStatus
-from tests.realkafka.helpers import assert_exact, data_loss_past_a_commit, one_cycle, result
+from tests.realkafka.helpers import data_loss_past_a_commit, one_cycle, result
 from tests.support.kafka_wire import api_versions
 from tests.support.scrape import FRESHNESS
+from tests.support.seeding import Commit, assert_exact, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -29,28 +30,21 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 def test_exact_freshness_and_commit_lag_from_a_real_commit(
     stack: RealStack, unique_name: Callable[[str], str]
 ) -> None:
-    topic, lagging, caught_up = unique_name("t"), unique_name("lag"), unique_name("fresh")
-    stack.create_topic(topic)
     t = now_ms()
-    ts = [t - 60_000 + 5_000 * i for i in range(7)]
-    assert stack.produce(topic, 0, ts) == list(range(7))
+    topic = seed_topic(stack, unique_name("t"), {0: [t - 60_000 + 5_000 * i for i in range(7)]})
+    lagging = Commit(unique_name("lag"), topic, 0, 3)
+    caught_up = Commit(unique_name("fresh"), topic, 0, 7)
+    commit_all(stack, [lagging, caught_up])  # the broker's stamps, via Burrow
 
-    window = stack.commit(lagging, topic, 0, 3)
-    stack.commit(caught_up, topic, 0, 7)
-    part = stack.wait_for_burrow_lag(lagging, topic, 0, committed_offset=3, current_lag=4)
-    stack.wait_for_burrow_lag(caught_up, topic, 0, committed_offset=7, current_lag=0)
-    commit_ts = part["end"]["timestamp"]
-    assert window.before_ms <= commit_ts <= window.after_ms  # the broker's stamp, via Burrow
+    snap, scrape = one_cycle(stack, lagging.group, caught_up.group)
 
-    snap, scrape = one_cycle(stack, lagging, caught_up)
-
-    assert_exact(snap, scrape, lagging, topic, 0, ts, 3, commit_ts)
-    fresh = result(snap, caught_up, topic, 0)
+    assert_exact(snap, lagging, scrape)
+    fresh = result(snap, caught_up.group, topic.name, 0)
     assert fresh.status is PartitionStatus.CAUGHT_UP
     assert (fresh.freshness_ms, fresh.offset_lag, fresh.committed_offset) == (0, 0, 7)
-    labels = {"cluster": stack.cluster, "topic": topic, "partition": 0}
-    assert scrape.get(FRESHNESS, consumer=caught_up, **labels) == 0
-    assert scrape.get("kafka_consumer_data_loss", consumer=lagging, **labels) == 0
+    labels = {"cluster": stack.cluster, "topic": topic.name, "partition": 0}
+    assert scrape.get(FRESHNESS, consumer=caught_up.group, **labels) == 0
+    assert scrape.get("kafka_consumer_data_loss", consumer=lagging.group, **labels) == 0
 
 
 def test_data_loss_when_delete_records_passes_the_commit(

@@ -18,7 +18,8 @@ from confluent_kafka.admin import AdminClient  # type: ignore[attr-defined,unuse
 
 from devstack import RealStack
 from devstack.stack import now_ms
-from tests.realkafka.helpers import StackPool, assert_exact, one_cycle
+from tests.realkafka.helpers import StackPool, one_cycle
+from tests.support.seeding import Commit, assert_exact, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -69,18 +70,13 @@ def test_exporter_and_burrow_measure_through_the_secured_listener(
     kafka_props = stack.client_config
     assert kafka_props["ssl.endpoint.identification.algorithm"] == "https"
 
-    topic, group = unique_name("t"), unique_name("sec")
-    stack.create_topic(topic)  # waits until Burrow, through TLS, has the topic's offsets
-    t = now_ms()
-    ts = [t - 50_000 + 5_000 * i for i in range(6)]
-    assert stack.produce(topic, 0, ts) == list(range(6))
-    window = stack.commit(group, topic, 0, 2)
-    part = stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=4)
-    commit_ts = part["end"]["timestamp"]
-    assert window.before_ms <= commit_ts <= window.after_ms
+    t = now_ms()  # the topic is created once Burrow, through TLS, has its offsets
+    topic = seed_topic(stack, unique_name("t"), {0: [t - 50_000 + 5_000 * i for i in range(6)]})
+    commit = Commit(unique_name("sec"), topic, 0, 2)
+    commit_all(stack, [commit])
 
-    snap, scrape = one_cycle(stack, group, kafka=kafka_props)
-    assert_exact(snap, scrape, group, topic, 0, ts, 2, commit_ts)  # describe_configs too
+    snap, scrape = one_cycle(stack, commit.group, kafka=kafka_props)
+    assert_exact(snap, commit, scrape)  # retention.ms through describe_configs too
     assert snap.health.kafka_read_failures == 0
 
 

@@ -12,9 +12,10 @@ from devstack import RealStack
 from devstack.proxy import API_FETCH
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
-from tests.realkafka.helpers import assert_exact, one_cycle, result
+from tests.realkafka.helpers import one_cycle, result
 from tests.stack_support import poll
 from tests.support.exporter import exporter
+from tests.support.seeding import Commit, assert_exact, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -22,22 +23,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 def test_one_cycle_reads_partitions_led_by_all_three_brokers(
     stack3: RealStack, unique_name: Callable[[str], str]
 ) -> None:
-    topic, group = unique_name("t"), unique_name("spread")
-    stack3.create_topic(topic, partitions=3)
-    leaders = stack3.leaders(topic)
-    assert sorted(leaders.values()) == [1, 2, 3], leaders  # Kafka spreads 3 partitions over 3
-
     t = now_ms()
-    ts = {p: [t - 90_000 + 10_000 * p + 1_000 * i for i in range(6)] for p in range(3)}
-    committed = {0: 1, 1: 3, 2: 5}
-    for p in range(3):
-        assert stack3.produce(topic, p, ts[p]) == list(range(6))
-    windows = {p: stack3.commit(group, topic, p, c) for p, c in committed.items()}
-    commit_ts = {
-        p: stack3.wait_for_burrow_lag(group, topic, p, committed_offset=c,
-                                      current_lag=6 - c)["end"]["timestamp"]
-        for p, c in committed.items()
-    }  # fmt: skip
+    topic = seed_topic(stack3, unique_name("t"), {
+        p: [t - 90_000 + 10_000 * p + 1_000 * i for i in range(6)] for p in range(3)})
+    leaders = stack3.leaders(topic.name)
+    assert sorted(leaders.values()) == [1, 2, 3], leaders  # Kafka spreads 3 partitions over 3
+    group = unique_name("spread")
+    commits = [Commit(group, topic, p, c) for p, c in ((0, 1), (1, 3), (2, 5))]
+    commit_all(stack3, commits)
 
     stack3.reset_request_counts()
     snap, scrape = one_cycle(stack3, group)
@@ -45,9 +38,8 @@ def test_one_cycle_reads_partitions_led_by_all_three_brokers(
     assert all(fetches[b] > 0 for b in (1, 2, 3)), fetches  # each leader was read from
 
     assert (snap.health.kafka_reads, snap.health.kafka_read_failures) == (6, 0)  # C and C−1 each
-    for p, c in committed.items():
-        assert_exact(snap, scrape, group, topic, p, ts[p], c, commit_ts[p])
-        assert windows[p].before_ms <= commit_ts[p] <= windows[p].after_ms, leaders[p]
+    for commit in commits:
+        assert_exact(snap, commit, scrape)
 
 
 def test_partitions_of_a_stopped_broker_are_read_from_their_new_leaders(

@@ -1,15 +1,19 @@
 """Seeding the real stack: records with known CreateTimes and real group commits (whose
-broker-stamped times Burrow reports), and Burrow's group deletion."""
+broker-stamped times Burrow reports), the exact values a cycle must then report, and Burrow's
+group deletion."""
 
 from __future__ import annotations
 
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from devstack import CommitWindow, RealStack
+from devstack.stack import DEFAULT_RETENTION_MS
+from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
+from tests.support.scrape import COMMIT_LAG, FRESHNESS, Scrape
 
 
 @dataclass
@@ -50,6 +54,10 @@ class Commit:
         assert self._time_ms is not None, f"{self} not committed through commit_all()"
         return self._time_ms
 
+    def stamped(self, time_ms: int) -> Commit:
+        """This commit made another way (ZooKeeper), at the time Burrow reports for it."""
+        return replace(self, _time_ms=time_ms)
+
     @property
     def offset_lag(self) -> int:
         return self.topic.leo(self.partition) - self.offset
@@ -60,19 +68,23 @@ class Commit:
         return self.time_ms - self.topic.ts(self.partition, self.offset - 1)
 
 
-def commit_all(stack: RealStack, commits: Sequence[Commit], timeout_s: float = 60) -> None:
+def commit_all(stack: RealStack, commits: Sequence[Commit], timeout_s: float = 60
+               ) -> list[dict[str, Any]]:  # fmt: skip
     """Commit each (a real group commit), wait until Burrow shows each exactly, and record the
-    commit time Burrow reports, checked to lie in the window observed around the commit.
+    commit time Burrow reports, checked to lie in the window observed around the commit;
+    Burrow's partition entries.
 
     Each (group, partition) must be committed once here: Burrow's ``min-distance=1`` would keep
     the earlier time of two commits less than 1 s apart.
     """
     for c in commits:
         c.window = stack.commit(c.group, c.topic.name, c.partition, c.offset)
-    for c, part in zip(commits, wait_for_burrow(stack, commits, timeout_s), strict=True):
+    parts = wait_for_burrow(stack, commits, timeout_s)
+    for c, part in zip(commits, parts, strict=True):
         stamp = int(part["end"]["timestamp"])
         assert c.window is not None and c.window.before_ms <= stamp <= c.window.after_ms, (c, part)
         c._time_ms = stamp
+    return parts
 
 
 def wait_for_burrow(
@@ -82,6 +94,33 @@ def wait_for_burrow(
     return [stack.wait_for_burrow_lag(c.group, c.topic.name, c.partition,
                                       committed_offset=c.offset, current_lag=c.offset_lag,
                                       timeout_s=timeout_s) for c in commits]  # fmt: skip
+
+
+def assert_exact(snap: ClusterSnapshot, commit: Commit, scrape: Scrape | None = None
+                 ) -> PartitionResult:  # fmt: skip
+    """Freshness, commit lag and offsets of one lagging partition, exact to the cycle's clock
+    (and as ``scrape`` serves them); its result."""
+    (r,) = [r for r in snap.partitions if (r.key.consumer, r.key.topic, r.key.partition)
+            == (commit.group, commit.topic.name, commit.partition)]
+    ts_c = commit.topic.ts(commit.partition, commit.offset)
+    assert r.status is PartitionStatus.OK, r
+    assert r.committed_offset == commit.offset
+    assert r.offset_lag == commit.offset_lag
+    assert r.log_end_offset == commit.topic.leo(commit.partition)
+    assert r.commit_time_ms == commit.time_ms
+    assert r.record_timestamp_ms == ts_c
+    # now is taken inside the cycle: the cycle's own start and end bound it
+    assert r.freshness_ms is not None
+    assert snap.started_ms - ts_c <= r.freshness_ms <= snap.finished_ms - ts_c
+    assert r.commit_lag_ms == commit.commit_lag_ms
+    assert r.retention_headroom_ms == DEFAULT_RETENTION_MS - r.freshness_ms  # real retention.ms
+    assert not r.data_loss and r.lost_records == 0
+    if scrape is not None:
+        labels = {"cluster": snap.cluster, "consumer": commit.group, "topic": commit.topic.name,
+                  "partition": commit.partition}
+        assert scrape.get(FRESHNESS, **labels) == r.freshness_ms
+        assert scrape.get(COMMIT_LAG, **labels) == r.commit_lag_ms
+    return r
 
 
 def burrow_delete_group(stack: RealStack, group: str) -> int:
