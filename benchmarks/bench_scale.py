@@ -64,6 +64,7 @@ from typing import IO, Any, ClassVar
 
 from benchmarks.scale_burrow import ClusterLayout, GeneratedBurrow, Layout
 from benchmarks.scale_exporter import proc_status
+from tests.support.memory import RssSampler
 
 log = logging.getLogger("benchmarks.bench_scale")
 
@@ -243,29 +244,6 @@ def scrape_once(port: int, headers: dict[str, str]) -> tuple[float, int]:
     return time.perf_counter() - began, size
 
 
-class RssSampler:
-    """The exporter's VmRSS every 20 ms while running: the peak during scrapes."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.peak = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            with contextlib.suppress(OSError):
-                self.peak = max(self.peak, proc_status(self.pid)["VmRSS"])
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
 def scrapes(port: int, mode: str, scrapers: int, rounds: int,
             stop: threading.Event | None = None) -> dict[str, Any]:
     """`scrapers` threads scraping `rounds` times each (or until `stop`); latencies."""
@@ -320,7 +298,7 @@ def scrapes_during(proc: ExporterProcess, command: str, per_mode: int = 2
 
     threads = [threading.Thread(target=scrape_loop, args=(mode,))
                for mode in MODES for _ in range(per_mode)]
-    with RssSampler(proc.pid) as rss:
+    with RssSampler(proc.pid, 0.02) as rss:
         proc.send(command)
         for t in threads:
             t.start()
@@ -329,17 +307,17 @@ def scrapes_during(proc: ExporterProcess, command: str, per_mode: int = 2
         for t in threads:
             t.join()
     figures: dict[str, Any] = {mode: merge(r) for mode, r in runs.items()}
-    figures["rss_peak_during_mb"] = rss.peak
+    figures["rss_peak_during_mb"] = rss.peak / 2**20
     return answer, figures
 
 
 def scrape_phase(proc: ExporterProcess, scrapers: int, rounds: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    with RssSampler(proc.pid) as rss:
+    with RssSampler(proc.pid, 0.02) as rss:
         for mode in MODES:
             scrape_once(proc.port, MODES[mode])  # the first one may render (lazily gzip)
             out[mode] = scrapes(proc.port, mode, scrapers, rounds)
-    out["rss_peak_during_mb"] = rss.peak
+    out["rss_peak_during_mb"] = rss.peak / 2**20
     out["hwm_mb"] = proc.hwm_mb()
     return out
 
