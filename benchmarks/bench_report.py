@@ -3,6 +3,8 @@ same outputs (asserted equal), in one run.
 
     python3 -m benchmarks.bench_report [--rows 10000000] [--reps 2] [--old] [--standalone]
                                        [--skip-local] [--sql-only-duckdb] [--json FILE]
+                                       [--executor-java-options=OPTS ...]
+                                       [--driver-java-options=OPTS]
 
 The history is bench_spark's generated one (2 clusters × 25 consumers × 2 topics × 10
 partitions at 30 s cycles: slow consumers, breach episodes, a stuck group, an outage,
@@ -21,7 +23,11 @@ session start (best of `--reps`, and the first):
 - **old** (`--old`): the whole previous report (`applyInPandas` per series, git revision
   `OLD_REVISION`) against the whole new one (`run_report`: tables, charts, page), same data.
 - **standalone** (`--standalone`): the tables on a loopback standalone cluster
-  (`spark.standalone.LoopbackCluster`) with one 1-core worker, then with two.
+  (`spark.standalone.LoopbackCluster`) with one 1-core worker, then with two: wall times and
+  the CPU seconds of the driver's and executors' JVMs. `--executor-java-options OPTS`, repeated,
+  runs each variant of the executors' JVM options in turn on its own cluster (e.g. `=` and
+  `=-XX:ActiveProcessorCount=1`, in the order A B B A); `--driver-java-options` sets the
+  `local[2]` JVM's (one variant per run: a process starts its driver JVM once).
 
 Benchmarks are not tests, but this one asserts that the outputs are the same.
 """
@@ -29,11 +35,11 @@ Benchmarks are not tests, but this one asserts that the outputs are the same.
 from __future__ import annotations
 
 import argparse
-import functools
 import importlib.util
 import json
 import logging
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -359,17 +365,6 @@ def assert_same(got: dict[str, pd.DataFrame], want: dict[str, pd.DataFrame], wha
 # --- the run -----------------------------------------------------------------------------------
 
 
-def _timed(reps: int, run: Callable[[], dict[str, pd.DataFrame]]
-           ) -> tuple[dict[str, pd.DataFrame], float, float]:
-    durations, result = [], None
-    for _ in range(reps):
-        began = time.monotonic()
-        result = run()
-        durations.append(time.monotonic() - began)
-    assert result is not None
-    return result, durations[0], min(durations)
-
-
 def _old_module() -> Any:
     source = subprocess.run(["git", "show", f"{OLD_REVISION}:freshness_tracker/spark/"
                              "report_job.py"], capture_output=True, text=True, check=True).stdout
@@ -407,6 +402,13 @@ def main() -> None:
     parser.add_argument("--skip-local", action="store_true",
                         help="no local[2] timings (the DuckDB reference is still computed, "
                              "for --standalone's equality check)")
+    parser.add_argument("--executor-java-options", action="append", metavar="OPTS",
+                        help="--standalone: spark.executor.extraJavaOptions; repeat it to time "
+                             "each variant in turn on its own cluster ('' = none, the "
+                             "default)")
+    parser.add_argument("--driver-java-options", metavar="OPTS",
+                        help="local[2]: spark.driver.extraJavaOptions (one per run: the driver's "
+                             "JVM is started once per process)")
     parser.add_argument("--json", help="write the figures here too")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
@@ -431,14 +433,23 @@ def main() -> None:
         if args.skip_local:
             reference = duckdb_slo_tables(root, options)
         else:
-            local, reference = _local(root, options, args.reps, args.sql_only_duckdb)
-            figures.update(local)
+            local, reference = _local(root, options, args.reps, args.sql_only_duckdb,
+                                      args.driver_java_options)
+            figures.update(local, driver_java_options=args.driver_java_options)
             print(json.dumps(figures), flush=True)
         if args.old:
             figures.update(_old_vs_new(root, options, work, args.extra_reps))
             print(json.dumps(figures), flush=True)
         if args.standalone:
-            figures.update(_standalone(root, options, reference, args.extra_reps))
+            for i, executor_options in enumerate(args.executor_java_options or [None]):
+                standalone = _standalone(root, options, reference, args.extra_reps,
+                                         executor_options)
+                if args.executor_java_options:
+                    figures.setdefault("standalone_variants", []).append(
+                        {"executor_java_options": executor_options, "order": i, **standalone})
+                else:
+                    figures.update(standalone)
+                print(json.dumps(figures), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(figures, indent=2))
@@ -446,13 +457,36 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
 
 
-def _jvm_cpu_s(spark: Any) -> float:
-    """CPU seconds of the local JVM so far (every thread: tasks, JIT compilers, GC)."""
-    import os
-
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def _process_cpu_s(pid: int) -> float:
+    """CPU seconds of a process so far (every thread: tasks, JIT compilers, GC); 0 once gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _jvm_cpu_s(spark: Any) -> float:
+    """CPU seconds of the driver's JVM so far (in `local[2]`, the executor's too)."""
+    return _process_cpu_s(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def _executor_pids(app_id: str) -> list[int]:
+    """This application's executor JVMs on the loopback cluster."""
+    return [int(d.name) for d in Path("/proc").iterdir() if d.name.isdigit()
+            and "org.apache.spark.executor.CoarseGrainedExecutorBackend" in _cmdline(int(d.name))
+            and app_id in _cmdline(int(d.name))]
+
+
+def _executors_cpu_s(app_id: str) -> float:
+    return sum(_process_cpu_s(pid) for pid in _executor_pids(app_id))
 
 
 def _own_cpu_s() -> float:
@@ -462,11 +496,13 @@ def _own_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _local(root: str, options: ReportOptions, reps: int, sql_only_duckdb: bool
+def _local(root: str, options: ReportOptions, reps: int, sql_only_duckdb: bool,
+           driver_java_options: str | None = None
            ) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     figures: dict[str, Any] = {}
     began = time.monotonic()
-    spark = _session("local[2]")
+    spark = _session("local[2]", None if driver_java_options is None else
+                     {"spark.driver.extraJavaOptions": driver_java_options})
     figures["spark_session_start_s"] = round(time.monotonic() - began, 2)
     try:
         runs: dict[str, list[float]] = {}
@@ -530,7 +566,7 @@ def _old_vs_new(root: str, options: ReportOptions, work: Path, reps: int) -> dic
 
 
 def _standalone(root: str, options: ReportOptions, reference: dict[str, pd.DataFrame],
-                reps: int) -> dict[str, Any]:
+                reps: int, executor_java_options: str | None = None) -> dict[str, Any]:
     from freshness_tracker.spark.standalone import LoopbackCluster
 
     out: dict[str, Any] = {}
@@ -538,6 +574,8 @@ def _standalone(root: str, options: ReportOptions, reference: dict[str, pd.DataF
     # ran the report's tasks at less than half the speed)
     conf = {"spark.executor.memory": "3g", "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false"}
+    if executor_java_options is not None:
+        conf["spark.executor.extraJavaOptions"] = executor_java_options
     with LoopbackCluster(workers=1, cores=1, memory="4g") as cluster:
         for workers in (1, 2):
             if workers == 2:
@@ -549,11 +587,23 @@ def _standalone(root: str, options: ReportOptions, reference: dict[str, pd.DataF
                 while (spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1 < workers
                        and time.monotonic() < deadline):
                     time.sleep(0.5)
-                run = functools.partial(spark_tables, spark, root, options)
-                ours, first, best = _timed(reps, run)
+                app = spark.sparkContext.applicationId
+                durations, cpu = [], []
+                for _ in range(reps):
+                    cpu0 = _executors_cpu_s(app) + _jvm_cpu_s(spark)
+                    began = time.monotonic()
+                    ours = spark_tables(spark, root, options)
+                    durations.append(time.monotonic() - began)
+                    cpu.append(_executors_cpu_s(app) + _jvm_cpu_s(spark) - cpu0)
                 assert_same(ours, reference, f"standalone {workers} workers")
-                out[f"standalone_{workers}w_first_s"] = round(first, 2)
-                out[f"standalone_{workers}w_s"] = round(best, 2)
+                out[f"standalone_{workers}w_first_s"] = round(durations[0], 2)
+                out[f"standalone_{workers}w_s"] = round(min(durations), 2)
+                out[f"standalone_{workers}w_all_s"] = [round(d, 1) for d in durations]
+                # the executors' and the driver's JVMs (every thread), which load inflates less
+                out[f"standalone_{workers}w_cpu_all_s"] = [round(c, 1) for c in cpu]
+                out[f"standalone_{workers}w_executor_xx"] = sorted(
+                    {arg for pid in _executor_pids(app) for arg in _cmdline(pid)
+                     if arg.startswith("-XX:")})
                 out[f"standalone_{workers}w_shuffle_partitions"] = spark.conf.get(
                     "spark.sql.shuffle.partitions")
                 print(json.dumps(out), flush=True)
