@@ -26,7 +26,13 @@ import math
 from sys import intern
 from typing import Any
 
-from freshness_tracker.domain.model import GroupLags, LagWindow, PartitionKey, PartitionLag
+from freshness_tracker.domain.model import (
+    GroupLags,
+    LagWindow,
+    PartitionKey,
+    PartitionLag,
+    from_fields,
+)
 from freshness_tracker.domain.names import (
     escaped,
     is_utf8,
@@ -241,17 +247,23 @@ def _partition(value: Any, answer: _Answer) -> PartitionLag | str:
         if type(raw_status) is str:
             answer.statuses[raw_status] = status
     members = answer.members
-    return PartitionLag(
-        PartitionKey(answer.cluster, answer.group, topic, partition),
+    return _new_lag((
+        _new_key((answer.cluster, answer.group, topic, partition)),
         end[0] if end else None,
         end[1] if end else None,
         current_lag if end else 0,
         status,
         complete,
-        None if start is None or end is None else LagWindow(start[1], start[2], end[1], end[2]),
+        None if start is None or end is None else _new_window((start[1], start[2], end[1],
+                                                               end[2])),
         _member(entry.get("owner"), members),
         _member(entry.get("client_id"), members),
-    )
+    ))
+
+
+_new_lag = from_fields(PartitionLag)
+_new_key = from_fields(PartitionKey)
+_new_window = from_fields(LagWindow)
 
 
 def _float(value: Any, url: str) -> float:

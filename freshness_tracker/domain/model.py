@@ -12,9 +12,11 @@ a cycle's samples) and compares in Python (docs/scale.md). Change one with `valu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
+from functools import partial
+from typing import Any, NamedTuple, TypeVar, cast
 
 __all__ = [
     "BURROW_STATUS_CODES",
@@ -33,7 +35,18 @@ __all__ = [
     "RecordRead",
     "Snapshot",
     "TopicResult",
+    "from_fields",
 ]
+
+_T = TypeVar("_T", bound=tuple[Any, ...])
+
+
+def from_fields(cls: type[_T]) -> Callable[[tuple[Any, ...]], _T]:
+    """A constructor of the NamedTuple `cls` from a tuple of *every* field, in order, that
+    skips the generated `__new__` (a Python function, ~0.2 µs a call): for the loops that build
+    several values per partition per cycle (~800,000 at 100,000 partitions). Nothing checks
+    the arity: pass every field."""
+    return cast("Callable[[tuple[Any, ...]], _T]", partial(tuple.__new__, cls))
 
 #: Burrow's own status index (core/protocol/evaluator.go statusStrings); also what Burrow's
 #: built-in /metrics exports, so dashboards can compare the two.
