@@ -72,9 +72,11 @@ class Connection:
         """The line starting at `start` without its end (LF or CRLF) and where the next one
         starts; None at the end of the connection."""
         buffer = self._buffer
-        while (end := buffer.find(b"\n", start)) < 0:
+        scan = start  # each byte is searched once, however the line is dripped
+        while (end := buffer.find(b"\n", scan)) < 0:
             if len(buffer) - start > _MAX_LINE:
                 raise LineTooLong("header line")
+            scan = len(buffer)
             if not self._fill():
                 return None
         if end - start > _MAX_LINE:

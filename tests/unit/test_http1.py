@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -159,3 +160,21 @@ def test_any_body_in_any_chunking_reads_back_whole(body: bytes, cuts: list[int])
     finally:
         ours.close()
         theirs.close()
+
+
+def test_an_answer_dripped_a_byte_at_a_time_reads_whole(
+        pair: tuple[Connection, socket.socket]) -> None:
+    """Lines split across any number of receives are joined (each byte searched once)."""
+    conn, theirs = pair
+    raw = b"HTTP/1.1 200 OK\r\nX-A: 1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+
+    def drip() -> None:
+        for byte in raw:
+            theirs.sendall(bytes([byte]))
+            time.sleep(0.0005)
+
+    thread = threading.Thread(target=drip, daemon=True)
+    thread.start()
+    response = conn.get(b"/")
+    assert (response.header("x-a"), b"".join(response.body())) == ("1", b"abc")
+    thread.join(5)
