@@ -306,9 +306,9 @@ def _connect(addresses: Sequence[_Address], inflight: _InFlight) -> socket.socke
 def _still_open(conn: Connection) -> bool:
     """An idle keep-alive socket with nothing to read: the server has not closed it (nor sent
     anything unasked, which would desynchronise the next answer)."""
-    sock = conn.sock
     if conn.unread:
         return False
+    sock = conn.sock
     try:
         if not hasattr(select, "poll"):  # not on Windows; select() takes any socket there
             return not select.select([sock], [], [], 0)[0]

@@ -35,6 +35,7 @@ from freshness_tracker.domain.model import (
     ReadRequest,
     RecordRead,
     from_fields,
+    new_read_request,
 )
 
 __all__ = [
@@ -60,7 +61,6 @@ _INT64_MAX = 2**63 - 1
 #: costs ten times a global's (100,000 partitions a cycle).
 _FOUND, _GAP = ReadOutcome.FOUND, ReadOutcome.GAP
 _CAUGHT_UP = PartitionStatus.CAUGHT_UP
-_new_request = from_fields(ReadRequest)
 _new_result = from_fields(PartitionResult)
 
 
@@ -134,7 +134,7 @@ def _read_for(
     lag: PartitionLag, offset: int, reads: Mapping[ReadRequest, RecordRead]
 ) -> RecordRead | None:
     key = lag.key
-    return reads.get(_new_request((key.cluster, key.topic, key.partition, offset)))
+    return reads.get(new_read_request((key.cluster, key.topic, key.partition, offset)))
 
 
 def _last_committed(

@@ -36,6 +36,7 @@ __all__ = [
     "Snapshot",
     "TopicResult",
     "from_fields",
+    "new_read_request",
 ]
 
 _T = TypeVar("_T", bound=tuple[Any, ...])
@@ -157,6 +158,11 @@ class ReadRequest(NamedTuple):
     topic: str
     partition: int
     offset: int
+
+
+#: `ReadRequest` from (cluster, topic, partition, offset): planning and measuring each make
+#: one or two per partition per cycle.
+new_read_request = from_fields(ReadRequest)
 
 
 class ReadOutcome(StrEnum):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from freshness_tracker.domain.model import PartitionLag, ReadRequest, from_fields
+from freshness_tracker.domain.model import PartitionLag, ReadRequest, new_read_request
 
 __all__ = ["LookupPlan", "plan_reads"]
 
@@ -38,13 +38,10 @@ def _wanted(lag: PartitionLag, read_caught_up: bool
     key = lag.key
     lagging = lag.current_lag > 0
     if lagging:
-        yield _new_request((key.cluster, key.topic, key.partition, committed)), True, False
+        yield new_read_request((key.cluster, key.topic, key.partition, committed)), True, False
     if committed > 0:
-        yield (_new_request((key.cluster, key.topic, key.partition, committed - 1)),
+        yield (new_read_request((key.cluster, key.topic, key.partition, committed - 1)),
                lagging or read_caught_up, True)
-
-
-_new_request = from_fields(ReadRequest)
 
 
 def plan_reads(
