@@ -505,14 +505,14 @@ class BurrowClient:
             raise BurrowResponseError(too_large, url)
         return bytes(out)
 
-    def _get_json(self, url: str) -> Any:
+    def _get_json(self, url: str, typed: Callable[[bytes], Any] | None = None) -> Any:
         """`_get_json_once`, again after a backoff while Burrow is unavailable (connection
         errors, timeouts, 5xx): `burrow.retries` more times at most, never past the cycle's
         deadline. Backoff: burrow.backoff × 2^(attempt − 1), at most 5 s."""
         attempt = 1
         while True:
             try:
-                return self._get_json_once(url)
+                return self._get_json_once(url, typed)
             except BurrowUnavailable:
                 deadline = current_deadline()
                 if attempt > self.settings.retries or (
@@ -522,10 +522,16 @@ class BurrowClient:
                 time.sleep(_capped_by_deadline(max(backoff, 0.0)))
                 attempt += 1
 
-    def _get_json_once(self, url: str) -> Any:
+    def _get_json_once(self, url: str, typed: Callable[[bytes], Any] | None = None) -> Any:
+        """The JSON body of a GET, or what `typed` decodes a 200 body into when it can (it
+        returns None for a body it cannot take, which is then decoded and checked as JSON)."""
         status, raw = self._get(url)
         if status == 404:
             raise BurrowNotFound(f"Burrow does not know {url} (HTTP 404)", url)
+        if typed is not None and status == 200:
+            decoded = typed(raw)
+            if decoded is not None:
+                return decoded
         try:
             body = json.loads(raw)
         except ValueError as exc:
@@ -573,7 +579,7 @@ class BurrowClient:
     def group_lag(self, cluster: str, group: str) -> GroupLags:
         """All partitions of one group; BurrowNotFound when Burrow no longer knows it."""
         url = self._url("v3", "kafka", cluster, "consumer", group, "lag")
-        body = self._get_json(url)
+        body = self._get_json(url, parse.decode_lag_answer)
         observed = self._clock() if self._clock is not None else None
         # The offsets are Burrow's as of this answer: freshness is measured at this moment,
         # whatever the Kafka reads that follow cost.

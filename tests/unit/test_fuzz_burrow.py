@@ -21,6 +21,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +45,7 @@ from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from tests.fakes import FakeReader
 from tests.support.fake_burrow import FaultyBurrow
 
+DATA = Path(__file__).parent.parent / "data"
 INT64_MAX = 2**63 - 1
 T0 = 1_700_000_000_000  # the fuzzed cycles' clock: a real epoch
 NOW = T0 + 10_000
@@ -303,7 +305,16 @@ ATHERIS_HARNESS = textwrap.dedent("""
         from freshness_tracker.burrow import parse
         from freshness_tracker.errors import BurrowResponseError
 
+    def lag(body):
+        try:
+            return parse.parse_group_lag(body, "c", "g", "/lag")
+        except BurrowResponseError as exc:
+            return str(exc)
+
     def one(data: bytes) -> None:
+        typed = parse.decode_lag_answer(data)  # the shortcut agrees with json, or declines
+        if typed is not None:
+            assert lag(typed) == lag(json.loads(data)), data
         try:
             body = json.loads(data.decode("utf-8", "replace"))
         except (ValueError, RecursionError):
@@ -346,8 +357,104 @@ def test_atheris_finds_no_crash_in_the_parser(tmp_path: Any) -> None:
     runs = os.environ.get("FT_ATHERIS_RUNS", "30000")
     proc = subprocess.run(
         [sys.executable, str(harness), f"-atheris_runs={runs}", "-max_len=512",
-         "-rss_limit_mb=1024", str(corpus)],
+         "-rss_limit_mb=1024", f"-artifact_prefix={tmp_path}/", str(corpus)],
         capture_output=True, text=True, timeout=240,
         cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Done" in proc.stderr or "DONE" in proc.stderr, proc.stderr[-2000:]
+
+
+def _lag_or_error(body: Any) -> Any:
+    try:
+        return parse.parse_group_lag(body, "c", "g", "/lag")
+    except BurrowResponseError as exc:
+        return str(exc)
+
+
+#: JSON that is Burrow's shape with hostile values (so msgspec takes most of it): any int64 and
+#: beyond, nulls, negative offsets and lags, bad names and words, now and then a wrong type.
+int64s = st.one_of(st.integers(-(2**63), INT64_MAX), st.integers(-3, 50),
+                   st.integers(T0 - 10**9, NOW + 2 * MAX_AHEAD_MS))
+texts = st.one_of(st.text(st.characters(exclude_categories=["Cs"]), max_size=30),
+                  st.sampled_from(["", "t" * 250, "a b", "..", "\u0000", "тема", "x" * 300]))
+
+
+def shaped(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Mostly `strategy`; one time in 40 a null, one in 40 any scalar (often a wrong type)."""
+    return st.integers(0, 39).flatmap(
+        lambda dice: st.none() if dice == 0 else scalars if dice == 1 else strategy)
+
+
+@st.composite
+def burrow_shaped_lag_bodies(draw: st.DrawFn) -> Any:
+    def offsets() -> Any:
+        return draw(shaped(st.fixed_dictionaries(
+            {"offset": shaped(int64s)},
+            optional={"timestamp": shaped(int64s), "lag": shaped(int64s),
+                      "observedAt": shaped(int64s)})))
+
+    def entry() -> Any:
+        return draw(st.fixed_dictionaries(
+            {"topic": shaped(st.sampled_from(["t", "u"]) | texts),
+             "partition": shaped(st.integers(0, 2) | int64s)},
+            optional={"owner": shaped(texts), "client_id": shaped(texts),
+                      "status": shaped(st.sampled_from(["OK", "STOP", "STALL", "REWIND"]) | texts),
+                      "start": st.just(offsets()), "end": st.just(offsets()),
+                      "current_lag": shaped(int64s),
+                      "complete": shaped(st.floats(allow_nan=False, allow_infinity=False)
+                                         | int64s | huge_ints)}))
+
+    status = draw(st.fixed_dictionaries({}, optional={
+        "partitions": shaped(st.lists(st.builds(entry), min_size=1, max_size=6)),
+        "status": shaped(st.sampled_from(["OK", "WARN", "ERR"]) | texts),
+        "totallag": shaped(int64s), "group": texts}))
+    return draw(st.fixed_dictionaries({"status": st.just(status)},
+                                      optional={"error": shaped(st.booleans()),
+                                                "message": texts}))
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(burrow_shaped_lag_bodies(), burrow_shaped_lag_bodies(), lag_bodies()),
+       st.booleans())
+@example({"status": {"partitions": [{"topic": "t", "partition": 0, "end": {"offset": 1},
+                                     "current_lag": 1, "complete": 10**400}]}}, True)
+@example({"status": {"partitions": [{"topic": "t", "partition": 0, "end": {"offset": 1},
+                                     "current_lag": 1, "complete": 10**30}]}}, False)
+def test_the_typed_decoder_answers_exactly_what_the_json_path_answers(body: Any,
+                                                                      ascii_only: bool) -> None:
+    """`decode_lag_answer` is a shortcut, never a second opinion: whenever it takes a body, the
+    group (or its error) is the one json plus the checks give; it declines `error: true`."""
+    raw = json.dumps(body, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    typed = parse.decode_lag_answer(raw)
+    if typed is None:
+        return
+    assert not (isinstance(body, dict) and body.get("error") is True)
+    assert _lag_or_error(typed) == _lag_or_error(json.loads(raw))
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"status": {}, "x": "\xc3("}', b'{"status": {}, "x\xff": 1}',  # not UTF-8, unread
+    b'{"status": {}, "x": NaN}', b'{"status": {}, "x": "\\ud800"}',  # json's, not JSON's
+    b'{"status": {}, "error": true}', b'\xef\xbb\xbf{"status": {}}',
+])
+def test_the_typed_decoder_declines_what_json_decides_differently(raw: bytes) -> None:
+    """Bodies where msgspec and json disagree (found by atheris): the shortcut declines, so
+    json's verdict stands (a failed group for bytes that are not UTF-8, values for NaN)."""
+    assert parse.decode_lag_answer(raw) is None
+
+
+def test_every_captured_and_generated_burrow_body_takes_the_typed_path() -> None:
+    """The shortcut must actually be taken for Burrow's real shapes (1.2.1 captured, 1.9's
+    nulls and 64-bit lags), else the cycle silently pays for json again."""
+    captured = sorted((DATA / "burrow").glob("*_lag.json"))
+    assert captured
+    bodies = [path.read_bytes() for path in captured] + [json.dumps({"status": {
+        "status": "WARN", "totallag": 2**40, "partitions": [
+            {"topic": "t", "partition": 0, "owner": "", "client_id": "", "status": "OK",
+             "start": None, "end": {"offset": 5, "timestamp": T0, "observedAt": None,
+                                    "lag": None}, "current_lag": 2**40, "complete": 1}]}}
+    ).encode()]
+    for raw in bodies:
+        typed = parse.decode_lag_answer(raw)
+        assert typed is not None, raw[:80]
+        assert _lag_or_error(typed) == _lag_or_error(json.loads(raw))
