@@ -147,10 +147,6 @@ class _Segment:
             writer.add(piece)
         return writer.finish()
 
-    @property
-    def inflated(self) -> bool:
-        return self._plain is not None
-
     def plain(self, counts: _Counts) -> bytes:
         """The plain bytes (inflated at the first plain scrape that needs them)."""
         with _INFLATE_LOCK:
