@@ -110,8 +110,6 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
     try:
         merged: Any = ConfigFactory.parse_string(
             reference_text() + "\n" + (text or ""), resolve=True, basedir=basedir)
-    except ConfigError:
-        raise
     except ParseBaseException as exc:
         line = exc.lineno - reference_text().count("\n") - 1
         raise ConfigError(source, f"not valid HOCON at line {line}, column {exc.col}: {exc.msg}",
