@@ -44,31 +44,28 @@ def logfmt_value(value: str) -> str:
     return '"' + "".join(_escape_char(c) for c in value) + '"'
 
 
-class _LogfmtFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        fields = [("ts", rfc3339(record.created)), ("level", record.levelname.lower()),
-                  ("logger", record.name), ("msg", record.getMessage())]
-        if record.exc_info:
-            fields.append(("exc", self.formatException(record.exc_info)))
-        if record.stack_info:
-            fields.append(("stack", self.formatStack(record.stack_info)))
-        return " ".join(f"{key}={logfmt_value(value)}" for key, value in fields)
+class _Formatter(logging.Formatter):
+    """One line per record, logfmt or JSON, with the same fields in both."""
 
+    def __init__(self, as_json: bool) -> None:
+        super().__init__()
+        self.as_json = as_json
 
-class _JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        body = {"ts": rfc3339(record.created), "level": record.levelname.lower(),
-                "logger": record.name, "msg": record.getMessage()}
+        fields = {"ts": rfc3339(record.created), "level": record.levelname.lower(),
+                  "logger": record.name, "msg": record.getMessage()}
         if record.exc_info:
-            body["exc"] = self.formatException(record.exc_info)
+            fields["exc"] = self.formatException(record.exc_info)
         if record.stack_info:
-            body["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(body)
+            fields["stack"] = self.formatStack(record.stack_info)
+        if self.as_json:
+            return json.dumps(fields)
+        return " ".join(f"{key}={logfmt_value(value)}" for key, value in fields.items())
 
 
 def formatter(fmt: str = "logfmt") -> logging.Formatter:
     """The formatter of `logging.format`: "json" or "logfmt"."""
-    return _JsonFormatter() if fmt == "json" else _LogfmtFormatter()
+    return _Formatter(as_json=fmt == "json")
 
 
 def configure_logging(level: str = "INFO", fmt: str = "logfmt") -> None:
