@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import Any
 
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
 
@@ -88,21 +89,18 @@ class TimestampCache:
             return
         if read.outcome is not ReadOutcome.FOUND or read.timestamp_ms is None:
             if _never_there(read):
-                key = read.request
-                with self._lock:
-                    self._absent[key] = None
-                    self._absent.move_to_end(key)
-                    while len(self._absent) > self._max:
-                        self._absent.popitem(last=False)
+                self._remember(self._absent, read.request, None)
             return
         if read.offset != read.request.offset:  # a FOUND read always has it; refuse otherwise
             return
-        key = read.request
+        self._remember(self._entries, read.request, (read.timestamp_ms, read.timestamp_type))
+
+    def _remember(self, lru: OrderedDict[ReadRequest, Any], key: ReadRequest, value: Any) -> None:
         with self._lock:
-            self._entries[key] = (read.timestamp_ms, read.timestamp_type)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
+            lru[key] = value
+            lru.move_to_end(key)
+            while len(lru) > self._max:
+                lru.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:
