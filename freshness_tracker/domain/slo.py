@@ -107,19 +107,14 @@ class Objective:
 
 def objective_for_topic(objectives: Sequence[Objective], consumer: str, topic: str) -> int | None:
     """Index of the first objective matching both consumer and topic (a topic's own series)."""
-    for i, o in enumerate(objectives):
-        if o.matches_consumer(consumer) and o.matches_topic(topic):
-            return i
-    return None
+    return next((i for i, o in enumerate(objectives)
+                 if o.matches_consumer(consumer) and o.matches_topic(topic)), None)
 
 
 def objective_for_group(objectives: Sequence[Objective], consumer: str) -> int | None:
     """Index of the first objective matching the consumer: it judges the group's series, which
     is the worst partition over the topics that objective selects (all when it names none)."""
-    for i, o in enumerate(objectives):
-        if o.matches_consumer(consumer):
-            return i
-    return None
+    return next((i for i, o in enumerate(objectives) if o.matches_consumer(consumer)), None)
 
 
 def in_group_series(objectives: Sequence[Objective], consumer: str, topic: str) -> bool:
@@ -190,12 +185,8 @@ def _merge(times: Sequence[int], values: Sequence[int | None]) -> list[tuple[int
         raise ValueError(f"{len(times)} times but {len(values)} values")
     merged: dict[int, int | None] = {}
     for t, v in zip(times, values, strict=True):
-        t = int(t)
-        if t in merged:
-            old = merged[t]
-            merged[t] = v if old is None else (old if v is None else max(old, v))
-        else:
-            merged[t] = v
+        old = merged.get(int(t))  # None too when the time is new: v then stands
+        merged[int(t)] = v if old is None else (old if v is None else max(old, v))
     return sorted(merged.items())
 
 
