@@ -26,9 +26,8 @@ class NameFilter:
         return cls(tuple(re.compile(p) for p in allow), tuple(re.compile(p) for p in deny))
 
     def __call__(self, name: str) -> bool:
-        if not any(p.fullmatch(name) for p in self.allow):
-            return False
-        return not any(p.fullmatch(name) for p in self.deny)
+        return (any(p.fullmatch(name) for p in self.allow)
+                and not any(p.fullmatch(name) for p in self.deny))
 
 
 @dataclass(frozen=True, slots=True)
