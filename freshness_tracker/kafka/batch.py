@@ -208,21 +208,18 @@ class BatchRun:
     def _handle(self, message: Any) -> None:
         err = message.error()
         task = self._tasks.get((message.topic(), message.partition()))
-        if err is None:
-            if task is not None:
-                self._on_record(task, message)
-            return
-        code = err.code()
-        if code == _ERR_PARTITION_EOF:
-            if task is not None:
-                self._on_eof(task, message.offset())
+        code = None if err is None else err.code()
+        if task is None:  # a partition no longer wanted, or the client itself
+            if code not in (None, _ERR_PARTITION_EOF, _ERR_AUTO_OFFSET_RESET):
+                self._on_client_error(err)
+        elif err is None:
+            self._on_record(task, message)
+        elif code == _ERR_PARTITION_EOF:
+            self._on_eof(task, message.offset())
         elif code == _ERR_AUTO_OFFSET_RESET:
-            if task is not None:
-                self._on_out_of_range(task)
-        elif task is not None:
-            self._on_partition_error(task, err)
+            self._on_out_of_range(task)
         else:
-            self._on_client_error(err)
+            self._on_partition_error(task, err)
 
     def _on_record(self, task: PartitionTask, message: Any) -> None:
         offset: int = message.offset()
