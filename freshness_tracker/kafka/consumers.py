@@ -313,10 +313,7 @@ class ConsumerPool:
         return slot
 
     def _release(self, slot: _Slot, ok: bool) -> None:
-        reusable = ok and not slot.fatal and not slot.discard and not self._closed
-        if reusable:
-            reusable = self._reset(slot)
-        if reusable:
+        if ok and not slot.fatal and not slot.discard and not self._closed and self._reset(slot):
             self._tokens.put(slot)
             return
         if not self._closed and (slot.fatal or slot.discard or not ok):
@@ -369,11 +366,10 @@ class ConsumerPool:
             logger.error("cluster %s: lookup consumer fatal error: %s", self.cluster, text)
             return
         code = str(getattr(err, "name", lambda: text)())
-        if code not in self._warned_codes:
-            self._warned_codes.add(code)
-            logger.warning("cluster %s: Kafka client error: %s", self.cluster, text)
-        else:
-            logger.debug("cluster %s: Kafka client error: %s", self.cluster, text)
+        first = code not in self._warned_codes
+        self._warned_codes.add(code)
+        logger.log(logging.WARNING if first else logging.DEBUG,
+                   "cluster %s: Kafka client error: %s", self.cluster, text)
 
     def _on_stats(self, slot: _Slot, stats_json: str) -> None:
         count = fetch_requests_from_stats(stats_json)
