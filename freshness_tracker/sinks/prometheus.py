@@ -114,12 +114,9 @@ class Level(Enum):
             counts[r.status] += 1
         return [(cluster.health.cluster, s.value, n) for s, n in counts.items()]
 
-    def label_values(self, row: Any) -> tuple[str, ...]:
-        return _LABEL_VALUES[self](row)
-
     @property
     def labeller(self) -> Callable[[Any], tuple[str, ...]]:
-        """`label_values` as one plain function (renderers call it once per row)."""
+        """A row's label values, as one plain function (renderers call it once per row)."""
         return _LABEL_VALUES[self]
 
 
@@ -528,12 +525,12 @@ class FreshnessCollector(Collector):
         clusters = self._holder.current.clusters  # read once: one consistent set of cycles
         skips = SkipLog()  # one warning per scrape at most
         for family in self.series.families():
-            level = family.level
+            level, label_values = family.level, family.level.labeller
             metric = GaugeMetricFamily(family.name, family.doc, labels=list(family.labels))
             for cluster in clusters:
                 static = self.series.static_values(cluster.cluster)
                 for row in level.rows(cluster):
-                    labels = level.label_values(row) + static
+                    labels = label_values(row) + static
                     value = family.value(row)
                     if value is not None and skips.exportable(labels):
                         metric.add_metric(list(labels), value)
