@@ -21,17 +21,15 @@ def _partition_json(r: PartitionResult) -> dict[str, Any]:
 
 
 def render_json(snapshot: Snapshot) -> str:
-    clusters = []
-    for c in snapshot.clusters:
-        clusters.append({
-            "cluster": c.cluster,
-            "cycle_id": c.cycle_id,
-            "started_ms": c.started_ms,
-            "finished_ms": c.finished_ms,
-            "health": asdict(c.health),
-            "groups": [asdict(g) for g in c.groups],
-            "partitions": [_partition_json(p) for p in c.partitions],
-        })
+    clusters = [{
+        "cluster": c.cluster,
+        "cycle_id": c.cycle_id,
+        "started_ms": c.started_ms,
+        "finished_ms": c.finished_ms,
+        "health": asdict(c.health),
+        "groups": [asdict(g) for g in c.groups],
+        "partitions": [_partition_json(p) for p in c.partitions],
+    } for c in snapshot.clusters]
     return json.dumps({"clusters": clusters}, indent=2, sort_keys=True)
 
 
