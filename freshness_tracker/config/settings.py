@@ -90,9 +90,6 @@ class Settings:
     #: The per-partition families exported at partition granularity (`partitionMetrics`).
     partition_metrics: tuple[str, ...] = DEFAULT_PARTITION_METRICS
 
-    def cluster(self, name: str) -> ClusterSettings:
-        return next(c for c in self.clusters if c.name == name)
-
 
 def require_files(settings: Settings) -> None:
     """The files the settings name must be readable here. Run where the config is used (CLI,
