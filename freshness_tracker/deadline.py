@@ -16,11 +16,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-__all__ = ["Deadline", "DeadlineExceeded", "bound", "current", "cycle_deadline"]
-
-
-class DeadlineExceeded(TimeoutError):
-    """The cycle's deadline passed before this piece of work could start or finish."""
+__all__ = ["Deadline", "bound", "current", "cycle_deadline"]
 
 
 @dataclass(frozen=True, slots=True)
