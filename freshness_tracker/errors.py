@@ -35,10 +35,7 @@ class ConfigError(FreshnessTrackerError):
         self.key = key
         self.problem = problem
         self.fix = fix
-        text = f"{key}: {problem}"
-        if fix:
-            text += f"; {fix}"
-        super().__init__(text)
+        super().__init__(f"{key}: {problem}" + (f"; {fix}" if fix else ""))
 
 
 class BurrowError(FreshnessTrackerError):
