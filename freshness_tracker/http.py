@@ -153,8 +153,7 @@ def make_app(
                                            ("Content-Type", "text/plain")])
                 return [b"Unauthorized\n"]
         if path == "/metrics":
-            served: Iterable[bytes] = metrics(environ, start)
-            return served
+            return metrics(environ, start)
         if path == "/readyz":
             return _json(start, *ready())
         if path == "/":
