@@ -42,10 +42,6 @@ class TimestampCache:
         self._misses = 0
 
     @property
-    def max_entries(self) -> int:
-        return self._max
-
-    @property
     def hits(self) -> int:
         return self._hits
 
