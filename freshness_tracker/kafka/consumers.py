@@ -269,12 +269,6 @@ class ConsumerPool:
             if slot is not None:
                 self._close_slot(slot)
 
-    def __enter__(self) -> ConsumerPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # --- internals ------------------------------------------------------------------------
 
     def _acquire(self, timeout: float | None) -> _Slot:
@@ -287,7 +281,9 @@ class ConsumerPool:
                 f"no lookup consumer of cluster {self.cluster} became free in {timeout} s"
             ) from None
         if self._closed:
-            self._put_back(slot)
+            if slot is not None:
+                self._close_slot(slot)
+            self._tokens.put(None)
             raise PoolClosed(f"consumer pool of cluster {self.cluster} is closed")
         if slot is not None:
             slot.last_error = None  # a borrower only cares about errors during its own use
@@ -326,11 +322,6 @@ class ConsumerPool:
                 slot.last_error,
             )
         self._close_slot(slot)
-        self._tokens.put(None)
-
-    def _put_back(self, slot: _Slot | None) -> None:
-        if slot is not None:
-            self._close_slot(slot)
         self._tokens.put(None)
 
     def _reset(self, slot: _Slot) -> bool:
