@@ -105,10 +105,9 @@ class TopicRetention:
                     stale.append(topic)
         for start in range(0, len(stale), self._batch_size):
             batch = stale[start : start + self._batch_size]
-            if bound(self._timeout_s) <= 0:  # the cycle's deadline: unknown, not waited for
-                result.update(dict.fromkeys(batch))
-                continue
-            result.update(self._describe(batch))
+            # past the cycle's deadline: unknown, not waited for
+            result.update(self._describe(batch) if bound(self._timeout_s) > 0
+                          else dict.fromkeys(batch))
         return result
 
     # --- internals ------------------------------------------------------------------------
@@ -168,8 +167,7 @@ class TopicRetention:
     def _remember(self, answers: Mapping[str, int | None]) -> None:
         now = self._clock()
         with self._lock:
-            for topic, value in answers.items():
-                self._cache[topic] = (value, now)
+            self._cache.update((topic, (value, now)) for topic, value in answers.items())
 
     def _warn_once(self, topics: Iterable[str], exc: BaseException) -> None:
         """Warn the first time an error is seen; repeats (every cycle) go to DEBUG."""
