@@ -151,13 +151,11 @@ def _sli(objectives: Sequence[Objective], i: int, job: str | None) -> dict[str, 
 
 
 def _burn_expr(i: int, rates: Sequence[BurnRate], budget: str) -> str:
-    pairs = []
-    for rate in rates:
-        over = f"> ({_number(rate.factor)} * {budget})"
-        pairs.append(
-            f"(\n  {BAD}:ratio_rate{rate.long}{{objective=\"{i}\"}} {over}\n"
-            f"and\n  {BAD}:ratio_rate{rate.short}{{objective=\"{i}\"}} {over}\n)")
-    return "\nor\n".join(pairs) + "\n"
+    def over(window: str, rate: BurnRate) -> str:
+        return f'{BAD}:ratio_rate{window}{{objective="{i}"}} > ({_number(rate.factor)} * {budget})'
+
+    return "\nor\n".join(f"(\n  {over(r.long, r)}\nand\n  {over(r.short, r)}\n)"
+                          for r in rates) + "\n"
 
 
 def _alert(objectives: Sequence[Objective], i: int, name: str, rates: Sequence[BurnRate],
