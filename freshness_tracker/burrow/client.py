@@ -649,6 +649,10 @@ class BurrowClient:
                           type(outcome).__name__,
                           exc_info=None if isinstance(outcome, RecursionError) else outcome)
                 failed.append((group, f"unusable answer from Burrow: {type(outcome).__name__}"))
+        # A failed group's exception holds its traceback, whose `work` frame holds `outcomes`:
+        # a reference cycle that would keep every answer of the cycle alive until the cyclic
+        # collector's next middle collection. Cleared, reference counting frees them now.
+        outcomes.clear()
         return ClusterLags(cluster, tuple(found), tuple(missing), tuple(failed), tuple(rejected))
 
 

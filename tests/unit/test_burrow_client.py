@@ -335,3 +335,28 @@ def test_a_burrow_shaped_lag_body_is_decoded_typed_and_any_other_through_json(
     live["status"]["partitions"][0]["complete"] = float("nan")
     server.route(path, ok(json.dumps(live)))  # NaN: not JSON to msgspec, a 0.0 to json
     assert make_client().group_lag("local", "live-group").partitions[0].complete == 0.0
+
+
+def test_a_failed_group_keeps_no_answer_alive_in_a_reference_cycle(
+        server: RecordingBurrow, make_client: Any) -> None:
+    """A failed group's exception (its traceback holds the worker's frame, which holds every
+    answer of the call) must not form a cycle that only the cyclic collector frees: the
+    answers of 200 groups would stay in memory until its next middle collection."""
+    import gc
+
+    for i in range(200):
+        server.route(f"/v3/kafka/local/consumer/g{i}/lag",
+                     ok(body("v3_consumer_live-group_lag.json")))
+    server.route("/v3/kafka/local/consumer/bad/lag", ok(b"", 500))
+    client = make_client(retries=0, concurrency=4)
+    names = [f"g{i}" for i in range(200)] + ["bad"]
+    client.cluster_lags("local", names)  # connections and threads made
+    gc.collect()
+    gc.disable()
+    try:
+        lags = client.cluster_lags("local", names)
+        assert [g for g, _ in lags.failed_groups] == ["bad"] and len(lags.groups) == 200
+        del lags
+        assert gc.collect() < 100  # ~2,300 objects (the 200 answers) while the cycle stood
+    finally:
+        gc.enable()
