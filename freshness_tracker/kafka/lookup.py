@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Executor, Future
 from typing import Any
 
@@ -48,23 +48,6 @@ _JOIN_SLACK_S = 2.0
 _DEADLINE_REACHED = "not read: the cycle deadline was reached first"
 
 _PartKey = tuple[str, int]
-
-
-class _BatchQueue:
-    """Batches waiting for a worker; workers pop until it is empty."""
-
-    def __init__(self, batches: Iterable[list[PartitionTask]]) -> None:
-        self._batches = deque(batches)
-        self._lock = threading.Lock()
-
-    def pop(self) -> list[PartitionTask] | None:
-        with self._lock:
-            return self._batches.popleft() if self._batches else None
-
-    def close(self) -> None:
-        """Abandon what no worker has started: read() has stopped waiting for it."""
-        with self._lock:
-            self._batches.clear()
 
 
 class KafkaRecordReader:
@@ -127,10 +110,7 @@ class KafkaRecordReader:
     def stats(self) -> dict[str, int]:
         """Cumulative counters: reads, batches, fetch_requests, failures and per outcome."""
         with self._lock:
-            counters = dict(self._counters)
-        counters.setdefault("reads", 0)
-        counters.setdefault("batches", 0)
-        counters.setdefault("failures", 0)
+            counters = {"reads": 0, "batches": 0, "failures": 0, **self._counters}
         counters["fetch_requests"] = self._pool.fetch_requests()
         return counters
 
@@ -184,7 +164,7 @@ class KafkaRecordReader:
         (executor shut down, the cycle deadline, a bug) is failed by _assemble()."""
         if not batches:
             return []
-        todo = _BatchQueue(batches)
+        todo = deque(batches)  # shared by the workers unlocked: a deque's pops are atomic
         futures: list[Future[list[Answer]]] = []
         for _ in range(min(self._pool.size, len(batches))):
             try:
@@ -198,7 +178,7 @@ class KafkaRecordReader:
             try:
                 answers.extend(future.result(timeout=wait))
             except TimeoutError:
-                todo.close()
+                todo.clear()  # abandon what no worker has started: read() stops waiting
                 logger.warning("cluster %s: a lookup worker is still busy %.0f s past the cycle "
                                "deadline; its partitions are answered as failed", self.cluster,
                                _JOIN_SLACK_S)
@@ -208,11 +188,15 @@ class KafkaRecordReader:
                 logger.exception("cluster %s: lookup worker crashed", self.cluster)
         return answers
 
-    def _drain(self, todo: _BatchQueue, deadline: Deadline | None) -> list[Answer]:
+    def _drain(self, todo: deque[list[PartitionTask]], deadline: Deadline | None
+               ) -> list[Answer]:
         answers: list[Answer] = []
-        while (batch := todo.pop()) is not None:
+        while True:
+            try:
+                batch = todo.popleft()
+            except IndexError:  # another worker took the last one
+                return answers
             answers.extend(self._run_batch(batch, deadline))
-        return answers
 
     def _remember_topics(self, consumer: LookupConsumer, metadata: Any) -> None:
         with self._lock:
