@@ -65,9 +65,7 @@ def validate_kafka_properties(settings: Settings) -> None:
 
 def _offline(config: Mapping[str, str]) -> dict[str, Any]:
     """The config without the brokers (so nothing connects) and with librdkafka's logs muted."""
-    out: dict[str, Any] = {k: v for k, v in config.items() if k not in _CONNECTING}
-    out["logger"] = _SILENT
-    return out
+    return {**{k: v for k, v in config.items() if k not in _CONNECTING}, "logger": _SILENT}
 
 
 def _error(index: int, props: Mapping[str, str], message: str) -> ConfigError:
