@@ -197,15 +197,6 @@ def _optional(attribute: str, scale: float = 1.0) -> Callable[[Any], float | Non
     return sample
 
 
-def _flag(attribute: str) -> Callable[[Any], float | None]:
-    get = attrgetter(attribute)
-
-    def sample(row: Any) -> float | None:
-        v = get(row)
-        return None if v is None else 1.0 if v else 0.0
-    return sample
-
-
 # --- partition families, in exposition order -----------------------------------------------
 
 FRESHNESS = Family(
@@ -338,7 +329,7 @@ GROUP_CATCHING_UP = Family(
     "1 when every partition of the group has no lag or gained on its producers over "
     "Burrow's window; 0 when one did not (its lag did not shrink, or Burrow says it "
     "stopped or stalled); absent when unknown." + _LAST,
-    Level.GROUP, _flag("catching_up"))
+    Level.GROUP, lambda g: None if g.catching_up is None else float(g.catching_up))
 GROUP_FAMILIES = (GROUP_MAX_FRESHNESS, GROUP_OFFSET_LAG, GROUP_STATUS, GROUP_UNMEASURED,
                   GROUP_DATA_LOSS_PARTITIONS, GROUP_DATA_AS_OF, GROUP_CATCH_UP,
                   GROUP_CATCHING_UP)
