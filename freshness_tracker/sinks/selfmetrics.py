@@ -54,8 +54,7 @@ class KafkaClientCollector(Collector):
             labels = [cluster, *self._series.static_values(cluster)]
             fetches.add_metric(labels, float(fetch_requests))
             consumers.add_metric(labels, float(live))
-        yield fetches
-        yield consumers
+        yield from (fetches, consumers)
 
 
 class SelfMetrics:
