@@ -149,23 +149,17 @@ class _CycleRun:
 #: (Burrow's JSON, the domain values, the render) and then ran ~650 young, ~60 middle and 3
 #: full collections that together cost 0.7-1.0 s of its ~4 s of CPU and freed nothing: those
 #: values hold no reference cycles, so reference counting frees them (measured with
-#: gc.callbacks: 0 objects collected per cycle). At 50,000 a cycle runs ~8 young collections.
+#: gc.callbacks: 0 objects collected per cycle). At 50,000 a cycle runs ~8 young collections and
+#: a full one every ~10 cycles (docs/scale.md).
 GC_YOUNG_THRESHOLD = 50_000
-#: Young collections between two middle ones (Python's default is 10). A middle collection
-#: walks everything the last cycles left alive (~450,000 objects at 100,000 partitions: ~0.1 s)
-#: and, at 10, ran most cycles; at 100 about one in twelve (12 cycles in process: collector CPU
-#: 1.50-1.54 s -> 0.65-0.68 s). Reference cycles that die young are still collected young.
-GC_MIDDLE_THRESHOLD = 100
 
 
-def relax_collections() -> None:
-    """Raise the collector's young and middle thresholds to GC_YOUNG_THRESHOLD and
-    GC_MIDDLE_THRESHOLD, process-wide (the exporter is the process); a higher threshold or a
-    disabled collector (0) is left as it is."""
+def relax_young_collections() -> None:
+    """Raise the collector's young threshold to GC_YOUNG_THRESHOLD, process-wide (the exporter
+    is the process); a higher threshold or a disabled collector (0) is left as it is."""
     young, middle, old = gc.get_threshold()
-    if young == 0:
-        return
-    gc.set_threshold(max(young, GC_YOUNG_THRESHOLD), max(middle, GC_MIDDLE_THRESHOLD), old)
+    if 0 < young < GC_YOUNG_THRESHOLD:
+        gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
 #: glibc's malloc arenas for the process (glibc's default is 8 per core). Each thread that
@@ -231,7 +225,7 @@ class Exporter:
         # peer exporter reads (Prometheus tracks resets itself). Process-wide, and the exporter
         # is the process.
         disable_created_metrics()  # type: ignore[no-untyped-call]
-        relax_collections()
+        relax_young_collections()
         limit_malloc_arenas()
         self.live = CollectorRegistry()
         series = SeriesSet(settings.granularity, frozenset(settings.partition_metrics),
