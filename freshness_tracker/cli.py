@@ -93,7 +93,6 @@ def _parser() -> argparse.ArgumentParser:
                        help="a Prometheus rules file (default), or chart values setting "
                             "prometheusRule.extraGroups")
     spark = sub.add_parser("spark", help="the Spark data pipeline (needs the spark extra)")
-    spark.set_defaults(spark_parser=spark)
     try:
         from freshness_tracker.spark.cli import add_spark_commands
     except ImportError:
