@@ -135,15 +135,11 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
 
 def _read(file: Path, source: str) -> str:
     """The file's text, or a ConfigError saying what is wrong with the path."""
-    if file.is_dir():
-        raise ConfigError("--config", f"{source!r} is a directory",
-                          "pass the path of a HOCON file")
-    if not file.exists():
-        raise ConfigError("--config", f"file {source!r} does not exist",
-                          "pass the path of a HOCON file")
-    if not file.is_file():
-        raise ConfigError("--config", f"{source!r} is not a regular file",
-                          "pass the path of a HOCON file")
+    problem = (f"{source!r} is a directory" if file.is_dir()
+               else f"file {source!r} does not exist" if not file.exists()
+               else f"{source!r} is not a regular file" if not file.is_file() else None)
+    if problem is not None:
+        raise ConfigError("--config", problem, "pass the path of a HOCON file")
     try:
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
