@@ -77,16 +77,14 @@ def topic_name_problem(name: str) -> str | None:
 
 def usable_group_names(names: Iterable[object]) -> tuple[list[str], list[str]]:
     """(the usable group names, each once, in order; why each other entry was dropped)."""
-    usable: list[str] = []
-    seen: set[str] = set()
+    usable: dict[str, None] = {}  # a dict: kept in order, each name once
     rejected: list[str] = []
     for name in names:
         problem = group_name_problem(name)
-        if problem is None and name in seen:
+        if problem is None and name in usable:
             problem = "is listed again"
         if problem is not None or not isinstance(name, str):
             rejected.append(f"consumer-list entry {escaped(name)} {problem}")
             continue
-        seen.add(name)
-        usable.append(name)
-    return usable, rejected
+        usable[name] = None
+    return list(usable), rejected
