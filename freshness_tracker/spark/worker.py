@@ -37,7 +37,6 @@ __all__ = [
     "close_engines",
     "engine_payload",
     "read_tasks",
-    "reader_for",
 ]
 
 log = logging.getLogger(__name__)
@@ -107,11 +106,6 @@ def _engine(payload: Mapping[str, Any]) -> _Engine:
         _engines.move_to_end(key)
         engine.tasks += 1
         return engine
-
-
-def reader_for(payload: EnginePayload) -> KafkaRecordReader:
-    """This worker's lookup engine for the cluster settings (built on first use)."""
-    return _engine(payload).reader
 
 
 def close_engines() -> None:
