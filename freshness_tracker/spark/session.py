@@ -43,10 +43,6 @@ JOB_CONF: Mapping[str, str] = {
 TEST_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
-def _is_local(master: str | None) -> bool:
-    return master is None or master.startswith("local")
-
-
 def get_session(
     master: str | None = None,
     app_name: str = "freshness-tracker",
@@ -73,7 +69,7 @@ def get_session(
     if master is not None:
         builder = builder.master(master)
     settings: dict[str, str] = dict(JOB_CONF)
-    if _is_local(master) and not submitted:
+    if master is not None and master.startswith("local") and not submitted:
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
