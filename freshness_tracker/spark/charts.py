@@ -36,11 +36,8 @@ def _png(fig: Any) -> bytes:
 
 
 def _unit(max_ms: float) -> tuple[int, str]:
-    chosen = _UNITS[0]
-    for scale, name in _UNITS:
-        if max_ms >= 2 * scale:
-            chosen = (scale, name)
-    return chosen
+    """The largest unit of which `max_ms` is at least two (seconds at the least)."""
+    return max((u for u in _UNITS if max_ms >= 2 * u[0]), default=_UNITS[0])
 
 
 def _dates(ms: Any) -> Any:
