@@ -130,11 +130,9 @@ class LoopbackCluster:
                            f"{self.log_tail()}")
 
     def log_tail(self, lines: int = 30) -> str:
-        out = []
-        for path in sorted(self.workdir.glob("*.log")):
-            text = path.read_text(errors="replace").splitlines()[-lines:]
-            out.append(f"--- {path.name}\n" + "\n".join(text))
-        return "\n".join(out)
+        return "\n".join(f"--- {path.name}\n"
+                         + "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+                         for path in sorted(self.workdir.glob("*.log")))
 
     def stop(self) -> None:
         """Every daemon's process group (executors included): TERM, then KILL after 10 s."""
