@@ -155,20 +155,17 @@ def _quantile(values: Any, n: Any, q: float) -> Any:
     return F.when(n > 0, low + (high - low) * (pos - lo.cast("double")))
 
 
-def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptions) -> Any:
+def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptions,
+             judge_keys: Sequence[str] | None = None, names: Sequence[str] = ()) -> Any:
     """One stats row per series (`keys`, t, value) in the report's columns: `slo.evaluate_series`
-    in Spark SQL. `judges` (`_judges`) is keyed by `keys` without the cluster."""
-    return _evaluate(series, keys, [k for k in keys if k != "cluster"], judges, options, ())
-
-
-def _evaluate(series: Any, keys: Sequence[str], judge_keys: Sequence[str], judges: Any,
-              options: ReportOptions, names: Sequence[str]) -> Any:
-    """`evaluate` with the judges joined on `judge_keys` and their `names` columns kept."""
+    in Spark SQL. `judges` (`_judges`) is joined on `judge_keys` (by default `keys` without the
+    cluster), its `names` columns kept."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     start, end = F.lit(options.start_ms), F.lit(options.end_ms)
-    keys, judge_keys = list(keys), list(judge_keys)
+    keys = list(keys)
+    judge_keys = [k for k in keys if k != "cluster"] if judge_keys is None else list(judge_keys)
     in_order = Window.partitionBy(*keys).orderBy("t")
     whole = in_order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     # only the objective's number rides along (numbers keep every aggregation a fast hash
@@ -496,11 +493,11 @@ def evaluate_tables(spark: Any, rows: Any, objectives: Sequence[Objective],
         group_judges = _judges(spark, [ids.groups[g] for g in group_ids], objectives,
                                _GROUP, group_ids)
         topic_series = _topic_series(rows, ids)
-        topics = _evaluate(topic_series.withColumnRenamed("h", "id"), ["g", "id"], ["id"],
-                           topic_judges, options, _TOPIC)
-        consumers = _evaluate(_group_series(spark, topic_series, included)
-                              .withColumnRenamed("g", "id"), ["id"], ["id"], group_judges,
-                              options, _GROUP)
+        topics = evaluate(topic_series.withColumnRenamed("h", "id"), ["g", "id"], topic_judges,
+                          options, ["id"], _TOPIC)
+        consumers = evaluate(_group_series(spark, topic_series, included)
+                             .withColumnRenamed("g", "id"), ["id"], group_judges, options,
+                             ["id"], _GROUP)
         with _stage(spark, "series", began):
             from pyspark.sql import functions as F
 
