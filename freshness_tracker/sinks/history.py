@@ -202,11 +202,6 @@ def partition_path(root: str, date: dt.date, cluster: str) -> str:
     return f"{root.rstrip('/')}/date={date.isoformat()}/cluster={quote(cluster, safe='')}"
 
 
-def _sample_day(table: pa.Table, fallback_ms: int) -> dt.date:
-    earliest = pc.min(table.column("sample_time")).value
-    return _utc_date(int(earliest) if earliest is not None else fallback_ms)
-
-
 def _exists(fs: pafs.FileSystem, path: str) -> bool:
     return bool(fs.get_file_info(path).type == pafs.FileType.File)
 
@@ -230,7 +225,8 @@ def write_snapshot(root: str, snapshot: ClusterSnapshot, *, cycle_start_ms: int 
         return None
     start = snapshot.started_ms if cycle_start_ms is None else cycle_start_ms
     fs, base, local = _filesystem(root)
-    day = _sample_day(table, snapshot.finished_ms)
+    earliest = pc.min(table.column("sample_time")).value
+    day = _utc_date(int(earliest) if earliest is not None else snapshot.finished_ms)
     name = _file_name(start, shard, writer)
     directory = partition_path(base, day, snapshot.cluster)
     final = f"{directory}/{name}"
