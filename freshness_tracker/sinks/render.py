@@ -9,7 +9,7 @@ from typing import Any
 
 from freshness_tracker.domain.model import PartitionResult, Snapshot
 
-__all__ = ["render_json", "render_table", "format_ms"]
+__all__ = ["format_freshness", "format_ms", "render_json", "render_table"]
 
 
 def _partition_json(r: PartitionResult) -> dict[str, Any]:
@@ -49,6 +49,12 @@ def format_ms(value: int | None) -> str:
     return f"{value / 1000:.1f}s"
 
 
+def format_freshness(value: int | None, lower_bound: bool) -> str:
+    """`format_ms`, marked "≥" when the value is a lower bound (data loss)."""
+    text = format_ms(value)
+    return ("≥" + text) if lower_bound and value is not None else text
+
+
 def render_table(snapshot: Snapshot) -> str:
     header = ("CLUSTER", "CONSUMER", "TOPIC", "PART", "COMMITTED", "LAG", "FRESHNESS",
               "COMMIT LAG", "STATUS")
@@ -58,9 +64,7 @@ def render_table(snapshot: Snapshot) -> str:
             rows.append((c.cluster, "-", "-", "-", "-", "-", "-", "-",
                          f"CLUSTER DOWN: {c.health.error}"))
         for r in c.partitions:
-            fresh = format_ms(r.freshness_ms)
-            if r.freshness_is_lower_bound and r.freshness_ms is not None:
-                fresh = "≥" + fresh
+            fresh = format_freshness(r.freshness_ms, r.freshness_is_lower_bound)
             status = r.status.value + (f" ({r.lost_records} lost)" if r.data_loss else "")
             rows.append((r.key.cluster, r.key.consumer, r.key.topic, str(r.key.partition),
                          "-" if r.committed_offset is None else str(r.committed_offset),

@@ -18,7 +18,7 @@ from freshness_tracker.domain.model import (
     PartitionResult,
     Snapshot,
 )
-from freshness_tracker.sinks.render import format_ms
+from freshness_tracker.sinks.render import format_freshness, format_ms
 
 __all__ = ["GROUP_ROWS", "render_status_page"]
 
@@ -50,11 +50,6 @@ def _ago(now_ms: int, then_ms: int | None) -> str:
 def _group_order(g: GroupResult) -> tuple[int, int, int]:
     """Worst first: data loss, then the oldest unconsumed data, then unmeasured partitions."""
     return (-(g.data_loss_partitions > 0), -(g.max_freshness_ms or 0), -g.unmeasured_partitions)
-
-
-def _freshness_cell(value: int | None, lower_bound: bool) -> str:
-    text = format_ms(value)
-    return ("≥" + text) if lower_bound and value is not None else text
 
 
 def _page(title: str, body: Iterable[str], refresh_s: int) -> bytes:
@@ -98,16 +93,13 @@ def _cluster_rows(clusters: Iterable[ClusterSnapshot], now_ms: int) -> Iterable[
                f'<td class="n">{h.partitions}</td><td>{error}</td></tr>')
 
 
-def _group_link(cluster: str, consumer: str) -> str:
-    return "/?" + urlencode({"cluster": cluster, "group": consumer})
-
-
 def _group_rows(groups: Iterable[GroupResult]) -> Iterable[str]:
     for g in groups:
         loss = g.data_loss_partitions > 0
+        link = "/?" + urlencode({"cluster": g.cluster, "group": g.consumer})
         yield (f'<tr class="{"loss" if loss else "group"}"><td>{_e(g.cluster)}</td>'
-               f'<td><a href="{_e(_group_link(g.cluster, g.consumer))}">{_e(g.consumer)}</a></td>'
-               f'<td class="n">{_freshness_cell(g.max_freshness_ms, loss)}</td>'
+               f'<td><a href="{_e(link)}">{_e(g.consumer)}</a></td>'
+               f'<td class="n">{format_freshness(g.max_freshness_ms, loss)}</td>'
                f'<td class="n">{"-" if g.offset_lag is None else g.offset_lag}</td>'
                f"<td>{_e(g.burrow_status)}</td>"
                f'<td class="n">{g.data_loss_partitions or ""}</td>'
@@ -123,7 +115,7 @@ def _partition_rows(partitions: Iterable[PartitionResult], now_ms: int) -> Itera
                f'<td class="n">{r.key.partition}</td>'
                f'<td class="n">{"-" if r.committed_offset is None else r.committed_offset}</td>'
                f'<td class="n">{lag}</td>'
-               f'<td class="n">{_freshness_cell(r.freshness_ms, r.freshness_is_lower_bound)}</td>'
+               f'<td class="n">{format_freshness(r.freshness_ms, r.freshness_is_lower_bound)}</td>'
                f'<td class="n">{format_ms(r.commit_lag_ms)}</td>'
                f'<td class="n">{format_ms(r.retention_headroom_ms)}</td>'
                f"<td>{_e(r.status.value)}</td><td>{_e(r.burrow_status)}</td><td>{lost}</td></tr>")
@@ -159,7 +151,7 @@ def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> It
                'current snapshot. <a href="/">Back to every group</a>.</p>')
         return
     yield (f'<p class="meta">cluster {_e(cluster)}: max freshness '
-           f"{_freshness_cell(summary.max_freshness_ms, summary.data_loss_partitions > 0)}, "
+           f"{format_freshness(summary.max_freshness_ms, summary.data_loss_partitions > 0)}, "
            f"Burrow status {_e(summary.burrow_status)}; cycle finished "
            f'{_ago(now_ms, found.finished_ms)}. <a href="/">Back to every group</a>.</p>')
     partitions = sorted((p for p in found.partitions if p.key.consumer == group),
