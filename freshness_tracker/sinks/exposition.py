@@ -141,10 +141,9 @@ class _Segment:
         self._plain = plain
 
     @classmethod
-    def of(cls, pieces: Sequence[bytes]) -> _Segment:
+    def of(cls, data: bytes) -> _Segment:
         writer = _SegmentWriter()
-        for piece in pieces:
-            writer.add(piece)
+        writer.add(data)
         return writer.finish()
 
     def plain(self, counts: _Counts) -> bytes:
@@ -243,7 +242,7 @@ class _Format:
         self.encoder = encoder
         self.content_type = content_type
         self.syntax = tuple(_Syntax.learn(encoder, f) for f in families)
-        self.headers = tuple(_Segment.of((s.header,)) for s in self.syntax)
+        self.headers = tuple(_Segment.of(s.header) for s in self.syntax)
         #: Formats that write samples alike share the clusters' rendered segments.
         self.samples_key = tuple((s.head, s.order, s.between, s.tail) for s in self.syntax)
 
