@@ -78,10 +78,6 @@ def engine_payload(kafka: ClusterKafkaSettings, lookup: LookupSettings) -> Engin
             "num_consumers": kafka.num_consumers, "lookup": asdict(lookup)}
 
 
-def _key(payload: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-
 def _build(payload: Mapping[str, Any]) -> _Engine:
     kafka = ClusterKafkaSettings(payload["name"], MappingProxyType(dict(payload["properties"])),
                                  int(payload["num_consumers"]))
@@ -95,7 +91,7 @@ def _build(payload: Mapping[str, Any]) -> _Engine:
 
 
 def _engine(payload: Mapping[str, Any]) -> _Engine:
-    key = _key(payload)
+    key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
     with _lock:
         engine = _engines.get(key)
         if engine is None:
