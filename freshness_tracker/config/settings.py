@@ -200,16 +200,12 @@ class _Reader:
             raise ConfigError(self.path(key), f"{number} is out of range", f"use a value {bound}")
         return number
 
-    def seconds(self, key: str, low: float = 0.0, *, minimum: float | None = None,
-                maximum: float = MAX_DURATION_S) -> float:
-        """A duration above `low`, or at least `minimum` when given, and at most `maximum`."""
+    def seconds(self, key: str, *, minimum: float, maximum: float = MAX_DURATION_S) -> float:
+        """A duration of at least `minimum` (above 0) and at most `maximum`."""
         value = parse_duration(self.raw(key), self.path(key))
-        if minimum is not None and value < minimum:
+        if value < minimum:
             raise ConfigError(self.path(key), f"{_duration(value)} is too small",
                               f"use at least {_duration(minimum)}")
-        if value <= low:
-            raise ConfigError(self.path(key), f"{_duration(value)} is too small",
-                              f"use a duration above {_duration(low)}")
         if not value <= maximum:  # also catches inf and nan (1e400 in HOCON)
             raise ConfigError(self.path(key), f"{_duration(value)} is too large",
                               f"use a duration up to {_duration(maximum)}")
