@@ -31,11 +31,6 @@ class BurrowSettings:
     def __repr__(self) -> str:
         """Without secrets: the password is never shown, nor credentials left in the URL (the
         config strips them; settings built in code may carry them)."""
-        shown = ", ".join(
-            f"{f.name}={_shown_url(self.url) if f.name == 'url' else getattr(self, f.name)!r}"
-            for f in fields(self) if f.repr)
-        return f"BurrowSettings({shown})"
-
-
-def _shown_url(url: str) -> str:
-    return split_credentials(url)[0]
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        shown["url"] = split_credentials(self.url)[0]
+        return "BurrowSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
