@@ -47,11 +47,6 @@ def _ago(now_ms: int, then_ms: int | None) -> str:
     return f"{format_ms(max(now_ms - then_ms, 0))} ago"
 
 
-def _group_order(g: GroupResult) -> tuple[int, int, int]:
-    """Worst first: data loss, then the oldest unconsumed data, then unmeasured partitions."""
-    return (-(g.data_loss_partitions > 0), -(g.max_freshness_ms or 0), -g.unmeasured_partitions)
-
-
 def _page(title: str, body: Iterable[str], refresh_s: int) -> bytes:
     head = (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="refresh" content="{int(refresh_s)}">'
@@ -122,7 +117,9 @@ def _partition_rows(partitions: Iterable[PartitionResult], now_ms: int) -> Itera
 
 
 def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
-    groups = sorted((g for c in snapshot.clusters for g in c.groups), key=_group_order)
+    # Worst first: data loss, then the oldest unconsumed data, then unmeasured partitions.
+    groups = sorted((g for c in snapshot.clusters for g in c.groups), key=lambda g: (
+        -(g.data_loss_partitions > 0), -(g.max_freshness_ms or 0), -g.unmeasured_partitions))
     behind = sum(1 for g in groups if (g.max_freshness_ms or 0) > 0)
     down = sum(1 for c in snapshot.clusters if not c.health.up)
     yield "<h1>freshness-tracker</h1>"
