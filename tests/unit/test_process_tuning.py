@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from freshness_tracker.app import GC_YOUNG_THRESHOLD, MALLOC_ARENAS
+from freshness_tracker.app import GC_YOUNG_THRESHOLD, MALLOC_ARENAS, MALLOC_MMAP_THRESHOLD
 from tests.stack_support import unavailable
 from tests.support.config import cluster_entry, exporter_config
 
@@ -85,3 +85,43 @@ def test_the_exporter_caps_malloc_arenas_unless_the_operator_set_them() -> None:
     assert 1 <= _arenas(env) <= MALLOC_ARENAS
     # The operator's MALLOC_ARENA_MAX wins (here more arenas than ours): it is left alone.
     assert _arenas(env | {"MALLOC_ARENA_MAX": "8"}) > MALLOC_ARENAS
+
+
+#: An Exporter, then a mapped block freed (glibc's dynamic threshold would rise to its size)
+#: and a 1 MiB block made: prints how many blocks are mapped now that were not before.
+MMAP_PROGRAM = """
+import ctypes, sys
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks",
+                "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+from freshness_tracker.app import Exporter
+from freshness_tracker.config import load_settings
+exporter = Exporter(load_settings(text=sys.argv[1]))
+big = bytearray(8 * 2**20)
+del big
+before = libc.mallinfo2().hblks
+block = bytearray(2**20)
+print(libc.mallinfo2().hblks - before)
+exporter.close()
+"""
+
+
+def _mapped_after_a_big_free(env: dict[str, str]) -> int:
+    done = subprocess.run([sys.executable, "-c", MMAP_PROGRAM, CONFIG], capture_output=True,
+                          text=True, timeout=60, check=True, env=env)
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_exporter_fixes_the_mmap_threshold_unless_the_operator_set_it() -> None:
+    """A 1 MiB block is still mapped (and given back when freed) after an 8 MiB one was freed:
+    glibc's own rule would have raised the threshold to 8 MiB and served it from an arena."""
+    if not sys.platform.startswith("linux"):
+        unavailable("glibc's mmap threshold and mallinfo2 are Linux's")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")}
+    assert MALLOC_MMAP_THRESHOLD < 2**20
+    assert _mapped_after_a_big_free(env) == 1
+    # The operator's threshold wins (here 16 MiB: the 1 MiB block comes from an arena).
+    assert _mapped_after_a_big_free(env | {"MALLOC_MMAP_THRESHOLD_": str(16 * 2**20)}) == 0
