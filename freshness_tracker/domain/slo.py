@@ -209,23 +209,17 @@ def hold_spans(
     samples = _merge(times, values)
     spans: list[Span] = []
     covered = window_start_ms
-
-    def add(start: int, end: int, value: int | None) -> None:
-        nonlocal covered
-        start, end = max(start, covered), min(end, window_end_ms)
-        if end <= start:
-            return
-        if start > covered:
-            spans.append(Span(covered, start, None))
-        spans.append(Span(start, end, value))
-        covered = end
-
     for i, (t, value) in enumerate(samples):
         if t >= window_end_ms:
             break
         nxt = samples[i + 1][0] if i + 1 < len(samples) else window_end_ms
-        held = value if nxt - t <= max_gap_ms else None
-        add(t, nxt, held)
+        start, end = max(t, covered), min(nxt, window_end_ms)
+        if end <= start:
+            continue
+        if start > covered:
+            spans.append(Span(covered, start, None))
+        spans.append(Span(start, end, value if nxt - t <= max_gap_ms else None))
+        covered = end
     if covered < window_end_ms:
         spans.append(Span(covered, window_end_ms, None))
     return spans
