@@ -56,16 +56,13 @@ def _badness(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.loc[order].reset_index(drop=True)
 
 
-def _met(value: Any) -> bool | None:
-    return None if value is None or pd.isna(value) else bool(value)
-
-
 def build_tables(consumers: pd.DataFrame, topics: pd.DataFrame, partitions: pd.DataFrame,
                  options: Any) -> dict[str, pd.DataFrame]:
     """consumers, topics, partitions (the worst per consumer), data_loss and episodes."""
     for frame in (consumers, topics):
         if not frame.empty:
-            frame["met"] = frame["met"].map(_met).astype(object)
+            frame["met"] = frame["met"].map(
+                lambda m: None if m is None or pd.isna(m) else bool(m)).astype(object)
     loss = partitions[partitions["data_loss_samples"].fillna(0) > 0].copy()
     worst = partitions[partitions["samples"] > 0].sort_values(
         ["cluster", "consumer", "max_ms"], ascending=[True, True, False])
@@ -201,10 +198,6 @@ def _pill(met: Any) -> str:
     return '<span class="pill none">no objective</span>'
 
 
-def _pct(value: Any) -> str:
-    return "" if value is None or pd.isna(value) else f"{float(value) * 100:.3f}%"
-
-
 def _table(frame: pd.DataFrame, columns: list[tuple[str, str, str]], limit: int = 500) -> str:
     """columns: (header, column, kind) with kind in text, dur, pct, num, met, wrap."""
     if frame.empty:
@@ -218,7 +211,8 @@ def _table(frame: pd.DataFrame, columns: list[tuple[str, str, str]], limit: int 
             if kind == "dur":
                 cells.append(f'<td class="n">{fmt_duration(v)}</td>')
             elif kind == "pct":
-                cells.append(f'<td class="n">{_pct(v)}</td>')
+                text = "" if v is None or pd.isna(v) else f"{float(v) * 100:.3f}%"
+                cells.append(f'<td class="n">{text}</td>')
             elif kind == "num":
                 text = "" if v is None or pd.isna(v) else f"{v:,.0f}"
                 cells.append(f'<td class="n">{text}</td>')
