@@ -93,7 +93,7 @@ def _empty(text: str) -> bytes:
 
 
 def _spans(row: Any, start: str, end: str) -> list[tuple[int, int]]:
-    return list(zip(row[start], row[end], strict=True)) if row is not None else []
+    return list(zip(getattr(row, start), getattr(row, end), strict=True)) if row is not None else []
 
 
 def freshness_over_time(consumers: pd.DataFrame, samples: pd.DataFrame,
@@ -107,19 +107,18 @@ def freshness_over_time(consumers: pd.DataFrame, samples: pd.DataFrame,
     by_key = {(r.cluster, r.consumer): r for r in consumers.itertuples(index=False)}
     for ax, key in zip(axes[:, 0], worst, strict=True):
         row = by_key.get(key)
-        info = row._asdict() if row is not None else None
         series = samples[(samples["cluster"] == key[0]) & (samples["consumer"] == key[1])] \
             .sort_values("t")
-        series = _broken_at(series, _spans(info, "no_data_starts", "no_data_ends"))
+        series = _broken_at(series, _spans(row, "no_data_starts", "no_data_ends"))
         values = series["value"].astype("float64")
         top = max(float(values.max()) if values.notna().any() else 0.0,
                   float(row.objective_ms) if row is not None and pd.notna(row.objective_ms)
                   else 0.0, 1.0)
         scale, unit = _unit(top)
         ax.step(_dates(series["t"]), values / scale, where="post", color=_BLUE, lw=1.1)
-        _bands(ax, _spans(info, "breach_starts", "breach_ends"),
+        _bands(ax, _spans(row, "breach_starts", "breach_ends"),
                (options.end_ms - options.start_ms) / 1500, color=_RED, alpha=0.18, lw=0)
-        _bands(ax, _spans(info, "no_data_starts", "no_data_ends"), facecolor=_GREY, alpha=0.45,
+        _bands(ax, _spans(row, "no_data_starts", "no_data_ends"), facecolor=_GREY, alpha=0.45,
                lw=0, hatch="//")
         title = f"{key[0]} / {key[1]}"
         if row is not None and pd.notna(row.objective_ms):
@@ -160,22 +159,20 @@ def breach_timeline(consumers: pd.DataFrame, options: Any, lanes: int = 30) -> b
     plt = _plt()
     fig, ax = plt.subplots(figsize=(11, 0.34 * len(rows) + 1.2))
     start, end = options.start_ms, options.end_ms
-    day = _DAY_MS
-    x = _num
-
     min_width = (end - start) / 600  # keep one-cycle breaches visible on a long window
     labels = []
     for lane, r in enumerate(rows.itertuples(index=False)):
         y = len(rows) - 1 - lane
         labels.append((y, f"{r.cluster} / {r.consumer}"))
-        ax.broken_barh([(x(start), (end - start) / day)], (y - 0.35, 0.7), color=_GREEN)
+        ax.broken_barh([(_num(start), (end - start) / _DAY_MS)], (y - 0.35, 0.7), color=_GREEN)
         for starts, ends, color in ((r.no_data_starts, r.no_data_ends, _GREY),
                                     (r.breach_starts, r.breach_ends, _RED)):
-            bars = [(x(s), max(e - s, min_width) / day) for s, e in zip(starts, ends, strict=True)]
+            bars = [(_num(s), max(e - s, min_width) / _DAY_MS)
+                    for s, e in zip(starts, ends, strict=True)]
             if bars:
                 ax.broken_barh(bars, (y - 0.35, 0.7), color=color)
     ax.set_yticks([y for y, _ in labels], [label for _, label in labels], fontsize=8)
-    ax.set_xlim(x(start), x(end))
+    ax.set_xlim(_num(start), _num(end))
     ax.set_ylim(-0.6, len(rows) - 0.4)
     _date_axis(ax)
     ax.set_xlabel("UTC", fontsize=9)
