@@ -113,13 +113,6 @@ def close_engines() -> None:
         engine.close()
 
 
-def _read(reader: KafkaRecordReader, requests: Sequence[ReadRequest]) -> list[RecordRead]:
-    try:
-        return reader.read(requests)
-    except KafkaError as exc:  # no broker reachable from this worker: every request failed
-        return [RecordRead(r, ReadOutcome.FAILED, error=str(exc)) for r in requests]
-
-
 def read_tasks(payload: EnginePayload, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """`mapInPandas` body: REQUEST_SCHEMA rows in, RESULT_SCHEMA rows out (one per request)."""
     cluster = payload["name"]
@@ -128,7 +121,10 @@ def read_tasks(payload: EnginePayload, batches: Iterator[pd.DataFrame]) -> Itera
             engine = _engine(payload)
             requests = [ReadRequest(cluster, str(t), int(p), int(o))
                         for t, p, o in zip(topics, partitions, offsets, strict=True)]
-            reads = _read(engine.reader, requests)
+            try:
+                reads = engine.reader.read(requests)
+            except KafkaError as exc:  # no broker reachable from this worker: all failed
+                reads = [RecordRead(r, ReadOutcome.FAILED, error=str(exc)) for r in requests]
             created = engine.pool.stats()["consumers_created"]
             yield _frame(int(task), reads, engine.tasks, created)
 
