@@ -257,10 +257,14 @@ class BatchRun:
     def _on_out_of_range(self, task: PartitionTask) -> None:
         """The offset is not in the log: find out where the log starts and ends, then re-read."""
         task.resets += 1
-        watermarks = self._watermarks(task)
-        if watermarks is None:
+        timeout = max(0.1, min(self._remaining(), 5.0))
+        try:
+            watermarks = self._consumer.get_watermark_offsets(
+                task.topic_partition(), timeout=timeout, cached=False)
+        except Exception as exc:
+            self._fail_task(task, f"offset out of range; log start unknown: {exc}")
             return
-        low, high = watermarks
+        low, high = map(int, watermarks)
         if task.resets > _MAX_RESETS:
             self._fail_task(task, f"offset out of range {task.resets} times (log {low}..{high})")
             return
@@ -274,18 +278,6 @@ class BatchRun:
             self._finish(task)
             return
         self._reposition(task)
-
-    def _watermarks(self, task: PartitionTask) -> tuple[int, int] | None:
-        timeout = max(0.1, min(self._remaining(), 5.0))
-        try:
-            watermarks = self._consumer.get_watermark_offsets(
-                task.topic_partition(), timeout=timeout, cached=False
-            )
-        except Exception as exc:
-            self._fail_task(task, f"offset out of range; log start unknown: {exc}")
-            return None
-        low, high = watermarks
-        return int(low), int(high)
 
     def _on_partition_error(self, task: PartitionTask, err: Any) -> None:
         text = str(err.str())
