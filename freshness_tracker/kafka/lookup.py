@@ -97,7 +97,11 @@ class KafkaRecordReader:
         if not requests:
             return []
         deadline = current_deadline()
-        metadata = self._metadata(deadline)
+        # All topics' metadata, once per call: the first lookup in a topic costs ~1 s otherwise.
+        timeout = bound(self._lookup.timeout_s, deadline)
+        if timeout <= 0:
+            raise ClusterUnavailable(f"cluster {self.cluster}: {_DEADLINE_REACHED}")
+        metadata = cluster_metadata(self._pool, self.cluster, timeout, seen=self._remember_topics)
         batches, answers = self._plan(requests, metadata)
         answers.extend(self._run_batches(batches, deadline))
         late = deadline is not None and deadline.expired()
@@ -115,13 +119,6 @@ class KafkaRecordReader:
         return counters
 
     # --- metadata and planning ------------------------------------------------------------
-
-    def _metadata(self, deadline: Deadline | None) -> Any:
-        """All topics' metadata, once per call: the first lookup in a topic costs ~1 s otherwise."""
-        timeout = bound(self._lookup.timeout_s, deadline)
-        if timeout <= 0:
-            raise ClusterUnavailable(f"cluster {self.cluster}: {_DEADLINE_REACHED}")
-        return cluster_metadata(self._pool, self.cluster, timeout, seen=self._remember_topics)
 
     def _plan(
         self, requests: Sequence[ReadRequest], metadata: Any
@@ -162,8 +159,6 @@ class KafkaRecordReader:
     ) -> list[Answer]:
         """One worker per pool consumer drains the batches; whatever no worker answered
         (executor shut down, the cycle deadline, a bug) is failed by _assemble()."""
-        if not batches:
-            return []
         todo = deque(batches)  # shared by the workers unlocked: a deque's pops are atomic
         futures: list[Future[list[Answer]]] = []
         for _ in range(min(self._pool.size, len(batches))):
