@@ -145,18 +145,15 @@ class TopicRetention:
             ResourceType,
         )
 
-        admin = self._get_admin()
+        with self._lock:
+            if self._admin is None:
+                self._admin = self._factory()
+            admin = self._admin
         resources = [ConfigResource(ResourceType.TOPIC, topic) for topic in topics]
         self.requests += 1
         futures = admin.describe_configs(resources,
                                          request_timeout=max(bound(self._timeout_s), 0.001))
         return {resource.name: future for resource, future in futures.items()}
-
-    def _get_admin(self) -> Any:
-        with self._lock:
-            if self._admin is None:
-                self._admin = self._factory()
-            return self._admin
 
     def _reset_admin(self) -> None:
         """Drop the client after a failure: librdkafka's AdminClient can stay wedged after its
