@@ -79,7 +79,7 @@ def _hocon(value: Any, indent: str = "") -> str:
         if not value:
             return "[]"
         return "[\n" + "\n".join(f"{inner}{_hocon(v, inner)}" for v in value) + f"\n{indent}]"
-    if isinstance(value, bool) or value is None or isinstance(value, int | float):
+    if value is None or isinstance(value, int | float):  # bool is an int
         return json.dumps(value)
     return json.dumps(str(value))
 
@@ -87,9 +87,7 @@ def _hocon(value: Any, indent: str = "") -> str:
 def user_config_as_hocon(path: str | Path) -> str:
     """The user's file alone as HOCON: a YAML file converted, a HOCON file as written."""
     text = _read(Path(path), str(path))
-    if not is_yaml(text, path):
-        return text
-    return _yaml_as_hocon(text, str(path))
+    return _yaml_as_hocon(text, str(path)) if is_yaml(text, path) else text
 
 
 def load_tree(path: str | Path | None = None, text: str | None = None) -> ConfigTree:
@@ -141,14 +139,13 @@ def _read(file: Path, source: str) -> str:
     if problem is not None:
         raise ConfigError("--config", problem, "pass the path of a HOCON file")
     try:
-        text = file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(source, f"not UTF-8 text (byte {exc.start}: {exc.reason})",
                           "save the file as UTF-8") from exc
     except OSError as exc:
         raise ConfigError(source, f"cannot be read: {exc.strerror or exc}",
                           "check the path and its permissions") from exc
-    return text
 
 
 def load_settings(path: str | Path | None = None, text: str | None = None) -> Settings:
