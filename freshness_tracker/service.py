@@ -71,10 +71,6 @@ class Service:
             raise
         self._current.thread.start()
 
-    @property
-    def exporter(self) -> Exporter:
-        return self._current.exporter
-
     def reload(self, settings: Settings) -> str:
         """Run `settings` instead, or raise and keep running as before; says what it did."""
         if settings == self.settings:
