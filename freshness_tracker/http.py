@@ -116,11 +116,9 @@ def _exposition_app(exposition: CachedExposition) -> WsgiApp:
         names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
         answer = exposition.answer(environ.get("HTTP_ACCEPT"),
                                    environ.get("HTTP_ACCEPT_ENCODING"), names)
-        headers = [("Content-Type", answer.content_type)]
-        if answer.gzip:
-            headers.append(("Content-Encoding", "gzip"))
-        headers.append(("Content-Length", str(answer.length)))
-        start("200 OK", headers)
+        gzip = [("Content-Encoding", "gzip")] if answer.gzip else []
+        start("200 OK", [("Content-Type", answer.content_type), *gzip,
+                         ("Content-Length", str(answer.length))])
         return answer.chunks
 
     return app
