@@ -117,21 +117,15 @@ def shadowed(objectives: Sequence[Objective]) -> dict[int, int]:
     """Objective index -> the earlier one with the same consumer regex: such an objective never
     judges a consumer's series (it may still judge topic series in the Spark report)."""
     first: dict[str, int] = {}
-    out: dict[int, int] = {}
     for i, o in enumerate(objectives):
-        if o.consumer in first:
-            out[i] = first[o.consumer]
-        else:
-            first[o.consumer] = i
-    return out
+        first.setdefault(o.consumer, i)
+    return {i: first[o.consumer] for i, o in enumerate(objectives) if first[o.consumer] != i}
 
 
 def _selectors(objectives: Sequence[Objective], i: int, job: str | None) -> str:
-    matchers = [f"consumer=~{_promql_string(objectives[i].consumer)}"]
-    matchers += [f"consumer!~{_promql_string(o.consumer)}" for o in objectives[:i]]
-    if job is not None:
-        matchers.insert(0, f"job={_promql_string(job)}")
-    return ", ".join(matchers)
+    by_job = [] if job is None else [f"job={_promql_string(job)}"]
+    return ", ".join([*by_job, f"consumer=~{_promql_string(objectives[i].consumer)}",
+                      *(f"consumer!~{_promql_string(o.consumer)}" for o in objectives[:i])])
 
 
 def _sli(objectives: Sequence[Objective], i: int, job: str | None) -> dict[str, Any]:
