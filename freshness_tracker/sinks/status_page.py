@@ -101,8 +101,7 @@ def _group_rows(groups: Iterable[GroupResult]) -> Iterable[str]:
                f'<td class="n">{g.unmeasured_partitions or ""}</td></tr>')
 
 
-def _partition_rows(partitions: Iterable[PartitionResult], now_ms: int) -> Iterable[str]:
-    del now_ms  # partition values are as of their cycle, said in the header
+def _partition_rows(partitions: Iterable[PartitionResult]) -> Iterable[str]:
     for r in partitions:
         lag = "-" if r.log_end_offset is None and r.committed_offset is not None else r.offset_lag
         lost = f"{r.lost_records} lost" if r.data_loss else ""
@@ -153,7 +152,7 @@ def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> It
            f'{_ago(now_ms, found.finished_ms)}. <a href="/">Back to every group</a>.</p>')
     partitions = sorted((p for p in found.partitions if p.key.consumer == group),
                         key=lambda p: (-(p.freshness_ms or 0), p.key.topic, p.key.partition))
-    yield _table(PARTITION_COLUMNS, _partition_rows(partitions, now_ms))
+    yield _table(PARTITION_COLUMNS, _partition_rows(partitions))
 
 
 def render_status_page(snapshot: Snapshot, now_ms: int, query: Mapping[str, str] | None = None,
