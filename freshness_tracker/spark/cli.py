@@ -178,7 +178,7 @@ def _report(args: argparse.Namespace) -> int:
 
     objectives = load_objectives(args.objectives) if args.objectives else []
     if not charts_available():  # said before the work, not found after it
-        logging.getLogger("freshness_tracker.spark").warning(CHARTS_MISSING)
+        log.warning(CHARTS_MISSING)
     spark = get_session(args.master, "freshness-tracker report")
     options = ReportOptions(start_ms=args.start, end_ms=args.end, gap_cycles=args.gap_cycles,
                             cycle_ms=args.cycle, worst=args.worst)
