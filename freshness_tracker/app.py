@@ -171,8 +171,8 @@ MALLOC_ARENAS = 2
 #: Blocks from this size up are mapped on their own and given back to the system when freed.
 #: glibc starts at this value but raises it (up to 32 MiB) each time a mapped block is freed,
 #: after which a cycle's big blocks (/metrics' bytes, lists and dicts of 100,000 entries) come
-#: from the arenas and stay resident once freed. Fixed here: a 20-cluster exporter's RSS peak
-#: 277-286 MiB instead of 298-319 MiB (docs/scale.md).
+#: from the arenas and stay resident once freed. Fixed here: a 20-cluster exporter peaked at
+#: 277-296 MiB in four runs, 280-319 MiB without in ten (docs/scale.md).
 MALLOC_MMAP_THRESHOLD = 128 * 1024
 _M_ARENA_MAX, _M_MMAP_THRESHOLD = -8, -3  # mallopt's parameter numbers in glibc's malloc.h
 
