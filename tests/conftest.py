@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Generator, Iterator
 
@@ -37,6 +38,16 @@ def stack() -> Iterator[RealStack]:
 def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
     """``unique_name("topic")`` -> ``topic-<test name>-<random>``: Burrow keeps groups for days."""
     return unique_namer(request)
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """The CLI's `main` points the root logger at its own handlers: put pytest's back after."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 #: The stack fixtures whose logs a failed test's report carries.

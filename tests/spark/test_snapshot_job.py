@@ -4,10 +4,9 @@ history rows."""
 
 from __future__ import annotations
 
-import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,16 +85,6 @@ def test_spark_job_rows_equal_the_live_exporter(spark: Any, fleet: Fleet, tmp_pa
     # Re-running the same cycle (same clock) replaces its rows instead of adding to them.
     run_snapshot(spark, fleet.settings, spark_dir, burrow=burrow, clock=clock)
     assert read_history(spark_dir).num_rows == len(ours)
-
-
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    """The CLI configures the root logger; put pytest's handlers back afterwards."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 @pytest.mark.usefixtures("restore_logging")

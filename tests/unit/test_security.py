@@ -10,8 +10,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -238,16 +236,6 @@ def test_listener_basic_auth_guards_everything_but_healthz() -> None:
 MARKER = "Zq9Xv"
 URL_PASSWORDS = [f"Hash#{MARKER}", f"sl/ash/{MARKER}", f"qu?ery={MARKER}", f"at@sign@{MARKER}",
                  f"co:lon:{MARKER}", f"a#b/c?d@e:{MARKER}"]
-
-
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    """`main` points the root logger at this test's captured stderr: undo that afterwards."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def _url_config(tmp_path: Path, url: str) -> Path:
