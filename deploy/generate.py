@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from deploy import dashboard, schema  # noqa: E402
+from freshness_tracker.objective_rules import rules_yaml  # noqa: E402
 
 CHART = ROOT / "helm" / "freshness-tracker"
 RULES_HEADER = (
@@ -39,18 +40,6 @@ RULES_HEADER = (
     "# deploy/generate.py: change the template or the values, not this file.\n"
     "# Checked by `promtool check rules` and tested by deploy/prometheus/*.test.yml.\n"
 )
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str)
 
 
 COMPAT_HEADER = (
@@ -71,7 +60,7 @@ def _rule_spec(template: str, values: dict[str, Any]) -> str:
     rendered = chart.render(values, name="freshness-tracker", namespace="monitoring")
     doc = yaml.safe_load(rendered[f"freshness-tracker/templates/{template}"])
     spec: dict[str, Any] = doc["spec"]
-    return yaml.dump(spec, Dumper=_Dumper, sort_keys=False, width=100)
+    return rules_yaml(spec, allow_unicode=False)
 
 
 def rules_text() -> str:

@@ -219,6 +219,13 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
+def rules_yaml(body: Any, *, allow_unicode: bool = True) -> str:
+    """YAML as the project writes rule files: keys in their order, multi-line strings (PromQL,
+    descriptions) as literal blocks (also deploy/generate.py's)."""
+    return yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=100,
+                     allow_unicode=allow_unicode)
+
+
 def render_rules(objectives: Sequence[Objective], *, job: str | None = None,
                  source: str = "objectives", helm_values: bool = False) -> str:
     """The rules as YAML with a header naming the objectives: a Prometheus rules file, or (with
@@ -233,5 +240,4 @@ def render_rules(objectives: Sequence[Objective], *, job: str | None = None,
     body: dict[str, Any] = rules
     if helm_values:
         body = {"prometheusRule": {"extraGroups": rules["groups"]}}
-    text = yaml.dump(body, Dumper=_Dumper, sort_keys=False, width=100, allow_unicode=True)
-    return "\n".join(header) + "\n" + text
+    return "\n".join(header) + "\n" + rules_yaml(body)
