@@ -85,18 +85,26 @@ class LoopbackCluster:
                                    "--port", str(self.port), "--webui-port", str(self.ui_port)])
             self._wait(lambda s: s is not None, "the master")
             for i in range(self.workers):
-                work = self.workdir / f"worker-{i}"
-                work.mkdir(parents=True, exist_ok=True)
-                self._spawn(f"worker-{i}", [
-                    "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
-                    str(self.cores), "--memory", self.memory, "--webui-port", "0", "--work-dir",
-                    str(work), self.url])
+                self.add_worker(wait=False, index=i)
             self._wait(lambda s: s is not None and s.get("aliveworkers", 0) >= self.workers,
                        f"{self.workers} workers")
         except BaseException:
             self.stop()
             raise
         return self
+
+    def add_worker(self, *, wait: bool = True, index: int | None = None) -> None:
+        i = len(self.processes) - 1 if index is None else index
+        work = self.workdir / f"worker-{i}"
+        work.mkdir(parents=True, exist_ok=True)
+        self._spawn(f"worker-{i}", [
+            "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
+            str(self.cores), "--memory", self.memory, "--webui-port", "0", "--work-dir",
+            str(work), self.url])
+        if wait:
+            want = len(self.processes) - 1
+            self._wait(lambda s: s is not None and s.get("aliveworkers", 0) >= want,
+                       f"{want} workers")
 
     def state(self) -> Mapping[str, object] | None:
         """The master's JSON status, or None while it does not answer."""
