@@ -49,6 +49,7 @@ def from_fields(cls: type[_T]) -> Callable[[tuple[Any, ...]], _T]:
     the arity: pass every field."""
     return cast("Callable[[tuple[Any, ...]], _T]", partial(tuple.__new__, cls))
 
+
 #: Burrow's own status index (core/protocol/evaluator.go statusStrings); also what Burrow's
 #: built-in /metrics exports, so dashboards can compare the two.
 BURROW_STATUS_CODES: dict[str, int] = {
