@@ -45,6 +45,7 @@ from typing import Any, NamedTuple, Self, TypeVar
 
 from confluent_kafka import (
     Consumer,
+    ElectionType,
     KafkaException,
     Producer,
     TopicPartition,
@@ -459,16 +460,25 @@ class RealStack:
         timeout_s: float = 60.0,
         wait_for_burrow: bool = True,
         config: Mapping[str, str] | None = None,
+        replicas: Sequence[Sequence[int]] | None = None,
     ) -> None:
         """Create a topic (replicated on every node) and wait until every partition has a leader
         and, unless told otherwise, until Burrow has broker offsets for every partition: Burrow
-        drops commits for a topic it does not know yet, for good."""
+        drops commits for a topic it does not know yet, for good.
+
+        ``replicas`` places partition ``p`` on the brokers ``replicas[p]``, its preferred leader
+        first (``partitions`` is then ``len(replicas)``); without it the controller places them,
+        and a broker restarted a moment ago and not yet unfenced leads none of them."""
         topic_config = {"retention.ms": str(retention_ms or DEFAULT_RETENTION_MS)}
         topic_config |= dict(config or {})
-        rf = self.kafka.replication_factor if self.kafka is not None else 1
-        futures = self.admin().create_topics(
-            [NewTopic(name, partitions, rf, config=topic_config)], request_timeout=timeout_s
-        )
+        if replicas is not None:
+            partitions = len(replicas)
+            new = NewTopic(name, partitions, replica_assignment=[list(r) for r in replicas],
+                           config=topic_config)  # fmt: skip
+        else:
+            rf = self.kafka.replication_factor if self.kafka is not None else 1
+            new = NewTopic(name, partitions, rf, config=topic_config)
+        futures = self.admin().create_topics([new], request_timeout=timeout_s)
         for topic, future in futures.items():
             try:
                 future.result(timeout=timeout_s)
@@ -484,6 +494,31 @@ class RealStack:
                    interval_s=0.1)
         if wait_for_burrow:
             self._need(self.burrow, "Burrow").wait_for_topic(name, partitions, timeout_s)
+
+    def elect_preferred_leaders(self, topic: str, timeout_s: float = 60.0) -> None:
+        """Until every partition is led by its preferred (first) replica: a replica that was
+        not in sync when the topic was created leads only after an election, which Kafka's
+        own rebalancing would hold only every ``leader.imbalance.check.interval.seconds``.
+        Returns once the broker asked says so; the others apply the change within moments."""
+        admin = self.admin()
+        wanted = {p: replicas[0] for p, replicas in self._replicas(topic).items()}
+        tps = [TopicPartition(topic, p) for p in wanted]
+
+        def preferred() -> bool:
+            if self.leaders(topic) == wanted:
+                return True
+            # per-partition errors (not in sync yet, no election needed) come back as values;
+            # the next round asks again
+            with contextlib.suppress(KafkaException):  # (its request_timeout is broken in 2.16)
+                admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=30)
+            return self.leaders(topic) == wanted
+
+        wait_until(preferred, timeout_s, f"the preferred leaders {wanted} of {topic}",
+                   interval_s=0.5)  # fmt: skip
+
+    def _replicas(self, topic: str) -> dict[int, list[int]]:
+        found = self.admin().list_topics(topic, timeout=10).topics[topic]
+        return {p: list(part.replicas) for p, part in found.partitions.items()}
 
     def leaders(self, topic: str) -> dict[int, int]:
         """Partition → leader broker id, for partitions that have a leader now."""

@@ -23,7 +23,10 @@ from tests.support.scrape import FRESHNESS, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
-PARTITIONS = 6  # two per broker
+# Two partitions led by each broker, every replica on every broker: placed by hand, since the
+# controller leaves out of the leaders a broker restarted a moment ago by an earlier test.
+REPLICAS = [[1, 2, 3], [1, 3, 2], [2, 3, 1], [2, 1, 3], [3, 1, 2], [3, 2, 1]]
+PARTITIONS = len(REPLICAS)
 COMMITTED = 2
 RECORDS = 5
 
@@ -31,7 +34,8 @@ RECORDS = 5
 def seed(stack: RealStack, topic: str, group: str) -> dict[int, list[int]]:
     """PARTITIONS partitions of RECORDS records, the group at COMMITTED on each; returns the
     CreateTimes per partition."""
-    stack.create_topic(topic, partitions=PARTITIONS)
+    stack.create_topic(topic, replicas=REPLICAS)
+    stack.elect_preferred_leaders(topic)
     t = now_ms()
     ts = {p: [t - 90_000 + 5_000 * p + 1_000 * i for i in range(RECORDS)]
           for p in range(PARTITIONS)}  # fmt: skip
@@ -57,7 +61,7 @@ def test_one_batch_per_leader(stack3: RealStack, unique_name: Callable[[str], st
     topic, group = unique_name("t"), unique_name("batch")
     ts = seed(stack3, topic, group)
     leaders = stack3.leaders(topic)
-    assert sorted(leaders.values()) == [1, 1, 2, 2, 3, 3], leaders
+    assert leaders == {p: replicas[0] for p, replicas in enumerate(REPLICAS)}, leaders
 
     with exporter(stack3, group) as exp:
         stack3.reset_request_counts()
