@@ -377,7 +377,7 @@ def _old_module() -> Any:
     spec.loader.exec_module(module)
     from pyspark import cloudpickle
 
-    cloudpickle.register_pickle_by_value(module)  # executors cannot import it: ship by value
+    cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]  # executors cannot import it: ship by value
     return module
 
 
@@ -614,4 +614,4 @@ def _standalone(root: str, options: ReportOptions, reference: dict[str, pd.DataF
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

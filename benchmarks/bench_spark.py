@@ -123,7 +123,7 @@ def generate_history(root: str, rows: int, seed: int = 7) -> int:
                 "data_loss": pa.array(loss),
                 "lost_records": pa.array(np.where(loss, 250, 0).astype(np.int64)),
                 "retention_headroom_ms": pa.array(7 * DAY_MS - block),
-                "lookup_error": pa.array(np.where(unmeasured, "timed out", None)),
+                "lookup_error": pa.array(np.where(unmeasured, "timed out", ""), mask=~unmeasured),
             }).cast(FILE_SCHEMA)
             date = dt.datetime.fromtimestamp(int(day) * DAY_MS / 1000, tz=dt.UTC).date()
             directory = Path(partition_path(root, date, cluster))

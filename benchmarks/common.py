@@ -19,6 +19,7 @@ little anyway.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import statistics
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import NewTopic
+from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined,unused-ignore]
 
 from devstack import RealStack
 from devstack.processes import wait_until
@@ -212,7 +213,7 @@ def create_topics(
         chunk = dict(topics[start : start + batch])
         _create_batch(stack, chunk, rf, topic_config, timeout_s)
         for name, partitions in chunk.items():
-            wait_until(lambda n=name, k=partitions: _led(stack, n) == k, timeout_s,
+            wait_until(functools.partial(_all_led, stack, name, partitions), timeout_s,
                        f"a leader for every partition of {name}", interval_s=0.2)  # fmt: skip
     if stack.burrow is not None:
         for name, partitions in topics:
@@ -259,12 +260,13 @@ def _partition_count(stack: RealStack, topic: str) -> int | None:
     return None if found is None or found.error is not None else len(found.partitions)
 
 
-def _led(stack: RealStack, topic: str) -> int:
-    """Partitions of `topic` with a leader now; 0 while the controller is too busy to answer."""
+def _all_led(stack: RealStack, topic: str, partitions: int) -> bool:
+    """Every one of the `partitions` of `topic` has a leader now (not while the controller is
+    too busy to answer)."""
     try:
-        return len(stack.leaders(topic))
+        return len(stack.leaders(topic)) == partitions
     except KafkaException:
-        return 0
+        return False
 
 
 def _produce_one(

@@ -150,7 +150,7 @@ class Tool:
         cmd: list[str] | None,
         workdir: Path,
         port: int,
-        exporter: ExporterProcess | None = None,
+        exporter: SupportExporterProcess | None = None,
     ) -> None:
         self.spec = spec
         self.cmd = cmd
@@ -300,10 +300,12 @@ def make_tool(
     workdir = workdir.resolve()  # the peer runs with workdir as its cwd
     workdir.mkdir(parents=True, exist_ok=True)
     if key.startswith("ours"):
-        exporter = ExporterProcess(
-            burrow_url, bootstrap, cluster, workdir, poll_s, group_allow=group_regex
-        )
-        if key == "ours_stats":
+        exporter: SupportExporterProcess
+        if key != "ours_stats":
+            exporter = ExporterProcess(
+                burrow_url, bootstrap, cluster, workdir, poll_s, group_allow=group_regex
+            )
+        else:
             exporter = SupportExporterProcess(
                 workdir,
                 exporter_config(
