@@ -119,7 +119,7 @@ def _exposition_app(exposition: CachedExposition) -> WsgiApp:
         gzip = [("Content-Encoding", "gzip")] if answer.gzip else []
         start("200 OK", [("Content-Type", answer.content_type), *gzip,
                          ("Content-Length", str(answer.length))])
-        return answer.chunks
+        return answer  # the Answer itself: the listener sends it with vectored writes
 
     return app
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
+from freshness_tracker import http as http_module
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import (
@@ -441,14 +442,23 @@ def get(port: int, path: str, headers: dict[str, str] | None = None,
         conn.close()
 
 
-def test_the_listener_serves_cached_bytes_with_their_length(exporter: Exporter) -> None:
+def test_the_listener_serves_cached_bytes_with_their_length(
+        exporter: Exporter, monkeypatch: pytest.MonkeyPatch) -> None:
     exporter.run_once()
     web = WebSettings(listen_address="127.0.0.1", port=0)
     server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready, web),
                            web).start()
+    vectored: list[int] = []
+
+    def counted(sock: socket.socket, chunks: Iterable[bytes]) -> int:
+        vectored.append(sent := send_all(sock, chunks))
+        return sent
+
+    monkeypatch.setattr(http_module, "send_all", counted)
     try:
         status, headers, body = get(server.port, "/metrics")
         assert status == 200 and headers["content-length"] == str(len(body))
+        assert vectored == [len(body)]  # the whole answer in vectored writes, not chunk by chunk
         assert headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
         assert b'kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"}' \
             b" 10000.0\n" in body
