@@ -239,16 +239,18 @@ class Exporter:
         disable_created_metrics()  # type: ignore[no-untyped-call]
         relax_young_collections()
         limit_malloc_arenas()
-        self.live = CollectorRegistry()
+        self.live = CollectorRegistry()  # figures of the moment: rendered at every scrape
+        counters = CollectorRegistry()  # advanced per publication: rendered once per snapshot
         series = SeriesSet(settings.granularity, frozenset(settings.partition_metrics),
                            {c.name: c.labels for c in settings.clusters if c.labels})
-        self.self_metrics = SelfMetrics(self.live, [c.name for c in settings.clusters], series)
+        self.self_metrics = SelfMetrics(counters, [c.name for c in settings.clusters], series)
         self.live.register(KafkaClientCollector(self._pool_stats, series))
         ProcessCollector(registry=self.live)
         #: What /metrics serves (the listener's source).
-        self.exposition = CachedExposition(self.holder, self.live, series)
+        self.exposition = CachedExposition(self.holder, self.live, series, counters)
         # The same families built per collect(): generate_latest(registry), `once`, tests.
         self.registry.register(FreshnessCollector(self.holder, series))
+        self.registry.register(counters)
         self.registry.register(self.live)
 
     # --- Kafka clients -----------------------------------------------------------------
@@ -305,9 +307,10 @@ class Exporter:
             self.exposition.prepare(snapshot)
         except Exception:  # a bug: the first scrape renders it (and fails) instead
             log.exception("cluster=%s rendering /metrics failed", snapshot.cluster)
+        # before the publication: /metrics renders the counters once per published snapshot
+        self.self_metrics.observe(snapshot)
         self.holder.publish(snapshot)
         self.exposition.published()
-        self.self_metrics.observe(snapshot)
         return snapshot
 
     def run_once(self) -> Snapshot:

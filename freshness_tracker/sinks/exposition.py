@@ -24,10 +24,14 @@ immutable.
   cluster's segments, assembled once per snapshot (references, no copy); the listener sends the
   pieces with one vectored write (`http.py`), so a scrape waits for the GIL a handful of times,
   not once per piece, while cycles keep the interpreter busy.
-- **Live block.** What changes between snapshots (the exporter's counters, process and Kafka
-  client figures) is a small registry that prometheus_client renders at every scrape; it is
-  appended after the snapshot part (and carries OpenMetrics' `# EOF`). So a scrape costs that
-  block, the copy of the bytes and, for gzip, deflating that block.
+- **Counters per snapshot.** The exporter's own counters and histogram (`per_snapshot`) change
+  only when a cycle is published, so they are rendered with the snapshot part, once per
+  snapshot and format, as one more segment: 505 lines for 20 clusters took a scrape 4 ms of
+  interpreter time, and up to 1.2 s of waiting for it behind 20 clusters' cycles.
+- **Live block.** What changes between snapshots (process and Kafka client figures) is a small
+  registry that prometheus_client renders at every scrape; it is appended after the snapshot
+  part (and carries OpenMetrics' `# EOF`). So a scrape costs that block, the copy of the bytes
+  and, for gzip, deflating that block.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 #: Formats kept at once (clients choose versions and escapings; each costs only its headers).
 _MAX_FORMATS = 16
 _PLACEHOLDER = "\x00{}\x00"
+_EOF = b"# EOF\n"
 #: Renders kept per cluster: the one being published and the one still served until then.
 _RENDERS_KEPT = 2
 #: A sample value as every prometheus_client format writes it (Go's float formatting).
@@ -177,6 +182,11 @@ class _SegmentWriter:
         self._deflated.append(self._compressor.flush(zlib.Z_SYNC_FLUSH))  # ends on a byte
         plain = None if self._plain is None else b"".join(self._plain)
         return _Segment(b"".join(self._deflated), self._crc, self._length, plain)
+
+
+def _without_eof(text: bytes) -> bytes:
+    """An exposition that more families follow: OpenMetrics' `# EOF` comes once, at the end."""
+    return text.removesuffix(_EOF)
 
 
 def _braces(text: str) -> str:
@@ -400,14 +410,18 @@ class Answer:
 
 
 class CachedExposition:
-    """/metrics from `holder`: the snapshot's families (`series`) rendered once per published
-    snapshot, then the `live` registry rendered per scrape. Thread-safe; no scrape waits for
-    another's work but for the render or gzip of the same bytes."""
+    """/metrics from `holder`: the snapshot's families (`series`) and the `per_snapshot`
+    registry rendered once per published snapshot, then the `live` registry rendered per
+    scrape. `per_snapshot` must change only before a publication (as the cycle counters do).
+    Thread-safe; no scrape waits for another's work but for the render or gzip of the same
+    bytes."""
 
     def __init__(self, holder: SnapshotHolder, live: CollectorRegistry,
-                 series: SeriesSet | None = None) -> None:
+                 series: SeriesSet | None = None,
+                 per_snapshot: CollectorRegistry | None = None) -> None:
         self._holder = holder
         self.live = live
+        self.per_snapshot = per_snapshot
         self.series = series or SeriesSet()
         self._families = self.series.families()
         self._lock = threading.Lock()  # held for lookups only, never while rendering
@@ -486,7 +500,10 @@ class CachedExposition:
             return self._filtered(fmt, renders, names, accept_encoding)
         if part is None:
             renders = [self._render_of(c) for c in snapshot.clusters]
-            built = _Part(_interleave(fmt, self._families, renders, self.counts), self.counts)
+            segments = _interleave(fmt, self._families, renders, self.counts)
+            if self.per_snapshot is not None:
+                segments.append(_Segment.of(_without_eof(fmt.encoder(self.per_snapshot))))
+            built = _Part(segments, self.counts)
             with self._lock:
                 if self._parts_of is snapshot:
                     part = self._parts.setdefault(fmt.content_type, built)
@@ -510,6 +527,8 @@ class CachedExposition:
         segments = _interleave(fmt, self._families, renders, self.counts,
                                lambda f: f.name in wanted)
         body = b"".join(s.plain(self.counts) for s in segments)
+        if self.per_snapshot is not None:
+            body += _without_eof(fmt.encoder(self.per_snapshot.restricted_registry(names)))
         body += fmt.encoder(self.live.restricted_registry(names))
         if gzip_accepted(accept_encoding or ""):
             out = _GZIP_HEADER + _deflate_last(body) + struct.pack(

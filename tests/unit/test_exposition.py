@@ -18,12 +18,13 @@ import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -81,33 +82,43 @@ SERIES = [SeriesSet(), SeriesSet.everything(), SeriesSet(Granularity.TOPIC),
               ALL_PARTITION_METRICS)), replace(STATIC, granularity=Granularity.GROUP)]
 
 
-def live_registry() -> tuple[CollectorRegistry, Counter]:
+def live_registry(name: str = "freshness_tracker_test_scrapes") -> tuple[CollectorRegistry,
+                                                                         Counter]:
     registry = CollectorRegistry()
-    counter = Counter("freshness_tracker_test_scrapes", "A live counter.", ["cluster"],
-                      registry=registry)
+    counter = Counter(name, "A counter.", ["cluster"], registry=registry)
     counter.labels("c").inc(3)
     return registry, counter
 
 
-def reference(holder: SnapshotHolder, series: SeriesSet, live: CollectorRegistry
+def reference(holder: SnapshotHolder, series: SeriesSet, *registries: CollectorRegistry
               ) -> CollectorRegistry:
     """What prometheus_client renders for the same families, per collect()."""
     registry = CollectorRegistry()
     registry.register(FreshnessCollector(holder, series))
-    registry.register(live)
+    for r in registries:
+        registry.register(r)
     return registry
 
 
+class Published(NamedTuple):
+    holder: SnapshotHolder
+    exposition: CachedExposition
+    per_snapshot: CollectorRegistry  # in the order /metrics serves them
+    live: CollectorRegistry
+
+
 def published(*clusters: ClusterSnapshot, series: SeriesSet | None = None,
-              prepare: bool = True) -> tuple[SnapshotHolder, CachedExposition, CollectorRegistry]:
+              prepare: bool = True) -> Published:
+    """An exposition with a live registry and a per-snapshot one (a counter in each)."""
     holder = SnapshotHolder()
     live, _ = live_registry()
-    exposition = CachedExposition(holder, live, series)
+    per_snapshot, _ = live_registry("freshness_tracker_test_cycles")
+    exposition = CachedExposition(holder, live, series, per_snapshot)
     for c in clusters:
         if prepare:
             exposition.prepare(c)
         holder.publish(c)
-    return holder, exposition, live
+    return Published(holder, exposition, per_snapshot, live)
 
 
 def other_cluster(name: str = "d", cycle: int = 1) -> ClusterSnapshot:
@@ -123,9 +134,9 @@ def other_cluster(name: str = "d", cycle: int = 1) -> ClusterSnapshot:
 @pytest.mark.parametrize("accept", ACCEPTS)
 def test_bytes_equal_prometheus_client_in_every_format(series: SeriesSet,
                                                        accept: str | None) -> None:
-    holder, exposition, live = published(snapshot(), other_cluster(), series=series)
+    holder, exposition, *registries = published(snapshot(), other_cluster(), series=series)
     encoder, content_type = choose_encoder(accept or "")
-    want = encoder(reference(holder, series, live))
+    want = encoder(reference(holder, series, *registries))
     plain = exposition.answer(accept)
     assert plain.content_type == content_type and not plain.gzip
     assert plain.body == want and plain.length == len(want)
@@ -180,9 +191,9 @@ def test_any_snapshot_renders_as_prometheus_client_does(cluster: ClusterSnapshot
                                                         series: SeriesSet) -> None:
     """Label values with quotes, backslashes, newlines and non-UTF-8 (skipped), huge and
     negative values, absent values: byte-identical, plain and gzip."""
-    holder, exposition, live = published(cluster, other_cluster(), series=series)
+    holder, exposition, *registries = published(cluster, other_cluster(), series=series)
     encoder, _ = choose_encoder(accept or "")
-    want = encoder(reference(holder, series, live))
+    want = encoder(reference(holder, series, *registries))
     assert exposition.answer(accept).body == want
     assert gzip.decompress(exposition.answer(accept, "gzip").body) == want
 
@@ -201,9 +212,9 @@ def test_pieces_of_a_segment_join_into_the_same_bytes(monkeypatch: pytest.Monkey
     monkeypatch.setattr(exposition_module, "ROWS_PER_PIECE", 2)
     parts = tuple(snapshot().partitions[0]._replace(key=PartitionKey("c", "g", "t", p))
                   for p in range(7))
-    holder, exposition, live = published(replace(snapshot(), partitions=parts),
+    holder, exposition, *registries = published(replace(snapshot(), partitions=parts),
                                          series=SeriesSet.everything())
-    want = choose_encoder("")[0](reference(holder, SeriesSet.everything(), live))
+    want = choose_encoder("")[0](reference(holder, SeriesSet.everything(), *registries))
     assert exposition.answer().body == want
     assert gzip.decompress(exposition.answer(None, "gzip").body) == want
 
@@ -231,7 +242,7 @@ def test_vectored_send_delivers_every_byte_in_order() -> None:
 
 
 def test_name_filter_serves_the_named_families_only() -> None:
-    _holder, exposition, _live = published(snapshot())
+    _holder, exposition, *_ = published(snapshot())
     names = ["kafka_consumer_freshness_ms", "freshness_tracker_test_scrapes_total"]  # samples
     text = exposition.answer(None, None, names).body.decode()
     assert {f.name for f in text_string_to_metric_families(text)} == set(
@@ -244,7 +255,7 @@ def test_name_filter_serves_the_named_families_only() -> None:
 
 
 def test_each_published_snapshot_is_rendered_once_however_many_scrapes() -> None:
-    _holder, exposition, _ = published(snapshot(), other_cluster())
+    _holder, exposition, *_ = published(snapshot(), other_cluster())
     assert exposition.counts.renders == 2  # at publication, on the cycle's thread
     for _ in range(5):
         for accept in (None, ACCEPTS[5]):  # text 0.0.4 and OpenMetrics share the samples
@@ -256,7 +267,7 @@ def test_each_published_snapshot_is_rendered_once_however_many_scrapes() -> None
 
 
 def test_concurrent_scrapers_share_one_render_and_one_gzip() -> None:
-    _holder, exposition, _ = published(snapshot(), other_cluster(), prepare=False)
+    _holder, exposition, *_ = published(snapshot(), other_cluster(), prepare=False)
     bodies: list[bytes] = []
     start = threading.Barrier(16)
 
@@ -276,7 +287,7 @@ def test_concurrent_scrapers_share_one_render_and_one_gzip() -> None:
 
 def test_a_publication_renders_only_the_cluster_that_changed() -> None:
     clusters = [other_cluster(f"c{i:02d}") for i in range(20)]
-    holder, exposition, _ = published(*clusters)
+    holder, exposition, *_ = published(*clusters)
     exposition.answer(None, "gzip")
     assert exposition.counts.renders == 20
     changed = other_cluster("c07", cycle=2)
@@ -291,14 +302,14 @@ def test_a_publication_renders_only_the_cluster_that_changed() -> None:
 def test_a_scrape_between_render_and_publication_uses_the_published_render() -> None:
     """The next cycle is rendered before it is published: a scrape in between still serves
     (and finds) the render of the snapshot that is current, never rendering it again."""
-    _, exposition, _ = published(other_cluster("c", 1))
+    _, exposition, *_ = published(other_cluster("c", 1))
     exposition.prepare(other_cluster("c", 2))  # not published yet
     exposition.answer()
     assert exposition.counts.renders == 2
 
 
 def test_after_a_publication_one_render_per_cluster_is_held() -> None:
-    holder, exposition, _ = published(other_cluster("c", 1))
+    holder, exposition, *_ = published(other_cluster("c", 1))
     exposition.answer(None, "gzip")
     newer = other_cluster("c", 2)
     exposition.prepare(newer)
@@ -315,7 +326,7 @@ def test_plain_text_is_kept_deflated_until_a_plain_scrape_asks(
     """Prometheus asks for gzip: 30 MB of text per 100,000 partitions is held as 1 MB deflated;
     a plain scrape inflates each segment once per publication, later ones copy bytes."""
     monkeypatch.setattr(exposition_module, "KEEP_PLAIN_BYTES", 0)
-    _, exposition, _ = published(snapshot(), other_cluster())
+    _, exposition, *_ = published(snapshot(), other_cluster())
     for _ in range(3):
         exposition.answer(ACCEPTS[5], "gzip")
     assert exposition.counts.inflates == 0
@@ -345,6 +356,38 @@ def test_live_series_change_between_scrapes_without_a_new_render() -> None:
     assert exposition.counts.renders == 1 and exposition.counts.assemblies == 1
 
 
+def test_per_snapshot_series_are_rendered_once_per_snapshot_and_format(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    holder = SnapshotHolder()
+    per_snapshot, cycles = live_registry("freshness_tracker_test_cycles")
+    exposition = CachedExposition(holder, live_registry()[0], None, per_snapshot)
+    holder.publish(snapshot())
+    collects = 0
+    collect = per_snapshot.collect
+
+    def counted() -> Iterator[Metric]:
+        nonlocal collects
+        collects += 1
+        yield from collect()
+
+    monkeypatch.setattr(per_snapshot, "collect", counted)
+    line = 'freshness_tracker_test_cycles_total{cluster="c"} '
+    for _ in range(3):
+        assert line + "3.0" in exposition.answer().body.decode()
+        assert line + "3.0" in gzip.decompress(exposition.answer(None, "gzip").body).decode()
+    assert collects == 1  # one format, one snapshot: rendered once, gzip included
+    openmetrics = exposition.answer(ACCEPTS[5]).body.decode()
+    assert openmetrics.count("# EOF") == 1 and openmetrics.endswith("# EOF\n")
+    assert collects == 2
+    # advanced before the next publication, as the cycle counters are: served from then on
+    cycles.labels("c").inc()
+    assert line + "3.0" in exposition.answer().body.decode()
+    holder.publish(replace(snapshot(), cycle_id=snapshot().cycle_id + 1))
+    exposition.published()
+    assert line + "4.0" in exposition.answer().body.decode()
+    assert collects == 3
+
+
 def test_a_render_made_for_an_older_cycle_never_replaces_a_newer_one() -> None:
     holder = SnapshotHolder()
     exposition = CachedExposition(holder, CollectorRegistry())
@@ -364,7 +407,7 @@ def exported_families(text: str) -> set[str]:
 
 
 def test_default_series_are_freshness_commit_lag_and_headroom_per_partition() -> None:
-    _, exposition, _ = published(snapshot())
+    _, exposition, *_ = published(snapshot())
     families = exported_families(exposition.answer().body.decode())
     per_partition = {f for f in families if f in ALL_PARTITION_METRICS}
     assert per_partition == set(DEFAULT_PARTITION_METRICS) == {
@@ -417,7 +460,8 @@ def without_process(text: str) -> str:
                    if not line.startswith(("process_", "# HELP process_", "# TYPE process_")))
 
 
-def test_the_exporter_serves_what_its_registry_renders(exporter: Exporter) -> None:
+def test_the_exporter_serves_what_its_registry_renders(
+        exporter: Exporter, monkeypatch: pytest.MonkeyPatch) -> None:
     exporter.run_once()
     assert exporter.exposition.counts.renders == 1  # rendered when the cycle published
     served = exporter.exposition.answer().body.decode()
@@ -425,8 +469,19 @@ def test_the_exporter_serves_what_its_registry_renders(exporter: Exporter) -> No
 
     assert without_process(served) == without_process(generate_latest(exporter.registry).decode())
     assert 'freshness_tracker_cycles_total{cluster="c"} 1.0' in served
+    # a scrape right after the next publication already sees the advanced counters (they are
+    # rendered once per snapshot: advanced later, they would show only after the one after)
+    publish = exporter.holder.publish
+    scraped: list[str] = []
+
+    def publish_then_scrape(cluster: ClusterSnapshot) -> None:
+        publish(cluster)
+        scraped.append(exporter.exposition.answer().body.decode())
+
+    monkeypatch.setattr(exporter.holder, "publish", publish_then_scrape)
     exporter.run_once()
     again = exporter.exposition.answer().body.decode()
+    assert 'freshness_tracker_cycles_total{cluster="c"} 2.0' in scraped[0]
     assert 'freshness_tracker_cycles_total{cluster="c"} 2.0' in again
     assert exporter.exposition.counts.renders == 2
 
