@@ -21,10 +21,11 @@ import json
 import logging
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -283,8 +284,31 @@ class _ServerHandler(ServerHandler):
         assert isinstance(self.result, Answer)
         self.send_headers()
         self._flush()
-        self.bytes_sent = send_all(self.request_handler.connection, self.result.chunks)
+        conn = self.request_handler.connection
+        with _kernel_send_timeout(conn):
+            self.bytes_sent = send_all(conn, self.result.chunks)
         return True
+
+
+@contextlib.contextmanager
+def _kernel_send_timeout(sock: socket.socket) -> Iterator[None]:
+    """The socket's timeout applied by the kernel (SO_SNDTIMEO) instead of by Python, for one
+    answer. With a Python timeout a send is a poll plus a non-blocking write of what the socket
+    buffer holds, each followed by a wait for the interpreter; a blocking write moves the whole
+    answer in one call, as long as the client reads. A client that stops reading for the
+    timeout still ends it (EAGAIN), and the reaper's response deadline still holds."""
+    timeout = sock.gettimeout()
+    if timeout is None:
+        yield
+        return
+    seconds = max(timeout, 0.001)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
+                    struct.pack("ll", int(seconds), int(seconds % 1 * 1e6)))
+    sock.settimeout(None)
+    try:
+        yield
+    finally:
+        sock.settimeout(timeout)
 
 
 class _Handler(WSGIRequestHandler):

@@ -21,6 +21,7 @@ import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
 from freshness_tracker.http import ListenerLimits, MetricsServer, WebSettings, make_app
+from freshness_tracker.sinks.exposition import Answer
 from tests.faults.harness import Certs, make_certs
 from tests.stack_support import poll, unavailable
 
@@ -157,11 +158,22 @@ def test_request_headers_dripped_forever_are_cut_at_the_deadline(certs: Certs,
         poll(lambda: server.connections == 0, 5.0, "the connection thread to end")
 
 
-def test_a_client_that_never_reads_the_answer_is_cut_off(certs: Certs) -> None:
-    def huge(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
-        start("200 OK", [("Content-Type", "text/plain")])
-        return (b"x" * 1_048_576 for _ in range(256))  # far more than the socket buffers
+MIB = b"x" * 1_048_576
 
+
+def _huge_chunks(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
+    start("200 OK", [("Content-Type", "text/plain")])
+    return (MIB for _ in range(256))  # far more than the socket buffers
+
+
+def _huge_answer(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
+    start("200 OK", [("Content-Type", "text/plain")])
+    return Answer("text/plain", False, (MIB,) * 256, 256 * len(MIB))  # one blocking write
+
+
+@pytest.mark.parametrize("huge", [_huge_chunks, _huge_answer], ids=["chunks", "cached-answer"])
+def test_a_client_that_never_reads_the_answer_is_cut_off(
+        huge: Callable[..., Iterable[bytes]]) -> None:
     limits = ListenerLimits(io_timeout_s=1.0)
     with serving(None, app=huge, limits=limits) as server:
         sock = socket.socket()
