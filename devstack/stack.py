@@ -466,12 +466,15 @@ class RealStack:
         and, unless told otherwise, until Burrow has broker offsets for every partition: Burrow
         drops commits for a topic it does not know yet, for good.
 
-        ``replicas`` places partition ``p`` on the brokers ``replicas[p]``, its preferred leader
-        first (``partitions`` is then ``len(replicas)``); without it the controller places them,
-        and a broker restarted a moment ago and not yet unfenced leads none of them."""
+        ``replicas`` places partition ``p`` on the brokers ``replicas[p]`` and waits until the
+        first of them leads it (``partitions``, if given, must be ``len(replicas)``); without
+        it the controller places them, and a broker restarted a moment ago and not yet
+        unfenced leads none of them."""
         topic_config = {"retention.ms": str(retention_ms or DEFAULT_RETENTION_MS)}
         topic_config |= dict(config or {})
         if replicas is not None:
+            if partitions not in (1, len(replicas)):
+                raise ValueError(f"{partitions} partitions but {len(replicas)} replica lists")
             partitions = len(replicas)
             new = NewTopic(name, partitions, replica_assignment=[list(r) for r in replicas],
                            config=topic_config)  # fmt: skip
@@ -492,33 +495,43 @@ class RealStack:
 
         wait_until(all_led, timeout_s, f"a leader for every partition of {name}",
                    interval_s=0.1)
+        if replicas is not None:
+            self._elect_preferred_leaders(name, {p: r[0] for p, r in enumerate(replicas)},
+                                          timeout_s)
         if wait_for_burrow:
             self._need(self.burrow, "Burrow").wait_for_topic(name, partitions, timeout_s)
 
-    def elect_preferred_leaders(self, topic: str, timeout_s: float = 60.0) -> None:
-        """Until every partition is led by its preferred (first) replica: a replica that was
-        not in sync when the topic was created leads only after an election, which Kafka's
-        own rebalancing would hold only every ``leader.imbalance.check.interval.seconds``.
-        Returns once the broker asked says so; the others apply the change within moments."""
+    def _elect_preferred_leaders(self, topic: str, wanted: Mapping[int, int],
+                                 timeout_s: float) -> None:
+        """Until every partition is led by its preferred replica (`wanted`), as three metadata
+        answers in a row say (each may come from another broker, which applies the change a
+        moment later): a replica not in sync when the topic was created leads only after an
+        election, which Kafka's own rebalancing holds only every
+        ``leader.imbalance.check.interval.seconds``."""
         admin = self.admin()
-        wanted = {p: replicas[0] for p, replicas in self._replicas(topic).items()}
         tps = [TopicPartition(topic, p) for p in wanted]
+        agreed = 0
+
+        def led_as_wanted() -> bool:
+            try:
+                return self.leaders(topic) == wanted
+            except KafkaException:  # a metadata answer slower than 10 s: a busy controller
+                return False
 
         def preferred() -> bool:
-            if self.leaders(topic) == wanted:
-                return True
+            nonlocal agreed
+            if led_as_wanted():
+                agreed += 1
+                return agreed >= 3
+            agreed = 0
             # per-partition errors (not in sync yet, no election needed) come back as values;
             # the next round asks again
             with contextlib.suppress(KafkaException):  # (its request_timeout is broken in 2.16)
                 admin.elect_leaders(ElectionType.PREFERRED, tps).result(timeout=30)
-            return self.leaders(topic) == wanted
+            return False
 
-        wait_until(preferred, timeout_s, f"the preferred leaders {wanted} of {topic}",
-                   interval_s=0.5)  # fmt: skip
-
-    def _replicas(self, topic: str) -> dict[int, list[int]]:
-        found = self.admin().list_topics(topic, timeout=10).topics[topic]
-        return {p: list(part.replicas) for p, part in found.partitions.items()}
+        wait_until(preferred, timeout_s, f"the preferred leaders {dict(wanted)} of {topic}",
+                   interval_s=0.2)  # fmt: skip
 
     def leaders(self, topic: str) -> dict[int, int]:
         """Partition → leader broker id, for partitions that have a leader now."""

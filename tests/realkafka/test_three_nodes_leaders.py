@@ -35,7 +35,6 @@ def seed(stack: RealStack, topic: str, group: str) -> dict[int, list[int]]:
     """PARTITIONS partitions of RECORDS records, the group at COMMITTED on each; returns the
     CreateTimes per partition."""
     stack.create_topic(topic, replicas=REPLICAS)
-    stack.elect_preferred_leaders(topic)
     t = now_ms()
     ts = {p: [t - 90_000 + 5_000 * p + 1_000 * i for i in range(RECORDS)]
           for p in range(PARTITIONS)}  # fmt: skip

@@ -33,8 +33,6 @@ def seed_topic(stack: RealStack, name: str, timestamps: Mapping[int, Sequence[in
     """Create a topic with one partition per key and produce records with those CreateTimes;
     with ``replicas``, placed on those brokers and led by the first of each."""
     stack.create_topic(name, partitions=len(timestamps), timeout_s=90, replicas=replicas)
-    if replicas is not None:
-        stack.elect_preferred_leaders(name)
     for partition, stamps in sorted(timestamps.items()):
         offsets = stack.produce(name, partition, stamps)
         assert offsets == list(range(len(stamps))), offsets
