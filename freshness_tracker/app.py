@@ -307,8 +307,10 @@ class Exporter:
             self.exposition.prepare(snapshot)
         except Exception:  # a bug: the first scrape renders it (and fails) instead
             log.exception("cluster=%s rendering /metrics failed", snapshot.cluster)
-        # before the publication: /metrics renders the counters once per published snapshot
-        self.self_metrics.observe(snapshot)
+        try:  # before the publication: /metrics renders the counters once per snapshot
+            self.self_metrics.observe(snapshot)
+        except Exception:  # a bug: the counters miss this cycle, the snapshot is still served
+            log.exception("cluster=%s counting the cycle failed", snapshot.cluster)
         self.holder.publish(snapshot)
         self.exposition.published()
         return snapshot

@@ -295,8 +295,10 @@ def _kernel_send_timeout(sock: socket.socket) -> Iterator[None]:
     """The socket's timeout applied by the kernel (SO_SNDTIMEO) instead of by Python, for one
     answer. With a Python timeout a send is a poll plus a non-blocking write of what the socket
     buffer holds, each followed by a wait for the interpreter; a blocking write moves the whole
-    answer in one call, as long as the client reads. A client that stops reading for the
-    timeout still ends it (EAGAIN), and the reaper's response deadline still holds."""
+    answer in one call, as long as the client reads. The kernel's timer restarts with each
+    write that moved bytes: a client that stops reading is cut after two or three timeouts
+    (the last write moves nothing: EAGAIN), one that reads slowly but steadily is served until
+    the reaper's response deadline, which bounds every answer."""
     timeout = sock.gettimeout()
     if timeout is None:
         yield

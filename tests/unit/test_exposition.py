@@ -386,6 +386,12 @@ def test_per_snapshot_series_are_rendered_once_per_snapshot_and_format(
     exposition.published()
     assert line + "4.0" in exposition.answer().body.decode()
     assert collects == 3
+    # name[] filtering serves them too, with OpenMetrics' EOF once, at the end
+    names = ["freshness_tracker_test_cycles_total", "kafka_consumer_freshness_ms"]
+    filtered = exposition.answer(ACCEPTS[5], None, names).body.decode()
+    assert 'freshness_tracker_test_cycles_total{cluster="c"} 4.0' in filtered
+    assert "kafka_consumer_freshness_ms{" in filtered and "test_scrapes" not in filtered
+    assert filtered.count("# EOF") == 1 and filtered.endswith("# EOF\n")
 
 
 def test_a_render_made_for_an_older_cycle_never_replaces_a_newer_one() -> None:
@@ -458,6 +464,18 @@ def exporter() -> Iterator[Exporter]:
 def without_process(text: str) -> str:
     return "".join(line for line in text.splitlines(keepends=True)
                    if not line.startswith(("process_", "# HELP process_", "# TYPE process_")))
+
+
+def test_a_cycle_is_published_even_when_counting_it_fails(
+        exporter: Exporter, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(snapshot: ClusterSnapshot) -> None:
+        raise ValueError("a bug in the counters")
+
+    monkeypatch.setattr(exporter.self_metrics, "observe", broken)
+    (published_cluster,) = exporter.run_once().clusters
+    assert published_cluster.cycle_id == 1 and published_cluster.health.up
+    served = exporter.exposition.answer().body.decode()
+    assert 'kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"}' in served
 
 
 def test_the_exporter_serves_what_its_registry_renders(
