@@ -261,12 +261,8 @@ def _partition_count(stack: RealStack, topic: str) -> int | None:
 
 
 def _all_led(stack: RealStack, topic: str, partitions: int) -> bool:
-    """Every one of the `partitions` of `topic` has a leader now (not while the controller is
-    too busy to answer)."""
-    try:
-        return len(stack.leaders(topic)) == partitions
-    except KafkaException:
-        return False
+    """Every one of the `partitions` of `topic` has a leader now."""
+    return len(stack.leaders(topic)) == partitions
 
 
 def _produce_one(

@@ -487,14 +487,9 @@ class RealStack:
                 future.result(timeout=timeout_s)
             except KafkaException as exc:
                 raise RuntimeError(f"cannot create topic {topic}: {exc}") from exc
-        def all_led() -> bool:
-            try:
-                return len(self.leaders(name)) == partitions
-            except KafkaException:  # a metadata answer slower than 10 s: a busy controller
-                return False
 
-        wait_until(all_led, timeout_s, f"a leader for every partition of {name}",
-                   interval_s=0.1)
+        wait_until(lambda: len(self.leaders(name)) == partitions, timeout_s,
+                   f"a leader for every partition of {name}", interval_s=0.1)
         if replicas is not None:
             self._elect_preferred_leaders(name, {p: r[0] for p, r in enumerate(replicas)},
                                           timeout_s)
@@ -512,15 +507,9 @@ class RealStack:
         tps = [TopicPartition(topic, p) for p in wanted]
         agreed = 0
 
-        def led_as_wanted() -> bool:
-            try:
-                return self.leaders(topic) == wanted
-            except KafkaException:  # a metadata answer slower than 10 s: a busy controller
-                return False
-
         def preferred() -> bool:
             nonlocal agreed
-            if led_as_wanted():
+            if self.leaders(topic) == wanted:
                 agreed += 1
                 return agreed >= 3
             agreed = 0
@@ -534,8 +523,13 @@ class RealStack:
                    interval_s=0.2)  # fmt: skip
 
     def leaders(self, topic: str) -> dict[int, int]:
-        """Partition → leader broker id, for partitions that have a leader now."""
-        meta = self.admin().list_topics(topic, timeout=10)
+        """Partition → leader broker id, for partitions that have a leader now: none while the
+        topic is unknown or no metadata answer comes within 10 s (a busy controller), so
+        callers poll it."""
+        try:
+            meta = self.admin().list_topics(topic, timeout=10)
+        except KafkaException:
+            return {}
         found = meta.topics.get(topic)
         if found is None or found.error is not None:
             return {}
