@@ -36,7 +36,7 @@ COPY --from=build /opt/venv /opt/venv
 # ~400 with 20 clusters), each holding freed memory; 50-70 MiB less RSS there (docs/scale.md).
 # A fixed mmap threshold (glibc's first value, which it otherwise raises as big blocks are freed):
 # blocks from 128 KiB up are mapped alone and given back when freed (~10 MiB less peak RSS on
-# average at 20 clusters). The exporter sets both itself when they are unset (app.limit_malloc_arenas);
+# average at 20 clusters). The exporter sets both itself when they are unset (app.tune_malloc);
 # here they hold from the interpreter's first allocation.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \

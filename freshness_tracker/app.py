@@ -177,7 +177,7 @@ MALLOC_MMAP_THRESHOLD = 128 * 1024
 _M_ARENA_MAX, _M_MMAP_THRESHOLD = -8, -3  # mallopt's parameter numbers in glibc's malloc.h
 
 
-def limit_malloc_arenas() -> None:
+def tune_malloc() -> None:
     """Cap glibc's arenas at MALLOC_ARENAS and fix its mmap threshold at
     MALLOC_MMAP_THRESHOLD, each unless the operator set it (`MALLOC_ARENA_MAX`,
     `MALLOC_MMAP_THRESHOLD_` or a `glibc.malloc` tunable: their choice wins). Arenas made from
@@ -238,7 +238,7 @@ class Exporter:
         # is the process.
         disable_created_metrics()  # type: ignore[no-untyped-call]
         relax_young_collections()
-        limit_malloc_arenas()
+        tune_malloc()
         self.live = CollectorRegistry()  # figures of the moment: rendered at every scrape
         counters = CollectorRegistry()  # advanced per publication: rendered once per snapshot
         series = SeriesSet(settings.granularity, frozenset(settings.partition_metrics),

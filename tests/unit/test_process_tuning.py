@@ -1,7 +1,8 @@
 """What the exporter sets for its whole process: the cyclic collector's young threshold
 (app.GC_YOUNG_THRESHOLD: a cycle's values hold no reference cycles, and the default 700 cost ~20 %
-of a 100,000-partition cycle's CPU) and glibc's malloc arenas (app.MALLOC_ARENAS). Each case
-runs in a fresh interpreter, since both are process-wide."""
+of a 100,000-partition cycle's CPU), glibc's malloc arenas (app.MALLOC_ARENAS) and its mmap
+threshold (app.MALLOC_MMAP_THRESHOLD; these two by app.tune_malloc). Each case runs
+in a fresh interpreter, since all are process-wide."""
 
 from __future__ import annotations
 
