@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -17,7 +18,8 @@ __all__ = ["DROP", "Answer", "Call", "RecordingBurrow", "ok"]
 @dataclass(frozen=True)
 class Answer:
     """One scripted answer: a status, a body and headers, or `drop` (close, answer nothing).
-    `length` overrides Content-Length (a body cut short); `close` asks for Connection: close."""
+    `length` overrides Content-Length (a body cut short); `close` asks for Connection: close;
+    `delay_s` is how long the server thinks before answering (a remote or busy Burrow)."""
 
     status: int = 200
     body: bytes = b""
@@ -26,6 +28,7 @@ class Answer:
     length: int | None = None
     close: bool = False
     chunked: bool = False
+    delay_s: float = 0.0
 
 
 DROP = Answer(drop=True)
@@ -47,13 +50,15 @@ class Call:
 @dataclass
 class RecordingBurrow(ServedLocally):
     """A real HTTP/1.1 keep-alive server: answers each path from its script (the last answer
-    repeats), 404 for paths it does not know, and records every request and connection."""
+    repeats), 404 for paths it does not know, and records every request and connection, and
+    the most requests it was answering at once (`most_in_flight`)."""
 
     tls: tuple[str, str] | None = None  # (certfile, keyfile)
     idle_timeout_s: float | None = None  # close a kept-alive connection idle this long
     routes: dict[str, list[Answer]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     connections: int = 0
+    most_in_flight: int = 0
 
     def route(self, path: str, *answers: Answer) -> None:
         self.routes[path] = list(answers)
@@ -61,6 +66,7 @@ class RecordingBurrow(ServedLocally):
     def __enter__(self) -> RecordingBurrow:
         owner = self
         lock = threading.Lock()
+        in_flight = [0]
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -78,6 +84,16 @@ class RecordingBurrow(ServedLocally):
                     script = owner.routes.get(self.path)
                     answer = (script.pop(0) if len(script) > 1 else script[0]) if script else \
                         ok({"error": True, "message": "not found"}, 404)
+                    in_flight[0] += 1
+                    owner.most_in_flight = max(owner.most_in_flight, in_flight[0])
+                try:
+                    time.sleep(answer.delay_s)
+                    self._answer(answer)
+                finally:
+                    with lock:
+                        in_flight[0] -= 1
+
+            def _answer(self, answer: Answer) -> None:
                 if answer.drop:
                     self.close_connection = True
                     return

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from freshness_tracker.burrow.client import BurrowClient
+from freshness_tracker.burrow.client import BurrowClient, fan_out
 from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.errors import BurrowNotFound, BurrowResponseError, BurrowUnavailable
@@ -196,6 +198,59 @@ def test_requests_share_kept_alive_connections(server: RecordingBurrow,
     assert len(lags.groups) == 200 and not lags.failed_groups
     assert len(server.calls) == 201
     assert server.connections <= 4
+
+
+@pytest.mark.parametrize(("wall_s", "cpu_s", "limit", "workers"), [
+    (1.0, 1.0, 8, 2),  # Burrow answers at once: a second worker covers the gaps, no more
+    (5.0, 1.0, 8, 6),  # each answer waits 4 for every 1 of work here
+    (100.0, 1.0, 8, 8),  # a remote Burrow: every worker the setting allows
+    (0.0, 0.0, 8, 8),  # nothing measured (no answer in the probe): the setting
+    (1.0, 1.0, 1, 1),
+    (9.0, 1.0, 0, 1),  # concurrency 0 is one at a time
+])
+def test_fan_out_is_what_overlaps_the_waits_within_the_setting(
+        wall_s: float, cpu_s: float, limit: int, workers: int) -> None:
+    assert fan_out(wall_s, cpu_s, limit) == workers
+
+
+@given(st.floats(1e-6, 10.0), st.floats(0.0, 100.0), st.floats(0.0, 100.0),
+       st.integers(-1, 64))
+def test_fan_out_stays_within_the_setting_and_grows_with_the_wait(
+        cpu_s: float, wait_s: float, more_wait_s: float, limit: int) -> None:
+    fewer = fan_out(cpu_s + wait_s, cpu_s, limit)
+    more = fan_out(cpu_s + wait_s + more_wait_s, cpu_s, limit)
+    assert 1 <= fewer <= more <= max(limit, 1)
+
+
+def test_the_fan_out_is_sized_by_how_long_burrow_takes_to_answer(make_client: Any) -> None:
+    """A Burrow that thinks 50 ms per answer is asked by every worker `burrow.concurrency`
+    allows; one that answers at once (the generated Burrow of the scale benchmark, in its own
+    process) by a few: 32 threads would only take turns on the interpreter (8 cost 1.3× the
+    CPU of 1 against an instant Burrow, docs/scale.md)."""
+    from benchmarks.scale_burrow import ClusterLayout, GeneratedBurrow, Layout
+
+    answer = body("v3_consumer_live-group_lag.json")
+    with RecordingBurrow() as slow:
+        for i in range(24):
+            slow.route(f"/v3/kafka/local/consumer/g{i}/lag", ok(answer, delay_s=0.05))
+        lags = make_client(url=slow.url, concurrency=4).cluster_lags(
+            "local", [f"g{i}" for i in range(24)])
+        assert len(lags.groups) == 24
+        assert slow.most_in_flight == 4
+    layout = Layout({"fast": ClusterLayout(groups=600, partitions=4)})
+    with GeneratedBurrow(layout) as fast:
+        client = make_client(url=fast.url, concurrency=32)
+        askers: set[str] = set()
+        group_lag = client.group_lag
+
+        def recorded(cluster: str, group: str) -> Any:
+            askers.add(threading.current_thread().name)
+            return group_lag(cluster, group)
+
+        client.group_lag = recorded
+        lags = client.cluster_lags("fast", client.consumers("fast"))
+        assert len(lags.groups) == 600 and not lags.failed_groups
+        assert 1 <= len(askers) < 16, sorted(askers)
 
 
 @pytest.mark.parametrize("noticed", [True, False], ids=["seen-idle", "seen-on-send"])
