@@ -34,6 +34,7 @@ from freshness_tracker.cycle import ClusterMeasurer, ReaderFactory, cluster_meas
 from freshness_tracker.deadline import Deadline
 from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.domain.ports import BurrowSource, RetentionSource
+from freshness_tracker.gate import ComputeGate
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
@@ -225,11 +226,13 @@ class Exporter:
         self._threads: list[threading.Thread] = []
         #: The latest cycle run of each cluster (running, finished or hung).
         self._runs: dict[str, _CycleRun] = {}
+        #: Measuring, roll-ups and renders of the clusters take turns (freshness_tracker.gate).
+        self._gate = ComputeGate()
         self.measurers = cluster_measurers(
             settings, self.burrow, reader_factory or self._kafka_reader, cache=self.cache,
             retention_factory=retention_factory or (
                 self._retention if reader_factory is None else None),
-            clock=clock,
+            clock=clock, gate=self._gate,
         )
         # What changes between snapshots (counters, process and client figures): rendered at
         # every scrape. The snapshot's families are rendered once per publication instead.
@@ -304,7 +307,11 @@ class Exporter:
 
     def _publish(self, snapshot: ClusterSnapshot) -> ClusterSnapshot:
         try:  # rendered here, on the cycle's thread, so no scrape ever renders it
-            self.exposition.prepare(snapshot)
+            # Its turn with the other clusters' renders, waited for at most half a cycle
+            # timeout: past that it renders anyway (freshness_tracker.gate).
+            with self._gate.turn(self.settings.cycle_timeout_s / 2,
+                                 f"cluster {snapshot.cluster}"):
+                self.exposition.prepare(snapshot)
         except Exception:  # a bug: the first scrape renders it (and fails) instead
             log.exception("cluster=%s rendering /metrics failed", snapshot.cluster)
         try:  # before the publication: /metrics renders the counters once per snapshot

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from freshness_tracker.config.settings import ClusterSettings, Settings
@@ -32,6 +33,7 @@ from freshness_tracker.domain.plan import LookupPlan, plan_reads
 from freshness_tracker.domain.ports import BurrowSource, RecordReader, RetentionSource
 from freshness_tracker.domain.rollup import roll_up_groups, roll_up_topics
 from freshness_tracker.errors import BurrowError, FreshnessTrackerError
+from freshness_tracker.gate import ComputeGate
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 
@@ -48,6 +50,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ReaderFactory = Callable[[ClusterKafkaSettings], RecordReader]
+#: How long a cycle without a deadline waits for its compute turn before computing anyway.
+MAX_COMPUTE_WAIT_S = 60.0
 
 
 def now_ms() -> int:
@@ -126,8 +130,11 @@ class ClusterMeasurer:
         shard: Shard | None = None,
         commit_lag_when_caught_up: bool = True,
         clock: Callable[[], int] = now_ms,
+        gate: ComputeGate | None = None,
     ) -> None:
         self._commit_lag_when_caught_up = commit_lag_when_caught_up
+        #: Shared by the clusters of one process: how many compute at once (`gate`).
+        self._gate = gate
         self.cluster = cluster
         self._burrow = burrow
         self._reader_factory = reader_factory
@@ -231,10 +238,22 @@ class ClusterMeasurer:
         # timeout before the failure is published.
         self.phase = "reading retention.ms"
         retention = {} if kafka_error else self._retention_for({p.key.topic for p in partitions})
-        results = measure_partitions(partitions, answers, observed, retention,
-                                     observed_times(lags))
-        overran = deadline is not None and deadline.expired()
-        return self._completed(started, lags, plan, fresh, results, kafka_error, overran)
+        self.phase = "waiting for a compute slot"
+        with self._compute_turn(deadline):
+            self.phase = "measuring"
+            results = measure_partitions(partitions, answers, observed, retention,
+                                         observed_times(lags))
+            overran = deadline is not None and deadline.expired()
+            return self._completed(started, lags, plan, fresh, results, kafka_error, overran)
+
+    def _compute_turn(self, deadline: Deadline | None) -> AbstractContextManager[object]:
+        """The measuring and roll-ups of this cycle take their turn with the other clusters'
+        (`gate`), waiting at most half of what is left of the cycle's deadline: the other
+        half is the measuring's, so a turn that never comes costs time, never the cycle."""
+        if self._gate is None:
+            return nullcontext()
+        wait_s = deadline.remaining() / 2 if deadline is not None else MAX_COMPUTE_WAIT_S
+        return self._gate.turn(wait_s, f"cluster {self.name}")
 
     def _retention_for(self, topics: set[str]) -> Mapping[str, int | None]:
         if self._retention is None or not topics:
@@ -363,14 +382,17 @@ def cluster_measurers(
     cache: TimestampCache | None = None,
     retention_factory: Callable[[ClusterKafkaSettings], RetentionSource] | None = None,
     clock: Callable[[], int] = now_ms,
+    gate: ComputeGate | None = None,
 ) -> list[ClusterMeasurer]:
     """One measurer per configured cluster, with the settings' filters, shard and lookup
-    choices: the one wiring the live exporter and the Spark job share."""
+    choices: the one wiring the live exporter and the Spark job share. `gate`: how many of
+    them compute at once (the exporter's; the Spark job's executors need none)."""
     return [
         ClusterMeasurer(
             cluster, burrow, reader_factory, cache=cache, retention_factory=retention_factory,
             groups=settings.groups, topics=settings.topics, shard=settings.shard,
             commit_lag_when_caught_up=settings.lookup.commit_lag_when_caught_up, clock=clock,
+            gate=gate,
         )
         for cluster in settings.clusters
     ]
