@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import statistics
+import threading
 import time
 from collections.abc import Callable
 
@@ -114,3 +115,27 @@ def test_whole_cluster_restart_keeps_data_and_commits(
     assert stack.produce(topic, 0, [now_ms()]) == [3]  # the log survived the restart
     stack.commit(group, topic, 0, 2)  # and Burrow reads new commits from the same cluster
     stack.wait_for_burrow_lag(group, topic, 0, committed_offset=2, current_lag=2, timeout_s=60)
+
+
+def test_real_burrow_answering_at_once_is_asked_by_a_few_threads(stack: RealStack) -> None:
+    """`burrow.concurrency` is a ceiling: Burrow on this machine answers at once, so the /lag
+    fan-out is sized to a few threads, not the 32 allowed (which would only take turns on the
+    interpreter). 300 groups Burrow does not know: each a real answer, 404 NOTFOUND."""
+    from freshness_tracker.burrow.client import BurrowClient
+    from freshness_tracker.burrow.settings import BurrowSettings
+
+    client = BurrowClient(BurrowSettings(url=stack.burrow_url, concurrency=32))
+    askers: set[str] = set()
+    group_lag = client.group_lag
+
+    def recorded(cluster: str, group: str) -> object:
+        askers.add(threading.current_thread().name)
+        return group_lag(cluster, group)
+
+    client.group_lag = recorded  # type: ignore[method-assign,assignment]
+    try:
+        lags = client.cluster_lags(stack.cluster, [f"fan-out-absent-{i}" for i in range(300)])
+    finally:
+        client.close()
+    assert len(lags.missing_groups) == 300 and not lags.failed_groups
+    assert 1 <= len(askers) < 16, sorted(askers)
