@@ -74,9 +74,12 @@ _JOIN_SLACK_S = 2.0
 #: How long a resolved address of Burrow's host is reused.
 _RESOLVED_TTL_S = 60.0
 #: The probe of cluster_lags(): at most this many answers, or as many as take this long, are
-#: asked by one worker alone before the fan-out is sized (`fan_out`).
+#: asked by one worker alone before the fan-out is sized (`fan_out`); that worker then asks
+#: on with the others.
 _PROBE_ANSWERS = 8
 _PROBE_WALL_S = 0.05
+#: How long cluster_lags() waits for the probe's verdict before sending every worker.
+_PROBE_WAIT_S = 0.2
 #: What a request target cannot hold: it would split the request line.
 _UNSENDABLE = re.compile(rb"[\x00-\x20\x7f]")
 #: The longest backoff between two attempts, whatever burrow.backoff and the attempt number.
@@ -603,7 +606,9 @@ class BurrowClient:
         worker, not one per group: 5,000 groups cost a few hand-offs between threads, not 5,000
         futures and wake-ups). How many: one worker first asks a few groups alone and
         `fan_out` sizes the rest from what they cost, so a Burrow that answers at once is not
-        asked by 8 threads that only take turns on the interpreter. No group is asked once the
+        asked by 8 threads that only take turns on the interpreter; that worker then asks on
+        with them, and if its answers keep it past `_PROBE_WAIT_S` every worker goes at once
+        (a slow first answer holds no other group back). No group is asked once the
         cycle's deadline has passed, the client was closed, or this call stopped waiting
         (deadline plus a little slack, once).
         """
@@ -629,8 +634,13 @@ class BurrowClient:
                         return
                     ask(group)
 
-        def probe() -> int:
-            """Ask the first groups alone and size the fan-out from what they cost."""
+        limit = max(self.settings.concurrency, 1)
+        sized: list[int] = []  # the probe's verdict: how many workers in all
+        probed = threading.Event()
+
+        def probe() -> None:
+            """Ask the first groups alone, size the fan-out from what they cost, then go on
+            asking as one of the workers."""
             wall = cpu = 0.0
             asked = 0
             with cycle_deadline(deadline):
@@ -645,7 +655,9 @@ class BurrowClient:
                     wall += time.monotonic() - started_wall
                     cpu += time.thread_time() - started_cpu
                     asked += 1
-            return fan_out(wall, cpu, self.settings.concurrency)
+            sized.append(fan_out(wall, cpu, limit))
+            probed.set()
+            work()
 
         # One absolute end for every wait: past the deadline, the slack is granted once.
         end = None if deadline is None else (
@@ -657,13 +669,19 @@ class BurrowClient:
         workers: list[Future[Any]] = []
         not_asked = "not asked: the Burrow client was closed"
         try:
-            workers.append(executor.submit(probe))
-            futures_wait(workers, timeout=left())
-            probed = workers[0]
-            wanted = probed.result() if probed.done() and probed.exception() is None else 0
-            log.debug("cluster=%s /lag fan-out: %d workers after the probe", cluster, wanted)
-            for _ in range(min(wanted, len(pending))):
-                workers.append(executor.submit(work))
+            if names:
+                workers.append(executor.submit(probe))
+                # A probe still waiting for its first answers has its verdict: Burrow keeps
+                # it waiting, so every worker goes, and the probe's own slow answer holds
+                # no other group back.
+                wait_s = _PROBE_WAIT_S
+                if end is not None:
+                    wait_s = min(wait_s, max(end - time.monotonic(), 0.0))
+                probed.wait(wait_s)
+                wanted = sized[0] if sized else limit
+                log.debug("cluster=%s /lag fan-out: %d workers", cluster, wanted)
+                for _ in range(min(wanted - 1, len(pending))):
+                    workers.append(executor.submit(work))
         except RuntimeError as exc:  # the client was closed under the cycle (or Python exits)
             if not self._closed:
                 not_asked = f"not asked: {exc}"

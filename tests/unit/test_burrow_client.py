@@ -253,6 +253,31 @@ def test_the_fan_out_is_sized_by_how_long_burrow_takes_to_answer(make_client: An
         assert 1 <= len(askers) < 16, sorted(askers)
 
 
+def test_a_slow_first_answer_holds_no_other_group_back(make_client: Any) -> None:
+    """The probe's own first answer takes 3 s: every other worker is sent after 0.2 s, so the
+    30 other groups (50 ms each, 3 workers: ~1 s) are all in before that one answer is."""
+    answer = body("v3_consumer_live-group_lag.json")
+    with RecordingBurrow() as burrow:
+        burrow.route("/v3/kafka/local/consumer/g0/lag", ok(answer, delay_s=3.0))
+        for i in range(1, 31):
+            burrow.route(f"/v3/kafka/local/consumer/g{i}/lag", ok(answer, delay_s=0.05))
+        client = make_client(url=burrow.url, concurrency=4, timeout_s=10.0)
+        arrived: dict[str, float] = {}
+        group_lag = client.group_lag
+
+        def recorded(cluster: str, group: str) -> Any:
+            try:
+                return group_lag(cluster, group)
+            finally:
+                arrived[group] = time.monotonic()
+
+        client.group_lag = recorded
+        lags = client.cluster_lags("local", [f"g{i}" for i in range(31)])
+    assert len(lags.groups) == 31
+    assert burrow.most_in_flight == 4
+    assert max(t for g, t in arrived.items() if g != "g0") < arrived["g0"]
+
+
 @pytest.mark.parametrize("noticed", [True, False], ids=["seen-idle", "seen-on-send"])
 def test_a_connection_the_server_closed_is_replaced_without_an_error(
         noticed: bool, make_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
