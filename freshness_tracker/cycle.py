@@ -33,7 +33,7 @@ from freshness_tracker.domain.plan import LookupPlan, plan_reads
 from freshness_tracker.domain.ports import BurrowSource, RecordReader, RetentionSource
 from freshness_tracker.domain.rollup import roll_up_groups, roll_up_topics
 from freshness_tracker.errors import BurrowError, FreshnessTrackerError
-from freshness_tracker.gate import ComputeGate
+from freshness_tracker.gate import MAX_TURN_WAIT_S, ComputeGate
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 
@@ -50,8 +50,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ReaderFactory = Callable[[ClusterKafkaSettings], RecordReader]
-#: How long a cycle without a deadline waits for its compute turn before computing anyway.
-MAX_COMPUTE_WAIT_S = 60.0
 
 
 def now_ms() -> int:
@@ -238,21 +236,29 @@ class ClusterMeasurer:
         # timeout before the failure is published.
         self.phase = "reading retention.ms"
         retention = {} if kafka_error else self._retention_for({p.key.topic for p in partitions})
-        self.phase = "waiting for a compute slot"
+        self.phase = "waiting for a turn to compute"
+        asked_turn = time.monotonic()
         with self._compute_turn(deadline):
+            waited_s = time.monotonic() - asked_turn
             self.phase = "measuring"
             results = measure_partitions(partitions, answers, observed, retention,
                                          observed_times(lags))
             overran = deadline is not None and deadline.expired()
-            return self._completed(started, lags, plan, fresh, results, kafka_error, overran)
+            snapshot, failures, invalid = self._completed(
+                started, lags, plan, fresh, results, kafka_error, overran, waited_s)
+        self._log_cycle(snapshot.health, lags, failures, invalid)  # no slot held on a write
+        return snapshot
 
     def _compute_turn(self, deadline: Deadline | None) -> AbstractContextManager[object]:
         """The measuring and roll-ups of this cycle take their turn with the other clusters'
-        (`gate`), waiting at most half of what is left of the cycle's deadline: the other
-        half is the measuring's, so a turn that never comes costs time, never the cycle."""
+        (`gate`), waiting at most half of what is left of the cycle's deadline (and at most
+        MAX_TURN_WAIT_S): the other half is the measuring's. A cycle that still overruns says
+        how long it waited."""
         if self._gate is None:
             return nullcontext()
-        wait_s = deadline.remaining() / 2 if deadline is not None else MAX_COMPUTE_WAIT_S
+        wait_s = MAX_TURN_WAIT_S
+        if deadline is not None:
+            wait_s = min(deadline.remaining() / 2, wait_s)
         return self._gate.turn(wait_s, f"cluster {self.name}")
 
     def _retention_for(self, topics: set[str]) -> Mapping[str, int | None]:
@@ -273,7 +279,9 @@ class ClusterMeasurer:
         results: tuple[PartitionResult, ...],
         kafka_error: str | None,
         overran: bool = False,
-    ) -> ClusterSnapshot:
+        waited_s: float = 0.0,
+    ) -> tuple[ClusterSnapshot, list[RecordRead], list[str]]:
+        """The cycle's snapshot, its failed reads and its impossible inputs (for the log)."""
         finished = self._clock()
         failures = [r for r in fresh if r.outcome is ReadOutcome.FAILED]
         reads_ok = len(fresh) - len(failures)
@@ -289,6 +297,9 @@ class ClusterMeasurer:
             error = (f"the cycle reached its deadline (cycleTimeout) after "
                      f"{(finished - started) / 1000:.1f} s: {len(lags.failed_groups)} groups and "
                      f"{len(failures)} reads unanswered; what was measured in time is served")
+            if waited_s >= 0.1:
+                error += (f"; {waited_s:.1f} s of it waiting for a turn to compute (other "
+                          "clusters were measuring or rendering)")
         if error is None and not kafka_ok:
             error = f"all {len(failures)} Kafka reads failed, first: {failures[0].error}"
         if error is None and not burrow_ok:
@@ -317,7 +328,6 @@ class ClusterMeasurer:
             read_duration_ms=self._read_ms,
             error=error,
         )
-        self._log_cycle(health, lags, failures, invalid)
         return ClusterSnapshot(
             cluster=self.name,
             cycle_id=self._cycle,
@@ -327,7 +337,7 @@ class ClusterMeasurer:
             partitions=results,
             topics=roll_up_topics(results),
             groups=roll_up_groups(lags.groups, results),
-        )
+        ), failures, invalid
 
     def crashed(self, error: str) -> ClusterSnapshot:
         """The snapshot of a cycle that raised unexpectedly: down, with no partition values."""

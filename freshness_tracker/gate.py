@@ -3,13 +3,14 @@
 Those steps are pure CPU (no Burrow, no Kafka), and the interpreter runs one thread at a time:
 twenty clusters computing at once do not finish sooner than two at a time, they only hold
 twenty cycles' intermediate values together and take turns on the interpreter. Measured with
-20 clusters × 5,000 partitions cycling back to back (docs/scale.md): peak RSS 1.3× lower and
-CPU per round 1.05–1.15× lower with two at a time.
+20 clusters × 5,000 partitions cycling back to back in one process (docs/scale.md): peak RSS
+1.4× lower and CPU per round 1.15–1.2× lower with two at a time.
 
 Only compute is gated: a cluster waiting for Burrow or Kafka holds no slot, so a slow cluster
-never delays another one's turn. A wait for a slot is bounded: past it the step runs anyway
-(the gate saves memory and CPU, it must never stall a cycle), and a step that holds a slot
-makes no external call, so no slot is ever held for longer than computing takes.
+never delays another one's turn. A wait for a slot is bounded (at most MAX_TURN_WAIT_S, and
+the callers' own shares of their deadlines): past it the step runs anyway, because the gate
+saves memory and CPU and must never stall a cycle. A step that holds a slot makes no external
+call and writes no log line, so no slot is held for longer than computing takes.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["COMPUTE_SLOTS", "ComputeGate"]
+__all__ = ["COMPUTE_SLOTS", "MAX_TURN_WAIT_S", "ComputeGate"]
 
 log = logging.getLogger(__name__)
 
+#: The longest wait for a turn: others' turns last as long as computing their snapshots (a
+#: second or so at 100,000 partitions), so a longer wait means a stuck holder, a bug.
+MAX_TURN_WAIT_S = 10.0
 #: Clusters computing at once. The interpreter runs one thread at a time; a second slot lets
 #: one cluster deflate its /metrics (zlib runs outside the interpreter lock) while another
 #: measures.

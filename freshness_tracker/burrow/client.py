@@ -78,7 +78,8 @@ _RESOLVED_TTL_S = 60.0
 #: on with the others.
 _PROBE_ANSWERS = 8
 _PROBE_WALL_S = 0.05
-#: How long cluster_lags() waits for the probe's verdict before sending every worker.
+#: How long cluster_lags() waits for the probe's verdict before sending every worker, and how
+#: long a request may wait for Burrow before it no longer counts as a worker.
 _PROBE_WAIT_S = 0.2
 #: What a request target cannot hold: it would split the request line.
 _UNSENDABLE = re.compile(rb"[\x00-\x20\x7f]")
@@ -607,8 +608,9 @@ class BurrowClient:
         futures and wake-ups). How many: one worker first asks a few groups alone and
         `fan_out` sizes the rest from what they cost, so a Burrow that answers at once is not
         asked by 8 threads that only take turns on the interpreter; that worker then asks on
-        with them, and if its answers keep it past `_PROBE_WAIT_S` every worker goes at once
-        (a slow first answer holds no other group back). No group is asked once the
+        with them. A request Burrow keeps waiting past `_PROBE_WAIT_S` (the probe's own
+        included) adds a worker while groups are left, so slow groups never hold the others
+        back; never more than `concurrency` in all. No group is asked once the
         cycle's deadline has passed, the client was closed, or this call stopped waiting
         (deadline plus a little slack, once).
         """
@@ -619,33 +621,32 @@ class BurrowClient:
         outcomes: dict[str, GroupLags | Exception] = {}
         stop = threading.Event()
 
+        limit = max(self.settings.concurrency, 1)
+        asking: dict[int, float] = {}  # worker thread → when its request in flight started
+        sized: list[int] = []  # the probe's verdict: how many workers in all
+        probed = threading.Event()
+
         def ask(group: str) -> None:
+            me = threading.get_ident()
+            asking[me] = time.monotonic()
             try:
                 outcomes[group] = self.group_lag(cluster, group)
             except Exception as exc:  # classified below, per group
                 outcomes[group] = exc
+            finally:
+                del asking[me]
 
-        def work() -> None:
-            with cycle_deadline(deadline):
-                while not stop.is_set() and not self._closed:
-                    try:
-                        group = pending.popleft()
-                    except IndexError:
-                        return
-                    ask(group)
-
-        limit = max(self.settings.concurrency, 1)
-        sized: list[int] = []  # the probe's verdict: how many workers in all
-        probed = threading.Event()
-
-        def probe() -> None:
-            """Ask the first groups alone, size the fan-out from what they cost, then go on
-            asking as one of the workers."""
+        def work(probing: bool = False) -> None:
+            """Ask groups until none is left. The first worker probes: it asks a few alone,
+            and what they cost sizes the fan-out (`fan_out`)."""
             wall = cpu = 0.0
             asked = 0
             with cycle_deadline(deadline):
-                while (asked < _PROBE_ANSWERS and wall < _PROBE_WALL_S and not stop.is_set()
-                       and not self._closed):
+                while not stop.is_set() and not self._closed:
+                    if probing and (asked >= _PROBE_ANSWERS or wall >= _PROBE_WALL_S):
+                        sized.append(fan_out(wall, cpu, limit))
+                        probed.set()
+                        probing = False
                     try:
                         group = pending.popleft()
                     except IndexError:
@@ -655,9 +656,9 @@ class BurrowClient:
                     wall += time.monotonic() - started_wall
                     cpu += time.thread_time() - started_cpu
                     asked += 1
-            sized.append(fan_out(wall, cpu, limit))
-            probed.set()
-            work()
+            if probing:  # every group was asked within the probe
+                sized.append(fan_out(wall, cpu, limit))
+                probed.set()
 
         # One absolute end for every wait: past the deadline, the slack is granted once.
         end = None if deadline is None else (
@@ -666,22 +667,30 @@ class BurrowClient:
         def left() -> float | None:
             return None if end is None else max(end - time.monotonic(), 0.0)
 
-        workers: list[Future[Any]] = []
+        workers: list[Future[None]] = []
         not_asked = "not asked: the Burrow client was closed"
         try:
             if names:
-                workers.append(executor.submit(probe))
-                # A probe still waiting for its first answers has its verdict: Burrow keeps
-                # it waiting, so every worker goes, and the probe's own slow answer holds
-                # no other group back.
-                wait_s = _PROBE_WAIT_S
-                if end is not None:
-                    wait_s = min(wait_s, max(end - time.monotonic(), 0.0))
-                probed.wait(wait_s)
-                wanted = sized[0] if sized else limit
-                log.debug("cluster=%s /lag fan-out: %d workers", cluster, wanted)
-                for _ in range(min(wanted - 1, len(pending))):
-                    workers.append(executor.submit(work))
+                workers.append(executor.submit(work, True))
+                # No verdict yet: Burrow keeps the probe waiting, so every worker goes.
+                probed.wait(_PROBE_WAIT_S)
+                target = sized[0] if sized else limit
+                # Until every group is handed out: a request Burrow keeps waiting past
+                # _PROBE_WAIT_S does not count as a worker, so slow groups never hold the
+                # others back (at most `limit` workers in all).
+                while pending and not stop.is_set() and not self._closed:
+                    now = time.monotonic()
+                    slow = sum(now - t > _PROBE_WAIT_S for t in list(asking.values()))
+                    busy = sum(not w.done() for w in workers)
+                    for _ in range(min(min(target + slow, limit) - busy, len(pending))):
+                        workers.append(executor.submit(work))
+                    remaining = left()
+                    if remaining == 0.0:
+                        break
+                    futures_wait(workers, _PROBE_WAIT_S if remaining is None
+                                 else min(_PROBE_WAIT_S, remaining))
+                log.debug("cluster=%s /lag fan-out: %d workers (%d after the probe)", cluster,
+                          len(workers), target)
         except RuntimeError as exc:  # the client was closed under the cycle (or Python exits)
             if not self._closed:
                 not_asked = f"not asked: {exc}"

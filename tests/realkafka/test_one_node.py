@@ -119,12 +119,13 @@ def test_whole_cluster_restart_keeps_data_and_commits(
 
 def test_real_burrow_answering_at_once_is_asked_by_a_few_threads(stack: RealStack) -> None:
     """`burrow.concurrency` is a ceiling: Burrow on this machine answers at once, so the /lag
-    fan-out is sized to a few threads, not the 32 allowed (which would only take turns on the
-    interpreter). 300 groups Burrow does not know: each a real answer, 404 NOTFOUND."""
+    fan-out is sized to a few threads (3-4 seen), not the 64 allowed (which would only take
+    turns on the interpreter); a busy machine inflates the wall time the probe sees, so the
+    bound is half the ceiling. 300 groups Burrow does not know: each a real 404 NOTFOUND."""
     from freshness_tracker.burrow.client import BurrowClient
     from freshness_tracker.burrow.settings import BurrowSettings
 
-    client = BurrowClient(BurrowSettings(url=stack.burrow_url, concurrency=32))
+    client = BurrowClient(BurrowSettings(url=stack.burrow_url, concurrency=64))
     askers: set[str] = set()
     group_lag = client.group_lag
 
@@ -138,4 +139,4 @@ def test_real_burrow_answering_at_once_is_asked_by_a_few_threads(stack: RealStac
     finally:
         client.close()
     assert len(lags.missing_groups) == 300 and not lags.failed_groups
-    assert 1 <= len(askers) < 16, sorted(askers)
+    assert 1 <= len(askers) < 32, sorted(askers)

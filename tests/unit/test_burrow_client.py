@@ -239,7 +239,7 @@ def test_the_fan_out_is_sized_by_how_long_burrow_takes_to_answer(make_client: An
         assert slow.most_in_flight == 4
     layout = Layout({"fast": ClusterLayout(groups=600, partitions=4)})
     with GeneratedBurrow(layout) as fast:
-        client = make_client(url=fast.url, concurrency=32)
+        client = make_client(url=fast.url, concurrency=64)
         askers: set[str] = set()
         group_lag = client.group_lag
 
@@ -250,7 +250,34 @@ def test_the_fan_out_is_sized_by_how_long_burrow_takes_to_answer(make_client: An
         client.group_lag = recorded
         lags = client.cluster_lags("fast", client.consumers("fast"))
         assert len(lags.groups) == 600 and not lags.failed_groups
-        assert 1 <= len(askers) < 16, sorted(askers)
+        # 3 on a quiet machine; a busy one inflates the wall time the probe sees (up to 16
+        # with ten CPU hogs on 2 cores): half the ceiling still says the fan-out was sized.
+        assert 1 <= len(askers) < 32, sorted(askers)
+
+
+def test_slow_groups_later_in_the_list_hold_no_other_group_back(
+        make_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's first answers come at once, so the fan-out starts small (2: fixed here,
+    since an in-process server's own CPU counts as Burrow's time); then 8 groups keep Burrow
+    thinking past the cycle deadline. Each of them stops counting as a worker after 0.2 s and
+    another worker goes, so the 100 groups after them are all answered; only the 8 fail, at
+    the deadline."""
+    from freshness_tracker.burrow import client as client_module
+
+    monkeypatch.setattr(client_module, "fan_out", lambda _wall, _cpu, _limit: 2)
+    answer = body("v3_consumer_live-group_lag.json")
+    fast = [f"a{i}" for i in range(10)] + [f"z{i}" for i in range(100)]
+    slow = [f"slow{i}" for i in range(8)]
+    with RecordingBurrow() as burrow:
+        for name in fast:
+            burrow.route(f"/v3/kafka/local/consumer/{name}/lag", ok(answer))
+        for name in slow:
+            burrow.route(f"/v3/kafka/local/consumer/{name}/lag", ok(answer, delay_s=8.0))
+        client = make_client(url=burrow.url, concurrency=16, retries=0)
+        with cycle_deadline(Deadline.after(5.0)):
+            lags = client.cluster_lags("local", fast[:10] + slow + fast[10:])
+    assert sorted(g.consumer for g in lags.groups) == sorted(fast)
+    assert sorted(g for g, _ in lags.failed_groups) == sorted(slow)
 
 
 def test_a_slow_first_answer_holds_no_other_group_back(make_client: Any) -> None:

@@ -15,8 +15,12 @@ import pytest
 from freshness_tracker import cycle
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
+from freshness_tracker.config.settings import ClusterSettings
+from freshness_tracker.cycle import ClusterMeasurer
+from freshness_tracker.deadline import Deadline
 from freshness_tracker.domain.model import ClusterLags
 from freshness_tracker.gate import COMPUTE_SLOTS, ComputeGate
+from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.sinks import exposition
 from tests.fakes import FakeBurrow, FakeReader, group, lag
 
@@ -167,3 +171,55 @@ def test_a_cycle_whose_turn_never_comes_is_still_measured_and_published_in_time(
     assert 1.5 <= elapsed < 6.0
     for c in CLUSTERS:
         assert f'kafka_consumer_freshness_ms{{cluster="{c}",consumer="g"' in text
+
+
+def test_a_failed_cycle_is_published_at_once_whatever_the_gate() -> None:
+    """A failed cycle has nothing to render: it takes no turn, so with every slot held its
+    failure is served at once, never the last success's values for up to a turn's wait."""
+    burrow = FakeBurrow({c: [group(c, "g", lag(c, partition=0, committed=4, current_lag=1))]
+                         for c in CLUSTERS})
+    exporter = _exporter(burrow)
+    try:
+        exporter.run_once()
+        burrow.down = True
+        stuck = [exporter._gate.turn(0.0) for _ in range(exporter._gate.slots)]
+        assert all(turn.__enter__() for turn in stuck)
+        try:
+            started = time.monotonic()
+            snapshot = exporter.run_once()
+            elapsed = time.monotonic() - started
+        finally:
+            for turn in stuck:
+                turn.__exit__(None, None, None)
+        text = exporter.exposition.answer().body.decode()
+    finally:
+        exporter.close()
+    assert not any(c.health.up for c in snapshot.clusters)
+    assert elapsed < 3.0  # a gated publication would wait MAX_TURN_WAIT_S (10 s)
+    assert 'freshness_tracker_cluster_up{cluster="a"} 0.0' in text
+    assert "kafka_consumer_freshness_ms{" not in text
+
+
+def test_a_cycle_that_overruns_after_waiting_for_its_turn_says_so(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting for a turn takes at most half of what is left of the deadline (1 s of 2 s here,
+    every slot held); if measuring then overruns it, the error names the wait, not Burrow or
+    Kafka."""
+    burrow = FakeBurrow({"a": [group("a", "g", lag("a", partition=0, committed=4,
+                                                   current_lag=1))]})
+    measure = cycle.measure_partitions
+
+    def slow_measure(*args: Any, **kw: Any) -> Any:
+        time.sleep(1.5)
+        return measure(*args, **kw)
+
+    monkeypatch.setattr(cycle, "measure_partitions", slow_measure)
+    gate = ComputeGate(1)
+    measurer = ClusterMeasurer(ClusterSettings(ClusterKafkaSettings("a", {
+        "bootstrap.servers": "k:1"})), burrow, lambda _k: FakeReader(), gate=gate)
+    with gate.turn(0.0):
+        started = time.monotonic()
+        snapshot = measurer.measure(Deadline.after(2.0))
+        elapsed = time.monotonic() - started
+    assert not snapshot.health.up and 2.3 <= elapsed < 4.0
+    assert "s of it waiting for a turn to compute" in (snapshot.health.error or "")
