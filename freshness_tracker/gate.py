@@ -10,7 +10,8 @@ Only compute is gated: a cluster waiting for Burrow or Kafka holds no slot, so a
 never delays another one's turn. A wait for a slot is bounded (at most MAX_TURN_WAIT_S, and
 the callers' own shares of their deadlines): past it the step runs anyway, because the gate
 saves memory and CPU and must never stall a cycle. A step that holds a slot makes no external
-call and writes no log line, so no slot is held for longer than computing takes.
+call (the cycle's log line is written after its slot is given back), so no slot is held for
+longer than computing takes.
 """
 
 from __future__ import annotations
