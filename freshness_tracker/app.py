@@ -34,7 +34,7 @@ from freshness_tracker.cycle import ClusterMeasurer, ReaderFactory, cluster_meas
 from freshness_tracker.deadline import Deadline
 from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.domain.ports import BurrowSource, RetentionSource
-from freshness_tracker.gate import MAX_TURN_WAIT_S, ComputeGate
+from freshness_tracker.gate import ComputeGate
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
@@ -310,7 +310,7 @@ class Exporter:
             # Its turn with the other clusters' renders (freshness_tracker.gate): past the
             # wait it renders anyway. A failed cycle has nothing to render and takes no turn,
             # so its failure is served at once, never the last success's values.
-            wait_s = min(self.settings.cycle_timeout_s / 2, MAX_TURN_WAIT_S)
+            wait_s = self.settings.cycle_timeout_s / 2
             turn = self._gate.turn(wait_s, f"cluster {snapshot.cluster}") \
                 if snapshot.partitions else contextlib.nullcontext()
             with turn:

@@ -8,6 +8,7 @@ ever served. Each cluster runs its own cycles, so a slow or dead cluster cannot 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -33,7 +34,7 @@ from freshness_tracker.domain.plan import LookupPlan, plan_reads
 from freshness_tracker.domain.ports import BurrowSource, RecordReader, RetentionSource
 from freshness_tracker.domain.rollup import roll_up_groups, roll_up_topics
 from freshness_tracker.errors import BurrowError, FreshnessTrackerError
-from freshness_tracker.gate import MAX_TURN_WAIT_S, ComputeGate
+from freshness_tracker.gate import ComputeGate
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 
@@ -251,14 +252,11 @@ class ClusterMeasurer:
 
     def _compute_turn(self, deadline: Deadline | None) -> AbstractContextManager[object]:
         """The measuring and roll-ups of this cycle take their turn with the other clusters'
-        (`gate`), waiting at most half of what is left of the cycle's deadline (and at most
-        MAX_TURN_WAIT_S): the other half is the measuring's. A cycle that still overruns says
-        how long it waited."""
+        (`gate`), waiting at most half of what is left of the cycle's deadline: the other half
+        is the measuring's. A cycle that still overruns says how long it waited."""
         if self._gate is None:
             return nullcontext()
-        wait_s = MAX_TURN_WAIT_S
-        if deadline is not None:
-            wait_s = min(deadline.remaining() / 2, wait_s)
+        wait_s = deadline.remaining() / 2 if deadline is not None else math.inf
         return self._gate.turn(wait_s, f"cluster {self.name}")
 
     def _retention_for(self, topics: set[str]) -> Mapping[str, int | None]:

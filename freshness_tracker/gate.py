@@ -43,9 +43,10 @@ class ComputeGate:
 
     @contextmanager
     def turn(self, wait_s: float, what: str = "") -> Iterator[bool]:
-        """Hold a slot for the block, waiting at most `wait_s` for it; yields whether it got
-        one (without a slot the block runs anyway, ungated)."""
-        held = self._free.acquire(timeout=max(wait_s, 0.0))
+        """Hold a slot for the block, waiting at most `wait_s` for it (and never more than
+        MAX_TURN_WAIT_S); yields whether it got one (without, the block runs anyway)."""
+        wait_s = min(max(wait_s, 0.0), MAX_TURN_WAIT_S)
+        held = self._free.acquire(timeout=wait_s)
         if not held:
             log.debug("no compute slot within %.3g s for %s: computing anyway", wait_s, what)
         try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import pytest
@@ -104,6 +104,19 @@ class _SlowBurrow(FakeBurrow):
         return super().cluster_lags(cluster, groups)
 
 
+@contextmanager
+def _every_slot_held(gate: ComputeGate) -> Iterator[None]:
+    """Every slot of `gate` taken by a holder that lets go only when the block ends."""
+    with ExitStack() as stack:
+        assert all(stack.enter_context(gate.turn(0.0)) for _ in range(gate.slots))
+        yield
+
+
+def _one_group_each() -> FakeBurrow:
+    return FakeBurrow({c: [group(c, "g", lag(c, partition=0, committed=4, current_lag=1))]
+                       for c in CLUSTERS})
+
+
 def _exporter(burrow: FakeBurrow, cycle_timeout: str = "20s") -> Exporter:
     entries = ", ".join(f'{{ name = {c}, kafka {{ "bootstrap.servers" = "k:1" }} }}'
                         for c in CLUSTERS)
@@ -153,19 +166,15 @@ def test_a_cycle_whose_turn_never_comes_is_still_measured_and_published_in_time(
     """Every slot held by something that never lets go (a bug): each cycle waits half of what
     is left of its deadline for its turn, then measures ungated, and its render waits half
     the cycle timeout: every cluster is up and served, nothing waits for the holder."""
-    burrow = FakeBurrow({c: [group(c, "g", lag(c, partition=0, committed=4, current_lag=1))]
-                         for c in CLUSTERS})
+    burrow = _one_group_each()
     exporter = _exporter(burrow, cycle_timeout="2s")
-    stuck = [exporter._gate.turn(0.0) for _ in range(exporter._gate.slots)]
     try:
-        assert all(turn.__enter__() for turn in stuck)
-        started = time.monotonic()
-        snapshot = exporter.run_once()
-        elapsed = time.monotonic() - started
+        with _every_slot_held(exporter._gate):
+            started = time.monotonic()
+            snapshot = exporter.run_once()
+            elapsed = time.monotonic() - started
         text = exporter.exposition.answer().body.decode()
     finally:
-        for turn in stuck:
-            turn.__exit__(None, None, None)
         exporter.close()
     assert [c.health.up for c in snapshot.clusters] == [True] * 5
     assert 1.5 <= elapsed < 6.0
@@ -176,21 +185,15 @@ def test_a_cycle_whose_turn_never_comes_is_still_measured_and_published_in_time(
 def test_a_failed_cycle_is_published_at_once_whatever_the_gate() -> None:
     """A failed cycle has nothing to render: it takes no turn, so with every slot held its
     failure is served at once, never the last success's values for up to a turn's wait."""
-    burrow = FakeBurrow({c: [group(c, "g", lag(c, partition=0, committed=4, current_lag=1))]
-                         for c in CLUSTERS})
+    burrow = _one_group_each()
     exporter = _exporter(burrow)
     try:
         exporter.run_once()
         burrow.down = True
-        stuck = [exporter._gate.turn(0.0) for _ in range(exporter._gate.slots)]
-        assert all(turn.__enter__() for turn in stuck)
-        try:
+        with _every_slot_held(exporter._gate):
             started = time.monotonic()
             snapshot = exporter.run_once()
             elapsed = time.monotonic() - started
-        finally:
-            for turn in stuck:
-                turn.__exit__(None, None, None)
         text = exporter.exposition.answer().body.decode()
     finally:
         exporter.close()
