@@ -18,7 +18,7 @@ from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import ClusterSettings
 from freshness_tracker.cycle import ClusterMeasurer
 from freshness_tracker.deadline import Deadline
-from freshness_tracker.domain.model import ClusterLags
+from freshness_tracker.domain.model import ClusterLags, Snapshot
 from freshness_tracker.gate import COMPUTE_SLOTS, ComputeGate
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.sinks import exposition
@@ -112,6 +112,16 @@ def _every_slot_held(gate: ComputeGate) -> Iterator[None]:
         yield
 
 
+def _cycle_with_every_slot_held(exporter: Exporter) -> tuple[Snapshot, float, str]:
+    """One cycle of every cluster while the gate is stuck: its snapshot, how long it took, and
+    /metrics after it."""
+    with _every_slot_held(exporter._gate):
+        started = time.monotonic()
+        snapshot = exporter.run_once()
+        elapsed = time.monotonic() - started
+    return snapshot, elapsed, exporter.exposition.answer().body.decode()
+
+
 def _one_group_each() -> FakeBurrow:
     return FakeBurrow({c: [group(c, "g", lag(c, partition=0, committed=4, current_lag=1))]
                        for c in CLUSTERS})
@@ -169,11 +179,7 @@ def test_a_cycle_whose_turn_never_comes_is_still_measured_and_published_in_time(
     burrow = _one_group_each()
     exporter = _exporter(burrow, cycle_timeout="2s")
     try:
-        with _every_slot_held(exporter._gate):
-            started = time.monotonic()
-            snapshot = exporter.run_once()
-            elapsed = time.monotonic() - started
-        text = exporter.exposition.answer().body.decode()
+        snapshot, elapsed, text = _cycle_with_every_slot_held(exporter)
     finally:
         exporter.close()
     assert [c.health.up for c in snapshot.clusters] == [True] * 5
@@ -190,11 +196,7 @@ def test_a_failed_cycle_is_published_at_once_whatever_the_gate() -> None:
     try:
         exporter.run_once()
         burrow.down = True
-        with _every_slot_held(exporter._gate):
-            started = time.monotonic()
-            snapshot = exporter.run_once()
-            elapsed = time.monotonic() - started
-        text = exporter.exposition.answer().body.decode()
+        snapshot, elapsed, text = _cycle_with_every_slot_held(exporter)
     finally:
         exporter.close()
     assert not any(c.health.up for c in snapshot.clusters)
