@@ -9,16 +9,27 @@ No client can wedge the listener: the accept thread only accepts (the TLS handsh
 connection's own thread), every phase of a connection has a hard deadline enforced by a reaper
 that shuts the socket down whatever the thread is blocked in (a per-read timeout alone never
 cuts a client that drips a byte at a time), and the number of connection threads is capped.
+Held connections cannot starve the probes: a connection that has not sent a byte within a few
+seconds is cut, one client address holds at most a share of the cap, and a new connection
+arriving at a full table takes the slot of the oldest that has not finished its request head
+(from the address holding the most), as a proxy drops its idlest upstream connection.
+Failed basic-auth attempts slow that address's next checks down, and are logged at most once
+a minute.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
+import gzip
+import hashlib
 import hmac
 import io
+import ipaddress
 import json
 import logging
+import math
 import socket
 import ssl
 import struct
@@ -32,13 +43,21 @@ from typing import Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
-from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
 
 from freshness_tracker.reference import default
-from freshness_tracker.sinks.exposition import Answer, CachedExposition
+from freshness_tracker.sinks.exposition import (
+    Answer,
+    CachedExposition,
+    gzip_wanted,
+    negotiable_accept,
+    only_named,
+)
+from freshness_tracker.sinks.status_page import CONTENT_SECURITY_POLICY
 
-__all__ = ["LISTEN_BACKLOG", "HealthFn", "ListenerLimits", "MetricsServer", "make_app",
-           "tls_context"]
+__all__ = ["LISTEN_BACKLOG", "AuthThrottle", "HealthFn", "ListenerLimits", "MetricsServer",
+           "make_app", "tls_context"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +99,15 @@ SWITCH_INTERVAL_S = 0.001
 #: A repeated rejection is logged at most this often, with the count since the last line.
 REJECT_LOG_INTERVAL_S = 60.0
 
+#: The `Server:` header: the product, no version of it or of the interpreter.
+SERVER_NAME = "freshness-tracker"
+#: Every response: browsers must not guess a type from the bytes (a label value is not HTML).
+COMMON_HEADERS = [("X-Content-Type-Options", "nosniff")]
+#: HTML responses (`/`): no script, no framing, no referrer leaving with a click.
+HTML_HEADERS = [("Content-Security-Policy", CONTENT_SECURITY_POLICY), ("X-Frame-Options", "DENY"),
+                ("Referrer-Policy", "no-referrer")]
+ALLOWED_METHODS = ("GET", "HEAD")
+
 LANDING = b"""<html><head><title>freshness-tracker</title></head><body>
 <h1>freshness-tracker</h1><p>How far behind, in time, every Kafka consumer group is.</p>
 <ul><li><a href="/metrics">/metrics</a></li><li><a href="/healthz">/healthz</a></li>
@@ -95,6 +123,47 @@ class ListenerLimits:
     response_timeout_s: float = 60.0  # the rest: rendering and writing the answer
     io_timeout_s: float = 10.0  # any single read or write (a client that stops reading)
     max_connections: int = 128  # connection threads; beyond, new connections are closed
+    first_byte_timeout_s: float = 3.0  # from accept to the client's first byte
+    max_connections_per_client: int = 64  # per client address (an IPv6 /64): a share of the cap
+
+
+def _shown(text: object, limit: int = 200) -> str:
+    """Client-given text for a log line: control characters escaped, length bounded."""
+    return repr(str(text)[:limit])[1:-1]
+
+
+def _client_key(address: str) -> str:
+    """Who a connection counts against: its IPv4 address, or its IPv6 /64 (one host is given a
+    whole /64, so counting single IPv6 addresses would give one client thousands of shares)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
+
+
+class _Occasional:
+    """Counts an event; says when to log it: at most once per interval, with the count since."""
+
+    def __init__(self, interval_s: float = REJECT_LOG_INTERVAL_S) -> None:
+        self._interval_s = interval_s
+        self._lock = threading.Lock()
+        self._count = 0
+        self._logged_at = -math.inf
+
+    def note(self) -> int:
+        """Count one; the count to log now, or 0 (logged recently)."""
+        with self._lock:
+            self._count += 1
+            now = time.monotonic()
+            if now - self._logged_at < self._interval_s:
+                return 0
+            count, self._count, self._logged_at = self._count, 0, now
+            return count
 
 
 def _json(start: StartResponse, ok: bool, body: dict[str, Any]) -> list[bytes]:
@@ -102,18 +171,142 @@ def _json(start: StartResponse, ok: bool, body: dict[str, Any]) -> list[bytes]:
     return [json.dumps(body, sort_keys=True).encode()]
 
 
-def _exposition_app(exposition: CachedExposition) -> WsgiApp:
-    """/metrics from cached bytes, answering methods and parameters as prometheus_client's
-    WSGI app does (OPTIONS, 405, `name[]`, Accept and Accept-Encoding negotiation)."""
+def _text(start: StartResponse, status: str, text: bytes,
+          headers: Iterable[tuple[str, str]] = ()) -> list[bytes]:
+    start(status, [("Content-Type", "text/plain; charset=utf-8"), *headers])
+    return [text]
+
+
+@dataclass(slots=True)
+class _Failures:
+    count: int = 0
+    last_s: float = -math.inf
+    next_check_s: float = -math.inf
+
+
+class AuthThrottle:
+    """Basic-auth checks per client address after failures: each failure doubles the wait
+    before that address's next check (`FIRST_DELAY_S` up to `MAX_DELAY_S`); attempts arriving
+    together queue one behind another, and one that would wait past `MAX_WAIT_S` is refused
+    (429) unchecked. The wait comes before the check, so an answer's timing says nothing about
+    the password, and no lock is held while waiting: another address is never slowed down.
+    A correct password clears its address; failures are forgotten after `FORGET_S` of quiet."""
+
+    FIRST_DELAY_S = 0.1
+    MAX_DELAY_S = 1.0
+    MAX_WAIT_S = 2.0
+    FORGET_S = 60.0
+    MAX_TRACKED = 4096
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._failures: dict[str, _Failures] = {}
+        self._log = _Occasional()
+
+    def _delay(self, failures: int) -> float:
+        return float(min(self.FIRST_DELAY_S * 2.0 ** min(failures - 1, 30), self.MAX_DELAY_S))
+
+    def turn(self, client: str, wait: bool = True) -> bool:
+        """Wait for `client`'s turn to have credentials checked; False: no check now (the
+        queue is too long, or `wait` is off and a wait would be needed)."""
+        with self._lock:
+            now = self._clock()
+            entry = self._failures.get(client)
+            if entry is None or now - entry.last_s > self.FORGET_S:
+                return True
+            slot = max(now, entry.next_check_s)
+            if slot - now > (self.MAX_WAIT_S if wait else 0.0):
+                return False
+            entry.next_check_s = slot + self._delay(entry.count)
+        if slot > now:
+            self._sleep(slot - now)
+        return True
+
+    def failed(self, client: str, address: str) -> None:
+        with self._lock:
+            now = self._clock()
+            entry = self._failures.pop(client, None)
+            if entry is None or now - entry.last_s > self.FORGET_S:
+                entry = _Failures()
+            entry.count += 1
+            entry.last_s = now
+            entry.next_check_s = max(entry.next_check_s, now + self._delay(entry.count))
+            self._failures[client] = entry  # the newest last
+            if len(self._failures) > self.MAX_TRACKED:
+                self._failures = {k: v for k, v in self._failures.items()
+                                  if now - v.last_s <= self.FORGET_S}
+                while len(self._failures) > self.MAX_TRACKED:
+                    del self._failures[next(iter(self._failures))]
+        count = self._log.note()
+        if count:
+            log.warning("http: %d failed basic-auth attempt(s) (the latest from %s); checks "
+                        "for that address are slowed down", count, _shown(address))
+
+    def succeeded(self, client: str) -> None:
+        with self._lock:
+            self._failures.pop(client, None)
+
+
+class _BasicAuth:
+    """web.basicAuthUsername / web.basicAuthPassword, compared in constant time: both digests
+    are always compared (a wrong user name takes as long as a wrong password)."""
+
+    def __init__(self, username: str, password: str) -> None:
+        self._user = hashlib.sha256(username.encode()).digest()
+        self._password = hashlib.sha256(password.encode()).digest()
+
+    def matches(self, header: str) -> bool:
+        scheme, _, token = header.strip().partition(" ")
+        try:
+            decoded = base64.b64decode(token.strip(), validate=True)
+        except (binascii.Error, ValueError):
+            decoded = b""
+        user, colon, password = decoded.partition(b":")
+        same_user = hmac.compare_digest(hashlib.sha256(user).digest(), self._user)
+        same_password = hmac.compare_digest(hashlib.sha256(password).digest(), self._password)
+        return bool(scheme.lower() == "basic" and colon) & same_user & same_password
+
+
+def _secured(start: StartResponse) -> StartResponse:
+    """`start` adding the headers every response carries, and HTML's own."""
+
+    def secured(status: str, headers: list[tuple[str, str]], *exc_info: Any) -> Any:
+        extra = list(COMMON_HEADERS)
+        if any(k.lower() == "content-type" and v.startswith("text/html") for k, v in headers):
+            extra += HTML_HEADERS
+        return start(status, [*headers, *extra], *exc_info)
+
+    return secured
+
+
+def _registry_app(registry: CollectorRegistry) -> WsgiApp:
+    """/metrics from a plain registry (tests, small tools), negotiated as the cached one."""
 
     def app(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
-        method = environ["REQUEST_METHOD"]
-        if method == "OPTIONS":
-            start("200 OK", [("Allow", "OPTIONS,GET")])
-            return [b""]
-        if method != "GET":
-            start("405 Method Not Allowed", [("Allow", "OPTIONS,GET")])
-            return [f"# HTTP 405 Method Not Allowed: {method}; use OPTIONS or GET\n".encode()]
+        try:
+            encoder, content_type = choose_encoder(negotiable_accept(environ.get("HTTP_ACCEPT")))
+        except (ValueError, TypeError, LookupError):
+            encoder, content_type = choose_encoder("")
+        names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
+        body = encoder(registry if names is None else only_named(registry, names))
+        headers = [("Content-Type", content_type)]
+        if gzip_wanted(environ.get("HTTP_ACCEPT_ENCODING")):
+            body = gzip.compress(body)
+            headers.append(("Content-Encoding", "gzip"))
+        start("200 OK", [*headers, ("Content-Length", str(len(body)))])
+        return [body]
+
+    return app
+
+
+def _exposition_app(exposition: CachedExposition) -> WsgiApp:
+    """/metrics from cached bytes, answering parameters as prometheus_client's WSGI app does
+    (`name[]`, Accept and Accept-Encoding negotiation)."""
+
+    def app(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
         answer = exposition.answer(environ.get("HTTP_ACCEPT"),
                                    environ.get("HTTP_ACCEPT_ENCODING"), names)
@@ -131,40 +324,81 @@ def make_app(
     ready: HealthFn,
     web: WebSettings | None = None,
     status_page: StatusPageFn | None = None,
+    throttle: AuthThrottle | None = None,
 ) -> WsgiApp:
-    """Route requests; with basic auth configured every path but /healthz needs credentials.
-    ``status_page`` renders `/` from the query string (a plain landing page without it)."""
+    """Route GET and HEAD (any other method: 405); with basic auth configured every path but
+    /healthz needs credentials, and /healthz without them says only its status (its details
+    name clusters, Burrow and Kafka addresses). ``status_page`` renders `/` from the query
+    string (a plain landing page without it); ``throttle`` slows failed credentials down."""
     metrics = (_exposition_app(metrics_source) if isinstance(metrics_source, CachedExposition)
-               else make_wsgi_app(metrics_source))
-    expected = b""
-    if web is not None and web.basic_auth_username:
-        token = f"{web.basic_auth_username}:{web.basic_auth_password}".encode()
-        expected = b"Basic " + base64.b64encode(token)
+               else _registry_app(metrics_source))
+    auth = (_BasicAuth(web.basic_auth_username, web.basic_auth_password)
+            if web is not None and web.basic_auth_username else None)
+    guard = throttle or AuthThrottle()
 
-    def app(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
+    def authorized(environ: dict[str, Any], wait: bool) -> bool | None:
+        """True: valid credentials; False: none or wrong; None: not checked now (throttled)."""
+        header = environ.get("HTTP_AUTHORIZATION")
+        if auth is None:
+            return True
+        if not header:
+            return False
+        address = str(environ.get("REMOTE_ADDR", ""))
+        client = _client_key(address)
+        if not guard.turn(client, wait):
+            return None
+        if auth.matches(header):
+            guard.succeeded(client)
+            return True
+        guard.failed(client, address)
+        return False
+
+    def route(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
-        if path == "/healthz":  # probes carry no credentials
-            return _json(start, *health())
-        if expected:
-            given = environ.get("HTTP_AUTHORIZATION", "").encode()
-            if not hmac.compare_digest(given, expected):
-                start("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="freshness-tracker"'),
-                                           ("Content-Type", "text/plain")])
-                return [b"Unauthorized\n"]
+        if path == "/healthz":  # probes carry no credentials: they get the status, no more
+            healthy, details = health()
+            if not authorized(environ, wait=False):
+                details = {"status": details.get("status", "ok" if healthy else "failing")}
+            return _json(start, healthy, details)
+        verdict = authorized(environ, wait=True)
+        if verdict is None:
+            return _text(start, "429 Too Many Requests", b"Too many failed logins; retry later\n",
+                         [("Retry-After", str(math.ceil(AuthThrottle.MAX_WAIT_S)))])
+        if not verdict:
+            return _text(start, "401 Unauthorized", b"Unauthorized\n",
+                         [("WWW-Authenticate", 'Basic realm="freshness-tracker"')])
         if path == "/metrics":
             return metrics(environ, start)
         if path == "/readyz":
             return _json(start, *ready())
         if path == "/":
             if status_page is None:
-                start("200 OK", [("Content-Type", "text/html")])
+                start("200 OK", [("Content-Type", "text/html; charset=utf-8")])
                 return [LANDING]
             query = {k: v[0] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
             start("200 OK", [("Content-Type", "text/html; charset=utf-8"),
                              ("Cache-Control", "no-store")])
             return [status_page(query)]
-        start("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"Not Found\n"]
+        return _text(start, "404 Not Found", b"Not Found\n")
+
+    def app(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
+        start = _secured(start)
+        method = environ.get("REQUEST_METHOD", "GET")
+        if method not in ALLOWED_METHODS:
+            return _text(start, "405 Method Not Allowed", b"Method Not Allowed\n",
+                         [("Allow", ", ".join(ALLOWED_METHODS))])
+        if method == "GET":
+            return route(environ, start)
+        # HEAD: the GET answer's status and headers, no body
+        answered: list[tuple[str, list[tuple[str, str]]]] = []
+        body = route({**environ, "REQUEST_METHOD": "GET"},
+                     lambda status, headers, *exc: answered.append((status, list(headers))))
+        length = body.length if isinstance(body, Answer) else sum(len(c) for c in body)
+        status, headers = answered[0]
+        if not any(k.lower() == "content-length" for k, _ in headers):
+            headers.append(("Content-Length", str(length)))
+        start(status, headers)
+        return []
 
     return app
 
@@ -183,42 +417,119 @@ def _cut(sock: socket.socket) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
-class _Reaper:
-    """One thread that shuts down every connection still open past its current deadline.
+@dataclass(eq=False, slots=True)
+class _Conn:
+    client: str  # _client_key of its address
+    sock: socket.socket  # the TLS socket once wrapped
+    opened_s: float
+    due_s: float
+    spoke: bool = False  # its first byte arrived
+    answering: bool = False  # its request head is in: never evicted for a newcomer
 
-    Cuts happen under the lock, and a connection is disarmed (under the lock) before it is
-    closed, so a cut can never hit a file descriptor the kernel has already reused.
+
+class _Reaper:
+    """One thread that shuts down every connection still open past its current deadline, and
+    the table of open connections that decides who gets a slot (`admit`).
+
+    Cuts happen under the lock, and a connection leaves the table (under the lock) before it is
+    closed, so a cut can never hit a file descriptor the kernel has already reused. A socket
+    no longer in the table (evicted or past its deadline) is cut whenever it is armed again.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int = 128, max_per_client: int = 64) -> None:
+        self._max = max_connections
+        self._max_per_client = max_per_client
         self._cond = threading.Condition()
-        self._due: dict[socket.socket, float] = {}
+        self._conns: dict[socket.socket, _Conn] = {}
+        self._per_client: dict[str, int] = {}
         self._thread: threading.Thread | None = None
         self._closed = False
 
-    def arm(self, sock: socket.socket, seconds: float) -> None:
+    def __len__(self) -> int:
+        return len(self._conns)
+
+    def admit(self, sock: socket.socket, client: str, seconds: float) -> str | None:
+        """Give `sock` a slot, cut at `seconds` unless armed again: "admitted", "evicted" (the
+        slot of a connection that had not sent its request head was taken), or None (every
+        slot answering a request: refused)."""
         with self._cond:
             if self._closed:
+                return None
+            victim = None
+            if self._per_client.get(client, 0) >= self._max_per_client:
+                victim = min((c for c in self._conns.values()
+                              if c.client == client and not c.answering),
+                             key=lambda c: (c.spoke, c.opened_s), default=None)
+                if victim is None:
+                    return None
+            elif len(self._conns) >= self._max:
+                victim = max((c for c in self._conns.values() if not c.answering),
+                             key=lambda c: (self._per_client[c.client], not c.spoke,
+                                            -c.opened_s), default=None)
+                if victim is None:
+                    return None
+            if victim is not None:
+                self._remove(victim)
+                _cut(victim.sock)
+            now = time.monotonic()
+            self._conns[sock] = _Conn(client, sock, now, now + seconds)
+            self._per_client[client] = self._per_client.get(client, 0) + 1
+            self._wake()
+            return "admitted" if victim is None else "evicted"
+
+    def _remove(self, conn: _Conn) -> None:
+        del self._conns[conn.sock]
+        left = self._per_client[conn.client] - 1
+        if left:
+            self._per_client[conn.client] = left
+        else:
+            del self._per_client[conn.client]
+
+    def _wake(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="http-reaper", daemon=True)
+            self._thread.start()
+        self._cond.notify()
+
+    def arm(self, sock: socket.socket, seconds: float, *, spoke: bool = False,
+            answering: bool = False) -> None:
+        """`sock` is cut `seconds` from now; `spoke`: its first byte arrived; `answering`: its
+        request head is in."""
+        with self._cond:
+            conn = self._conns.get(sock)
+            if conn is None:
                 _cut(sock)
                 return
-            self._due[sock] = time.monotonic() + seconds
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="http-reaper",
-                                                daemon=True)
-                self._thread.start()
+            conn.due_s = time.monotonic() + seconds
+            conn.spoke = conn.spoke or spoke or answering
+            conn.answering = conn.answering or answering
             self._cond.notify()
 
-    def disarm(self, sock: socket.socket) -> None:
+    def swap(self, old: socket.socket, new: socket.socket) -> None:
+        """The connection of `old` goes on as `new` (wrapped in TLS, which detaches `old`)."""
         with self._cond:
-            self._due.pop(sock, None)
+            conn = self._conns.pop(old, None)
+            if conn is None:
+                _cut(new)
+                return
+            conn.sock = new
+            self._conns[new] = conn
+
+    def release(self, sock: socket.socket) -> None:
+        """`sock` is about to be closed: it leaves the table (no-op if it already has)."""
+        with self._cond:
+            conn = self._conns.get(sock)
+            if conn is not None:
+                self._remove(conn)
 
     def close(self) -> None:
         """Cut every open connection (their threads end at once) and stop the thread."""
         with self._cond:
             self._closed = True
-            for sock in self._due:
+            for sock in self._conns:
                 _cut(sock)
-            self._due.clear()
+            self._conns.clear()
+            self._per_client.clear()
             self._cond.notify()
         if self._thread is not None:
             self._thread.join(timeout=2)
@@ -227,11 +538,11 @@ class _Reaper:
         with self._cond:
             while not self._closed:
                 now = time.monotonic()
-                for sock, due in list(self._due.items()):
-                    if due <= now:
-                        del self._due[sock]
-                        _cut(sock)
-                soonest = min(self._due.values(), default=None)
+                for conn in list(self._conns.values()):
+                    if conn.due_s <= now:
+                        self._remove(conn)
+                        _cut(conn.sock)
+                soonest = min((c.due_s for c in self._conns.values()), default=None)
                 self._cond.wait(None if soonest is None else max(soonest - now, 0.0))
 
 
@@ -242,7 +553,7 @@ class _ErrorLog(io.StringIO):
     def flush(self) -> None:
         text = self.getvalue().strip()
         if text:
-            log.warning("http request failed: %s", text.splitlines()[-1])
+            log.warning("http request failed: %s", _shown(text.splitlines()[-1]))
             log.debug("http request failed:\n%s", text)
         self.seek(0)
         self.truncate()
@@ -275,6 +586,7 @@ class _ServerHandler(ServerHandler):
 
     request_handler: _Handler
     result: Any
+    server_software = SERVER_NAME
 
     def result_is_file(self) -> bool:
         return isinstance(self.result, Answer) and not isinstance(
@@ -334,17 +646,31 @@ class _Handler(WSGIRequestHandler):
         assert app is not None
         handler.run(app)
 
+    #: Errors answered before the WSGI app (a malformed request line, oversized headers): plain
+    #: text, never HTML built from what the client sent.
+    error_content_type = "text/plain; charset=utf-8"
+    error_message_format = "%(code)d %(message)s\n"
+
     def parse_request(self) -> bool:
         parsed = super().parse_request()
         if parsed:  # the head is in: the answer gets its own, longer deadline
-            self.server.reaper.arm(self.connection, self.server.limits.response_timeout_s)
+            self.server.reaper.arm(self.connection, self.server.limits.response_timeout_s,
+                                   answering=True)
         return parsed
+
+    def version_string(self) -> str:
+        return SERVER_NAME
+
+    def end_headers(self) -> None:
+        for name, value in COMMON_HEADERS:
+            self.send_header(name, value)
+        super().end_headers()
 
     def get_stderr(self) -> _ErrorLog:
         return _ErrorLog()
 
     def log_message(self, format: str, *args: Any) -> None:
-        log.debug("http %s", format % args)
+        log.debug("http %s", _shown(format % args, 1000))
 
 
 class _Server(ThreadingMixIn, WSGIServer):
@@ -359,61 +685,65 @@ class _Server(ThreadingMixIn, WSGIServer):
                  limits: ListenerLimits) -> None:
         self.tls = tls
         self.limits = limits
-        self.reaper = _Reaper()
-        self.active = 0
-        self._lock = threading.Lock()
-        self._rejected = 0
-        self._rejected_logged_at = float("-inf")
+        self.reaper = _Reaper(limits.max_connections, limits.max_connections_per_client)
+        self._rejected = _Occasional()
+        self._evicted = _Occasional()
         super().__init__(address, _Handler)
 
+    @property
+    def active(self) -> int:
+        return len(self.reaper)
+
     def process_request(self, request: Any, client_address: Any) -> None:
-        with self._lock:
-            full = self.active >= self.limits.max_connections
-            if not full:
-                self.active += 1
-        if full:
+        verdict = self.reaper.admit(request, _client_key(str(client_address[0])),
+                                    self.limits.first_byte_timeout_s)
+        if verdict is None:
             self._reject(client_address)
             self.shutdown_request(request)
             return
+        if verdict == "evicted" and (count := self._evicted.note()):
+            log.warning("http: %d connection(s) that had not sent a request closed to make "
+                        "room (the latest for %s): %d are open, the limit", count,
+                        _shown(client_address[0]), self.limits.max_connections)
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._release()
+            self.reaper.release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         conn: socket.socket = request
+        limits = self.limits
         try:
-            conn.settimeout(self.limits.io_timeout_s)
+            conn.settimeout(limits.io_timeout_s)
+            if not conn.recv(1, socket.MSG_PEEK):  # closed, or cut before its first byte
+                return
             if self.tls is not None:
-                conn = self.tls.wrap_socket(request, server_side=True,
-                                            do_handshake_on_connect=False)
-                self.reaper.arm(conn, self.limits.handshake_timeout_s)
+                wrapped = self.tls.wrap_socket(request, server_side=True,
+                                               do_handshake_on_connect=False)
+                self.reaper.swap(conn, wrapped)
+                conn = wrapped
+                self.reaper.arm(conn, limits.handshake_timeout_s, spoke=True)
                 conn.do_handshake()
-            self.reaper.arm(conn, self.limits.request_timeout_s)
+            self.reaper.arm(conn, limits.request_timeout_s, spoke=True)
             self.finish_request(conn, client_address)
         except OSError as exc:  # timeouts, resets, handshake failures, cut by the reaper
-            log.debug("http connection from %s ended: %s", client_address[0], exc)
+            log.debug("http connection from %s ended: %s", _shown(client_address[0]),
+                      _shown(exc))
         except Exception:
-            log.warning("http connection from %s failed", client_address[0], exc_info=True)
+            log.warning("http connection from %s failed", _shown(client_address[0]),
+                        exc_info=True)
         finally:
-            self.reaper.disarm(conn)
+            self.reaper.release(conn)
             self.shutdown_request(conn)
-            self._release()
-
-    def _release(self) -> None:
-        with self._lock:
-            self.active -= 1
 
     def _reject(self, client_address: Any) -> None:
-        with self._lock:
-            self._rejected += 1
-            now = time.monotonic()
-            if now - self._rejected_logged_at < REJECT_LOG_INTERVAL_S:
-                return
-            count, self._rejected, self._rejected_logged_at = self._rejected, 0, now
-        log.warning("http: %d connection(s) closed unserved (the latest from %s): %d are open, "
-                    "the limit", count, client_address[0], self.limits.max_connections)
+        count = self._rejected.note()
+        if count:
+            log.warning("http: %d connection(s) closed unserved (the latest from %s): every "
+                        "slot is answering a request (%d at most, %d per client)", count,
+                        _shown(client_address[0]), self.limits.max_connections,
+                        self.limits.max_connections_per_client)
 
 
 class MetricsServer:

@@ -37,6 +37,7 @@ immutable.
 from __future__ import annotations
 
 import logging
+import re
 import struct
 import threading
 import zlib
@@ -46,7 +47,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder, gzip_accepted
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -54,7 +55,7 @@ from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.prometheus import Family, Level, SeriesSet, SkipLog
 
-__all__ = ["Answer", "CachedExposition"]
+__all__ = ["Answer", "CachedExposition", "gzip_wanted", "negotiable_accept", "only_named"]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,78 @@ _float_text: Callable[[float], str] = floatToGoString
 def _deflate_last(data: bytes) -> bytes:
     compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
     return compressor.compress(data) + compressor.flush(zlib.Z_FINISH)
+
+
+# --- negotiation ----------------------------------------------------------------------------
+
+#: Versions each negotiable media type is written in (prometheus_client's encoders); an Accept
+#: element naming any other version is skipped, as Go's expfmt.Negotiate skips it.
+_KNOWN_VERSIONS = {"text/plain": frozenset({"0.0.4", "1.0.0"}),
+                   "application/openmetrics-text": frozenset({"0.0.1", "1.0.0", "2.0.0"})}
+
+
+def negotiable_accept(accept: str | None) -> str:
+    """`accept` without the elements prometheus_client cannot negotiate safely: a
+    `version=A` or `version=1.0.x` made its `choose_encoder` raise (HTTP 500), and a version it
+    does not know was echoed into the Content-Type. What is left negotiates as before; nothing
+    left means the text format, as prometheus_client and Go answer a client they do not
+    understand."""
+    kept = []
+    for element in (accept or "").split(","):
+        media, *params = element.split(";")
+        known = _KNOWN_VERSIONS.get(media.strip())
+        if known is not None:
+            versions = [p.split("=", 1)[1] for p in params
+                        if "=" in p and p.split("=", 1)[0].strip() == "version"]
+            if any(v.strip() not in known for v in versions[:1]):
+                continue
+        kept.append(element)
+    return ",".join(kept)
+
+
+_CODING = re.compile(r"\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*(?:;(.*))?$")
+_QVALUE = re.compile(r"\s*q\s*=\s*(0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)\s*$", re.IGNORECASE)
+
+
+def gzip_wanted(accept_encoding: str | None) -> bool:
+    """Whether the client asked for gzip with a q-value above 0 (RFC 9110 12.5.3):
+    `gzip;q=0` refuses it. An element that does not parse counts for nothing; identity is
+    always acceptable, so a client is never left without an answer."""
+    for element in (accept_encoding or "").split(","):
+        match = _CODING.match(element)
+        if match is None or match.group(1).lower() not in ("gzip", "x-gzip"):
+            continue
+        params = [p for p in (match.group(2) or "").split(";") if p.strip()]
+        q_params = [p for p in params if p.strip().lower().startswith("q")]
+        if not q_params:
+            return True
+        q = _QVALUE.match(q_params[0])
+        return q is not None and float(q.group(1)) > 0
+    return False
+
+
+class _OnlyNamed:
+    """A registry's families cut to the samples named in `name[]` (prometheus_client's
+    semantics). Its own `restricted_registry` only finds collectors that describe themselves,
+    so the process collector's families were never served."""
+
+    def __init__(self, registry: Collector, names: Sequence[str]) -> None:
+        self._registry = registry
+        self._names = frozenset(names)
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self._registry.collect():
+            samples = [s for s in metric.samples
+                       if s.name in self._names or metric.name in self._names]
+            if samples:
+                kept = Metric(metric.name, metric.documentation, metric.type, metric.unit)
+                kept.samples = samples
+                yield kept
+
+
+def only_named(registry: Collector, names: Sequence[str]) -> Collector:
+    """`registry` restricted to `names`: a family is kept when its name or a sample's is named."""
+    return _OnlyNamed(registry, names)
 
 
 # --- CRC-32 of a concatenation from the parts' CRCs (zlib's crc32_combine, which Python lacks)
@@ -477,10 +550,20 @@ class CachedExposition:
     # --- scrapes -------------------------------------------------------------------------
 
     def _format(self, accept: str | None) -> _Format:
-        encoder, content_type = choose_encoder(accept or "")
-        fmt = self._formats.get(content_type)
-        if fmt is None:
-            fmt = _Format(encoder, content_type, self._families)
+        """The format `accept` negotiates; the text format for one that cannot be served (a
+        client's header is no reason for a 500, nor for a log line per request)."""
+        try:
+            encoder, content_type = choose_encoder(negotiable_accept(accept))
+            fmt = self._formats.get(content_type)
+            if fmt is None:
+                fmt = _Format(encoder, content_type, self._families)
+        except (ValueError, TypeError, LookupError):
+            log.debug("exposition: Accept %r negotiates nothing servable; text format",
+                      (accept or "")[:200])
+            if accept is None:
+                raise
+            return self._format(None)
+        if content_type not in self._formats:
             if len(self._formats) >= _MAX_FORMATS:
                 self._formats.clear()
             self._formats[content_type] = fmt
@@ -512,7 +595,7 @@ class CachedExposition:
                 else:
                     part = built
         live = fmt.encoder(self.live)
-        if not gzip_accepted(accept_encoding or ""):
+        if not gzip_wanted(accept_encoding):
             return Answer(fmt.content_type, False, (*part.plain(), live),
                           part.length + len(live))
         deflated, crc = part.gzip()
@@ -528,9 +611,9 @@ class CachedExposition:
                                lambda f: f.name in wanted)
         body = b"".join(s.plain(self.counts) for s in segments)
         if self.per_snapshot is not None:
-            body += _without_eof(fmt.encoder(self.per_snapshot.restricted_registry(names)))
-        body += fmt.encoder(self.live.restricted_registry(names))
-        if gzip_accepted(accept_encoding or ""):
+            body += _without_eof(fmt.encoder(only_named(self.per_snapshot, names)))
+        body += fmt.encoder(only_named(self.live, names))
+        if gzip_wanted(accept_encoding):
             out = _GZIP_HEADER + _deflate_last(body) + struct.pack(
                 "<II", zlib.crc32(body), len(body) & 0xFFFFFFFF)
             return Answer(fmt.content_type, True, (out,), len(out))

@@ -8,6 +8,8 @@ Burrow, which is as hostile as anything else it sends.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlencode
@@ -16,11 +18,11 @@ from freshness_tracker.domain.model import (
     ClusterSnapshot,
     GroupResult,
     PartitionResult,
+    PartitionStatus,
     Snapshot,
 )
-from freshness_tracker.sinks.render import format_freshness, format_ms
 
-__all__ = ["GROUP_ROWS", "render_status_page"]
+__all__ = ["CONTENT_SECURITY_POLICY", "GROUP_ROWS", "render_status_page"]
 
 #: Groups listed on the overview; the rest are counted, not listed (a page, not a dump).
 GROUP_ROWS = 500
@@ -36,15 +38,49 @@ th.n,td.n{text-align:right}td.n{font-variant-numeric:tabular-nums}
 .bad{color:#b03a2e;font-weight:600}.ok{color:#1e8449;font-weight:600}
 """
 
+#: The page's Content-Security-Policy: nothing loads, nothing runs and nothing frames it; only
+#: its own inline stylesheet applies (allowed by its hash, not by 'unsafe-inline').
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'sha256-"
+    + base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode()
+    + "'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
 
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _duration(ms: int | None) -> str:
+    """A duration for a person, in its two largest units: 850ms, 4.2s, 3m 7s, 5h 12m, 7d 0h
+    (a week reads "7d 0h", not "167h59m35s"); "-" when unknown."""
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return f"{ms}ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f}s"
+    seconds = ms // 1000
+    for size, big, small, unit in ((86_400, "d", "h", 3600), (3600, "h", "m", 60),
+                                   (60, "m", "s", 1)):
+        if seconds >= size:
+            return f"{seconds // size}{big} {seconds % size // unit}{small}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _freshness(ms: int | None, lower_bound: bool) -> str:
+    """`_duration`, marked "≥" when the value is a lower bound (data loss)."""
+    return ("≥" if lower_bound and ms is not None else "") + _duration(ms)
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    """1 cluster, 2 clusters, 0 clusters."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _ago(now_ms: int, then_ms: int | None) -> str:
     if then_ms is None:
         return "never"
-    return f"{format_ms(max(now_ms - then_ms, 0))} ago"
+    return f"{_duration(max(now_ms - then_ms, 0))} ago"
 
 
 def _page(title: str, body: Iterable[str], refresh_s: int) -> bytes:

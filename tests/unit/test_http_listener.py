@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
+import io
+import json
+import logging
+import re
 import socket
 import ssl
 import struct
@@ -20,8 +25,16 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
-from freshness_tracker.http import ListenerLimits, MetricsServer, WebSettings, make_app
+from freshness_tracker.domain.model import Snapshot
+from freshness_tracker.http import (
+    AuthThrottle,
+    ListenerLimits,
+    MetricsServer,
+    WebSettings,
+    make_app,
+)
 from freshness_tracker.sinks.exposition import Answer
+from freshness_tracker.sinks.status_page import render_status_page
 from tests.faults.harness import Certs, make_certs
 from tests.stack_support import poll, unavailable
 
@@ -190,24 +203,147 @@ def test_a_client_that_never_reads_the_answer_is_cut_off(
             sock.close()
 
 
-def test_connections_beyond_the_cap_are_closed_not_given_threads(certs: Certs) -> None:
+def _held_app(release: threading.Event) -> Any:
+    """An app whose every answer waits for `release`: its connections are all answering."""
+
+    def app(environ: dict[str, Any], start: Callable[..., Any]) -> Iterable[bytes]:
+        release.wait(30)
+        start("200 OK", [("Content-Type", "text/plain")])
+        return [b"done\n"]
+
+    return app
+
+
+def test_connections_beyond_the_cap_are_closed_when_every_slot_is_answering() -> None:
     limits = ListenerLimits(max_connections=4, request_timeout_s=60.0, io_timeout_s=60.0)
-    with serving(None, limits=limits) as server:
+    release = threading.Event()
+    with serving(None, app=_held_app(release), limits=limits) as server:
         held = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(4)]
         try:
-            poll(lambda: server.connections == 4, 5.0, "4 connection threads")
+            for sock in held:
+                sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            poll(lambda: server.connections == 4, 5.0, "4 connections answering")
             extra = socket.create_connection(("127.0.0.1", server.port))
             try:
                 assert closed_by_peer_within(extra, 5.0) is not None, "the 5th got a thread"
             finally:
                 extra.close()
             assert server.connections == 4
-            held.pop().close()
-            poll(lambda: server.connections == 3, 5.0, "a free slot")
+            release.set()
+            poll(lambda: server.connections == 0, 5.0, "the answers to end")
             assert Client(server, None).get("/healthz")[0] == 200
+        finally:
+            release.set()
+            for sock in held:
+                sock.close()
+
+
+def test_a_connection_that_sends_nothing_is_cut_at_the_first_byte_deadline() -> None:
+    # The whole request deadline used to apply from accept: an idle socket held a slot 10 s.
+    limits = ListenerLimits(first_byte_timeout_s=0.5, request_timeout_s=30.0, io_timeout_s=30.0)
+    with serving(None, limits=limits) as server:
+        idle = socket.create_connection(("127.0.0.1", server.port))
+        try:
+            seconds = closed_by_peer_within(idle, 15.0)
+        finally:
+            idle.close()
+        assert seconds is not None and seconds < 5.0, seconds
+        poll(lambda: server.connections == 0, 5.0, "the connection thread to end")
+
+
+def _hold(port: int, count: int, head: bytes) -> list[socket.socket]:
+    """`count` connections that send `head` (maybe nothing) and then never finish."""
+    held = []
+    for _ in range(count):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+            if head:
+                sock.sendall(head)
+        except OSError:  # the listener cut an older one of ours meanwhile: fine
+            continue
+        held.append(sock)
+    return held
+
+
+def _answered(client: Client, path: str) -> tuple[int, float]:
+    """(status, seconds) of `path`, retried a few times: a probe's retries, bounded."""
+    began = time.monotonic()
+    for _ in range(3):
+        try:
+            status, _, _ = client.get(path)
+            return status, time.monotonic() - began
+        except OSError:
+            continue
+    return 0, time.monotonic() - began
+
+
+@pytest.mark.parametrize("share", [64, 1000], ids=["address-share", "no-share"])
+@pytest.mark.parametrize("head", [b"", b"GET /metrics HTTP/1.1\r\nX-Slow: "],
+                         ids=["idle", "unfinished-head"])
+def test_held_connections_beyond_the_cap_never_starve_the_probes(head: bytes,
+                                                                  share: int) -> None:
+    # 128 connections that never sent a request took every slot: /healthz and /metrics
+    # answered nothing, and reopening them kept it so. Same address as the probes (loopback):
+    # no per-address share helps; the oldest unfinished connection gives its slot.
+    limits = ListenerLimits(request_timeout_s=30.0, io_timeout_s=30.0,
+                            first_byte_timeout_s=30.0, max_connections_per_client=share)
+    with serving(None, limits=limits) as server:
+        client = Client(server, None)
+        held: list[socket.socket] = []
+        results: list[tuple[str, int, float]] = []
+        try:
+            for _ in range(3):  # the attacker reopens everything, then the probes come
+                for sock in held:
+                    sock.close()
+                held = _hold(server.port, limits.max_connections + 40, head)
+                for path in ("/healthz", "/metrics", "/"):
+                    results.append((path, *_answered(client, path)))
+            assert server.connections <= limits.max_connections
         finally:
             for sock in held:
                 sock.close()
+    failed = [r for r in results if r[1] != 200]
+    assert not failed, f"probes not answered while connections were held: {failed}"
+    slowest = max(seconds for _, _, seconds in results)
+    assert slowest < 2 * CLIENT_TIMEOUT_S, slowest
+
+
+def _cut(peer: socket.socket) -> bool:
+    """Whether the listener's end of a socketpair was shut down (the peer reads EOF)."""
+    try:
+        return peer.recv(1, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+
+
+def test_an_address_gives_up_its_own_unfinished_connections_never_anothers() -> None:
+    from freshness_tracker.http import _Reaper
+
+    pairs = [socket.socketpair() for _ in range(8)]
+    ours = [a for a, _ in pairs]
+    reaper = _Reaper(max_connections=5, max_per_client=3)
+    try:
+        assert [reaper.admit(s, "10.0.0.1", 60) for s in ours[:3]] == ["admitted"] * 3
+        assert reaper.admit(ours[3], "10.0.0.2", 60) == "admitted"
+        # at its share, an address's newcomer takes its own oldest's slot, with room left
+        assert reaper.admit(ours[4], "10.0.0.1", 60) == "evicted"
+        assert _cut(pairs[0][1]) and not _cut(pairs[3][1])
+        assert reaper.admit(ours[5], "10.0.0.3", 60) == "admitted"  # full now
+        # full: the busiest address gives a slot, first one that never sent a byte
+        reaper.arm(ours[1], 60, spoke=True)
+        assert reaper.admit(ours[6], "10.0.0.4", 60) == "evicted"
+        assert _cut(pairs[2][1])  # not 1 (it spoke, though older), not 4 (newer)
+        assert not any(_cut(pairs[i][1]) for i in (1, 3, 4, 5, 6))
+        # a connection answering a request is never evicted: all answering, refused
+        for sock in (ours[1], ours[3], ours[4], ours[5], ours[6]):
+            reaper.arm(sock, 60, answering=True)
+        assert reaper.admit(ours[7], "10.0.0.5", 60) is None
+        assert len(reaper) == 5
+    finally:
+        reaper.close()
+        for a, b in pairs:
+            a.close()
+            b.close()
 
 
 def test_stop_cuts_open_connections(certs: Certs) -> None:
@@ -281,3 +417,198 @@ def test_50_concurrent_scrapers_over_tls_and_basic_auth_never_time_out(certs: Ce
     assert not failures, f"{len(failures)} failed scrapes, e.g. {failures[:3]}"
     assert len(latencies) >= 100, len(latencies)
     assert latencies[-1] < CLIENT_TIMEOUT_S
+
+
+# --- failed logins, /healthz, methods and headers ------------------------------------------
+
+
+def _environ(path: str = "/metrics", auth: str | None = None, method: str = "GET",
+             address: str = "10.0.0.1", **headers: str) -> dict[str, Any]:
+    environ: dict[str, Any] = {
+        "PATH_INFO": path, "REQUEST_METHOD": method, "SERVER_NAME": "x", "SERVER_PORT": "1",
+        "wsgi.input": io.BytesIO(), "wsgi.url_scheme": "http", "QUERY_STRING": "",
+        "REMOTE_ADDR": address, **{f"HTTP_{k.upper()}": v for k, v in headers.items()}}
+    if auth is not None:
+        environ["HTTP_AUTHORIZATION"] = "Basic " + base64.b64encode(auth.encode()).decode()
+    return environ
+
+
+def _call(app: Any, environ: dict[str, Any]) -> tuple[str, dict[str, str], bytes]:
+    answered: list[tuple[str, list[tuple[str, str]]]] = []
+    body = b"".join(app(environ, lambda s, h, *a: answered.append((s, h))))
+    status, headers = answered[0]
+    return status, dict(headers), body
+
+
+class FakeTime:
+    """A clock that only a sleep advances: waits are recorded, nothing is timed."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def _auth_app(throttle: AuthThrottle, healthy: bool = True) -> Any:
+    details = {"status": "ok" if healthy else "stuck",
+               "clusters": {"prod": {"error": "Burrow http://burrow:8000 refused"}}}
+    return make_app(CollectorRegistry(), lambda: (healthy, details),
+                    lambda: (True, {"status": "ready"}), _web(None, auth=True),
+                    throttle=throttle)
+
+
+def test_failed_logins_slow_their_address_down_and_are_logged_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # Wrong passwords could be tried at ~444/s from one client, with no delay and no log line.
+    fake = FakeTime()
+    app = _auth_app(AuthThrottle(fake.clock, fake.sleep))
+    with caplog.at_level(logging.WARNING, logger="freshness_tracker.http"):
+        for i in range(8):
+            assert _call(app, _environ(auth=f"{USER}:guess-{i}"))[0].startswith("401")
+        # the waits come before each check, doubling up to a second per attempt
+        assert fake.slept == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0])
+        # another address is not slowed down, and the right password still works here
+        fake.slept.clear()
+        assert _call(app, _environ(auth=f"{USER}:{PASSWORD}", address="10.0.0.2"))[0] \
+            .startswith("200")
+        assert fake.slept == []
+        assert _call(app, _environ(auth=f"{USER}:{PASSWORD}"))[0].startswith("200")
+        assert fake.slept == [pytest.approx(1.0)]
+        assert _call(app, _environ(auth=f"{USER}:{PASSWORD}"))[0].startswith("200")
+        assert fake.slept == [pytest.approx(1.0)]  # a success clears the address
+        assert _call(app, _environ())[0].startswith("401")  # no credentials: no guess, no wait
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1, lines
+    assert "1 failed basic-auth attempt" in lines[0] and "10.0.0.1" in lines[0]
+    assert "guess" not in lines[0] and USER not in lines[0]
+
+
+def test_attempts_queued_behind_failures_are_refused_unchecked_past_the_wait_cap() -> None:
+    fake = FakeTime()
+    throttle = AuthThrottle(fake.clock, lambda seconds: fake.slept.append(seconds))
+    app = _auth_app(throttle)
+    for i in range(5):  # failures: the address's delay is now a second per check
+        _call(app, _environ(auth=f"{USER}:guess-{i}"))
+        fake.now += 5.0
+    # many at once (the clock stands still): two seconds of queue at most, the rest 429
+    statuses = [_call(app, _environ(auth=f"{USER}:x"))[0][:3] for _ in range(10)]
+    assert statuses == ["401"] * 3 + ["429"] * 7
+    # refused unchecked: the right password from that address waits out the queue too
+    assert _call(app, _environ(auth=f"{USER}:{PASSWORD}"))[0].startswith("429")
+    fake.now += 10.0
+    assert _call(app, _environ(auth=f"{USER}:{PASSWORD}"))[0].startswith("200")
+
+
+def test_an_unauthenticated_healthz_says_only_its_status() -> None:
+    fake = FakeTime()
+    app = _auth_app(AuthThrottle(fake.clock, fake.sleep))
+    for environ in (_environ("/healthz"), _environ("/healthz", auth=f"{USER}:wrong")):
+        status, _, body = _call(app, environ)
+        assert status.startswith("200") and json.loads(body) == {"status": "ok"}
+    fake.now += 61.0  # the failed attempt above is forgotten
+    status, _, body = _call(app, _environ("/healthz", auth=f"{USER}:{PASSWORD}"))
+    assert json.loads(body)["clusters"]["prod"]["error"] == "Burrow http://burrow:8000 refused"
+    status, _, body = _call(_auth_app(AuthThrottle(fake.clock, fake.sleep), healthy=False),
+                            _environ("/healthz"))
+    assert status.startswith("503") and json.loads(body) == {"status": "stuck"}
+    # a probe is never made to wait behind failed logins: it gets the status at once
+    for i in range(6):
+        _call(app, _environ(auth=f"{USER}:guess-{i}"))
+    fake.slept.clear()
+    status, _, body = _call(app, _environ("/healthz", auth=f"{USER}:{PASSWORD}"))
+    assert status.startswith("200") and json.loads(body) == {"status": "ok"}
+    assert fake.slept == []
+    # without basic auth, everything is open: the details too
+    open_app = make_app(CollectorRegistry(), lambda: (True, {"status": "ok", "clusters": {}}),
+                        lambda: (True, {}), _web(None))
+    assert json.loads(_call(open_app, _environ("/healthz"))[2]) == {"status": "ok",
+                                                                    "clusters": {}}
+
+
+@pytest.mark.parametrize("header", [
+    f"basic {base64.b64encode(f'{USER}:{PASSWORD}'.encode()).decode()}",
+    f"Basic   {base64.b64encode(f'{USER}:{PASSWORD}'.encode()).decode()}  "])
+def test_the_authorization_scheme_is_case_insensitive(header: str) -> None:
+    app = _auth_app(AuthThrottle())
+    environ = _environ()
+    environ["HTTP_AUTHORIZATION"] = header
+    assert _call(app, environ)[0].startswith("200")
+
+
+@pytest.mark.parametrize("header", ["Basic !!!", "Basic " + base64.b64encode(b"nocolon").decode(),
+                                    "Bearer x", "Basic", "Basic " + base64.b64encode(
+                                        f"{USER}:{PASSWORD}x".encode()).decode()])
+def test_malformed_or_wrong_credentials_are_refused(header: str) -> None:
+    fake = FakeTime()
+    app = _auth_app(AuthThrottle(fake.clock, fake.sleep))
+    environ = _environ()
+    environ["HTTP_AUTHORIZATION"] = header
+    assert _call(app, environ)[0].startswith("401")
+
+
+def _raw(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=CLIENT_TIMEOUT_S) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _head_of(response: bytes) -> tuple[int, dict[str, str], bytes]:
+    head, _, body = response.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in
+               (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def test_methods_other_than_get_and_head_are_refused_and_head_has_no_body() -> None:
+    registry = CollectorRegistry()
+    Gauge("listener_test_value", "a value", registry=registry).set(42)
+    with serving(None, app=make_app(registry, lambda: (True, {"status": "ok"}),
+                                    lambda: (True, {}), _web(None),
+                                    status_page=lambda q: b"<html>page</html>")) as server:
+        for method in ("POST", "PUT", "DELETE", "TRACE", "PATCH", "OPTIONS"):
+            for path in ("/", "/metrics", "/healthz"):
+                status, headers, _ = _head_of(_raw(
+                    server.port, f"{method} {path} HTTP/1.1\r\nHost: x\r\n"
+                    "Content-Length: 0\r\n\r\n".encode()))
+                assert (status, headers["allow"]) == (405, "GET, HEAD"), (method, path)
+        for path in ("/", "/metrics", "/healthz"):
+            get = _head_of(_raw(server.port, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n"
+                                .encode()))
+            head = _head_of(_raw(server.port, f"HEAD {path} HTTP/1.1\r\nHost: x\r\n\r\n"
+                                 .encode()))
+            assert head[0] == get[0] == 200 and head[2] == b""
+            assert head[1]["content-length"] == str(len(get[2])) and get[2]
+
+
+def test_security_headers_and_a_server_header_without_versions() -> None:
+    page = render_status_page(Snapshot(), 0)
+    style = re.search(rb"<style>(.*?)</style>", page, re.S)
+    assert style is not None
+    with serving(None, app=make_app(CollectorRegistry(), lambda: (True, {"status": "ok"}),
+                                    lambda: (True, {}), _web(None),
+                                    status_page=lambda q: page)) as server:
+        _, headers, _ = _head_of(_raw(server.port, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+        csp = headers["content-security-policy"]
+        assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
+        digest = base64.b64encode(hashlib.sha256(style.group(1)).digest()).decode()
+        assert f"style-src 'sha256-{digest}'" in csp  # the page's own style, nothing else
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["referrer-policy"] == "no-referrer"
+        for request in (b"GET / HTTP/1.1\r\n\r\n", b"GET /metrics HTTP/1.1\r\n\r\n",
+                        b"GET /healthz HTTP/1.1\r\n\r\n", b"GET /nope HTTP/1.1\r\n\r\n",
+                        b"POST / HTTP/1.1\r\n\r\n",
+                        b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n"):
+            status, headers, _ = _head_of(_raw(server.port, request))
+            assert headers["x-content-type-options"] == "nosniff", request
+            assert headers["server"] == "freshness-tracker", (request, headers["server"])
+        assert status == 431 and headers["content-type"].startswith("text/plain")
