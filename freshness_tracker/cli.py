@@ -136,6 +136,7 @@ class _Signals:
             # The last word: whatever a shutdown step blocks in (a client library's close()),
             # the process is gone within 5 s of the signal.
             timer = threading.Timer(HARD_EXIT_S, _hard_exit)
+            timer.name = HARD_EXIT_THREAD  # not work in flight: never waited for
             timer.daemon = True
             timer.start()
         self.stop.set()
@@ -204,14 +205,18 @@ def _hard_exit() -> None:
     os._exit(EXIT_OK)
 
 
+#: The hard-exit timer's thread: it runs until the process ends, so it is not awaited.
+HARD_EXIT_THREAD = "hard-exit-timer"
+
+
 def _exit_if_work_in_flight(code: int, stopped_at: list[float]) -> None:
     began = stopped_at[0] if stopped_at else time.monotonic()
     deadline = began + EXIT_DEADLINE_S
     me = threading.current_thread()
-    for thread in threading.enumerate():
-        if thread is not me:
-            thread.join(max(deadline - time.monotonic(), 0.0))
-    busy = sorted(t.name for t in threading.enumerate() if t is not me and t.is_alive())
+    others = [t for t in threading.enumerate() if t is not me and t.name != HARD_EXIT_THREAD]
+    for thread in others:
+        thread.join(max(deadline - time.monotonic(), 0.0))
+    busy = sorted(t.name for t in others if t.is_alive())
     if busy:
         log.info("exiting with %d thread(s) still busy: %s", len(busy), ", ".join(busy))
         logging.shutdown()
