@@ -17,9 +17,15 @@ if TYPE_CHECKING:
     from devstack.burrow import BurrowServer
     from devstack.kafka import KafkaCluster
     from devstack.processes import ProcessStartError
-    from devstack.stack import CommitWindow, RealStack, StackFeatureUnavailable
+    from devstack.stack import (
+        CommitWindow,
+        MultiClusterStack,
+        RealStack,
+        StackFeatureUnavailable,
+    )
 
 _HOME = {"BurrowServer": "devstack.burrow", "KafkaCluster": "devstack.kafka",
+         "MultiClusterStack": "devstack.stack",
          "ProcessStartError": "devstack.processes", "CommitWindow": "devstack.stack",
          "RealStack": "devstack.stack", "StackFeatureUnavailable": "devstack.stack"}
 
@@ -27,6 +33,7 @@ __all__ = [
     "BurrowServer",
     "CommitWindow",
     "KafkaCluster",
+    "MultiClusterStack",
     "ProcessStartError",
     "RealStack",
     "StackFeatureUnavailable",

@@ -37,7 +37,7 @@ import time
 import urllib.error
 import urllib.request
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +67,10 @@ BURROW121_KAFKA_VERSION = "2.1.0"
 ConfigRenderer = Callable[[int, Path], str]
 
 
-def _modules_toml(cluster: str, brokers: str, refresh_s: int, http_port: int,
-                  more_consumers: str = "") -> str:
-    """The cluster and ``kafka`` consumer modules, HTTP, storage and evaluator: the same keys
-    in Burrow 1.2.1 and 1.9.5."""
+def _cluster_toml(cluster: str, brokers: str, refresh_s: int, more_consumers: str = "") -> str:
+    """One Kafka cluster as Burrow reads it: its cluster module (topics and broker offsets) and
+    its ``kafka`` consumer module (``__consumer_offsets``); the same keys in Burrow 1.2.1 and
+    1.9.5. One Burrow reads several clusters with one such pair each."""
     return f"""\
 [cluster.{cluster}]
 class-name = "kafka"
@@ -87,6 +87,20 @@ client-profile = "devstack"
 offsets-topic = "__consumer_offsets"
 start-latest = false
 {more_consumers}
+"""
+
+
+def _modules_toml(cluster: str, brokers: str, refresh_s: int, http_port: int,
+                  more_consumers: str = "",
+                  more_clusters: Mapping[str, Sequence[str]] | None = None) -> str:
+    """Every cluster's modules (``cluster`` first, then ``more_clusters``: name -> servers),
+    then HTTP, storage and evaluator: the same keys in Burrow 1.2.1 and 1.9.5."""
+    clusters = _cluster_toml(cluster, brokers, refresh_s, more_consumers)
+    for name, servers in (more_clusters or {}).items():
+        if name == cluster:
+            raise ValueError(f"cluster {name!r} given twice")
+        clusters += "\n" + _cluster_toml(name, json.dumps(list(servers)), refresh_s)
+    return clusters + f"""\
 [httpserver.default]
 address = "127.0.0.1:{http_port}"
 
@@ -106,7 +120,7 @@ expire-cache = 1
 def burrow121_config(
     *, cluster: str, servers: Sequence[str], zookeeper: str, http_port: int, pidfile: Path,
     refresh_s: int = 1, tls: tuple[Path, Path] | None = None,
-    zk_offsets_path: str | None = None,
+    zk_offsets_path: str | None = None, more_clusters: Mapping[str, Sequence[str]] | None = None,
 ) -> str:  # fmt: skip
     """Burrow 1.2.1's TOML (key names checked against its v1.2.1 source): the ``kafka`` consumer
     module (``__consumer_offsets``), and ``kafka_zk`` (``<zk_offsets_path>/consumers``, what
@@ -115,6 +129,9 @@ def burrow121_config(
     ``tls``: (CA, a PEM holding a certificate and its key). Burrow 1.2.1 reads ``cafile`` only
     when ``certfile`` and ``keyfile`` are set too (``helpers/sarama.go``), else it trusts the
     system roots alone; the broker asks for no client certificate, so any one does.
+
+    ``more_clusters`` (name -> servers): further Kafka clusters the same Burrow reads, as one
+    Burrow serves several clusters in production; same client profile, ``kafka`` module only.
     """
     brokers = json.dumps(list(servers))
     tls_profile = ""
@@ -151,7 +168,7 @@ root-path = "/burrow"
 client-id = "burrow-devstack"
 kafka-version = "{BURROW121_KAFKA_VERSION}"
 {tls_profile}
-""" + _modules_toml(cluster, brokers, refresh_s, http_port, zk_module)
+""" + _modules_toml(cluster, brokers, refresh_s, http_port, zk_module, more_clusters)
 
 
 def burrow_config(
@@ -164,8 +181,10 @@ def burrow_config(
     kafka_version: str = KAFKA_VERSION,
     tls_ca: Path | None = None,
     sasl: tuple[str, str, str] | None = None,
+    more_clusters: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """Burrow 1.9.5's TOML for one cluster (key names checked against its source).
+    """Burrow 1.9.5's TOML for one cluster, or several with ``more_clusters`` (name ->
+    servers, same client profile); key names checked against its source.
 
     ``tls_ca``: read the brokers through TLS, trusting that CA (Go verifies chain and host
     name: ``noverify`` stays false). ``sasl``: (mechanism, user, password), SCRAM over that TLS
@@ -198,7 +217,7 @@ level = "info"
 client-id = "burrow-devstack"
 kafka-version = {json.dumps(kafka_version)}
 {security}{profiles}
-""" + _modules_toml(cluster, brokers, refresh_s, http_port)
+""" + _modules_toml(cluster, brokers, refresh_s, http_port, more_clusters=more_clusters)
 
 
 class BurrowServer:
@@ -210,6 +229,10 @@ class BurrowServer:
     :func:`burrow121_config`); readiness is the same (HTTP GOOD, the cluster listed, the ``kafka``
     consumer module's "starting consumers" log line, which every Burrow since 1.0 writes), so the
     config must have a ``kafka`` consumer module.
+
+    ``more_clusters`` (name -> servers): the further clusters this Burrow reads (their modules
+    in :func:`burrow_config`; a ``render_config`` writes them itself). Readiness then waits for
+    every cluster to be listed and for every ``kafka`` consumer module to have started.
     """
 
     def __init__(
@@ -224,8 +247,10 @@ class BurrowServer:
         tls_ca: Path | None = None,
         sasl: tuple[str, str, str] | None = None,
         render_config: ConfigRenderer | None = None,
+        more_clusters: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.render_config = render_config
+        self.more_clusters = {k: list(v) for k, v in (more_clusters or {}).items()}
         self.tls_ca = tls_ca
         self.sasl = sasl
         self.workdir = workdir
@@ -245,6 +270,11 @@ class BurrowServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def clusters(self) -> list[str]:
+        """Every Kafka cluster this Burrow reads, :attr:`cluster` first."""
+        return [self.cluster, *self.more_clusters]
 
     @property
     def pid(self) -> int | None:
@@ -267,7 +297,8 @@ class BurrowServer:
         else:
             config = burrow_config(cluster=self.cluster, servers=self.servers,
                                    http_port=self.port, pidfile=pidfile, refresh_s=self.refresh_s,
-                                   tls_ca=self.tls_ca, sasl=self.sasl)  # fmt: skip
+                                   tls_ca=self.tls_ca, sasl=self.sasl,
+                                   more_clusters=self.more_clusters)  # fmt: skip
         (self.config_dir / "burrow.toml").write_text(config)
         binary = self.binary or burrow_binary()
         env = {k: v for k, v in os.environ.items() if not k.upper().startswith("BURROW_")}
@@ -291,25 +322,29 @@ class BurrowServer:
             self.daemon.stop()
 
     def ready(self) -> bool:
-        """HTTP up, the cluster listed, and the consumer module reading ``__consumer_offsets``;
-        ProcessStartError when the consumer module failed (Burrow itself would carry on)."""
+        """HTTP up, every cluster listed, and every ``kafka`` consumer module reading its
+        ``__consumer_offsets`` (one "starting consumers" line each); ProcessStartError when a
+        consumer module failed (Burrow itself would carry on)."""
         log_text = self._log_since_start()
         if "failed to start consumer" in log_text:
             raise ProcessStartError(f"Burrow's consumer module failed\n{self.log_tail()}")
-        if '"starting consumers"' not in log_text:
+        if log_text.count('"starting consumers"') < len(self.clusters):
             return False
         if self.get("/burrow/admin") != (200, "GOOD"):
             return False
         status, body = self.get("/v3/kafka")
-        return status == 200 and self.cluster in (body or {}).get("clusters", [])
+        listed = (body or {}).get("clusters", []) if isinstance(body, dict) else []
+        return status == 200 and set(self.clusters) <= set(listed)
 
     def get(self, path: str, timeout_s: float = 5.0) -> tuple[int, Any]:
         """GET ``url + path``: (HTTP status, JSON or text); (0, None) when unreachable."""
         return http_get(self.url + path, timeout_s)
 
-    def wait_for_topic(self, topic: str, partitions: int, timeout_s: float) -> None:
-        """Until Burrow has broker offsets for every partition of ``topic``: it drops commits
-        for topics it does not know yet, for good (it reads ``__consumer_offsets`` only once).
+    def wait_for_topic(self, topic: str, partitions: int, timeout_s: float,
+                       cluster: str | None = None) -> None:
+        """Until Burrow has broker offsets for every partition of ``topic`` in ``cluster``
+        (default :attr:`cluster`): it drops commits for topics it does not know yet, for good
+        (it reads ``__consumer_offsets`` only once).
 
         Burrow 1.2.1 panics when a topic's detail is asked while some of its partitions have no
         broker offset yet (``storage.fetchTopic``: "interface conversion: interface {} is nil";
@@ -326,10 +361,12 @@ class BurrowServer:
                 log.warning("Burrow 1.2.1 panicked on %s's partial broker offsets; restarting it",
                             topic)  # fmt: skip
                 self.start(max(deadline - time.monotonic(), 1.0))
-            status, body = self.get(f"/v3/kafka/{self.cluster}/topic/{topic}")
+            status, body = self.get(f"/v3/kafka/{name}/topic/{topic}")
             return status == 200 and len((body or {}).get("offsets") or []) >= partitions
 
-        wait_until(known, timeout_s, f"Burrow to list {topic} with {partitions} partitions", 0.25)
+        name = cluster or self.cluster
+        wait_until(known, timeout_s,
+                   f"Burrow to list {topic} with {partitions} partitions in {name}", 0.25)
 
     def _log_since_start(self) -> str:
         try:

@@ -29,6 +29,7 @@ Bring your own stack: with ``FT_STACK_BOOTSTRAP`` and ``FT_STACK_BURROW_URL`` se
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import contextlib
 import json
 import logging
@@ -38,7 +39,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Self, TypeVar
@@ -58,7 +59,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined,unused-ignore]
     UserScramCredentialUpsertion,
 )
 
-from devstack.burrow import BurrowServer, burrow121_config, http_get
+from devstack.burrow import BurrowServer, ConfigRenderer, burrow121_config, http_get
 from devstack.cache import burrow_binary, debian_burrow_binary, default_kafka_version
 from devstack.kafka import SCRAM_MECHANISM, SECURITY_PROTOCOLS, KafkaCluster, major_version
 from devstack.processes import ProcessStartError, wait_until
@@ -70,6 +71,7 @@ __all__ = [
     "DEFAULT_RETENTION_MS",
     "OFFSETS_TOPIC",
     "CommitWindow",
+    "MultiClusterStack",
     "ProcessStartError",
     "RealStack",
     "StackFeatureUnavailable",
@@ -121,7 +123,10 @@ class RealStack:
         security: str = "plaintext",
         kafka_version: str | None = None,
         burrow: bool = True,
+        cluster: str = "local",
     ) -> None:
+        #: The cluster's name in Burrow (and in the exporter's config).
+        self.cluster = cluster
         #: The broker's version: the default stack's 3.9.1, or 4.1.1 (see the module docstring).
         self.kafka_version = kafka_version or default_kafka_version()
         #: Whether a Burrow runs (Kafka 4 needs ``FT_BURROW_BIN`` for one).
@@ -155,6 +160,9 @@ class RealStack:
         self._burrow_url = ""
         self.kafka: KafkaCluster | None = None
         self.burrow: BurrowServer | None = None
+        #: False while :attr:`burrow` is another's (a :class:`MultiClusterStack`'s): not stopped
+        #: with this stack.
+        self._owns_burrow = True
         self._admin: AdminClient | None = None
         self._producer: Producer | None = None
         self._committers: dict[str, Consumer] = {}
@@ -312,7 +320,7 @@ class RealStack:
         self._started = False
         atexit.unregister(self.stop)
         self._close_clients()
-        if self.burrow is not None:
+        if self.burrow is not None and self._owns_burrow:
             self.burrow.stop()
         if self.kafka is not None:
             # The data goes with the workdir, so no clean shutdown is owed: a 3-node cluster
@@ -365,11 +373,18 @@ class RealStack:
     def stop_burrow(self) -> None:
         self._need(self.burrow, "Burrow").stop()
 
+    def share_burrow(self, burrow: BurrowServer) -> None:
+        """Use a Burrow that reads this cluster among others (:class:`MultiClusterStack`'s): the
+        Burrow helpers ask it about :attr:`cluster`, and :meth:`stop` leaves it running."""
+        self.burrow = burrow
+        self._burrow_url = burrow.url
+        self._owns_burrow = False
+
     def start_burrow(self) -> None:
         """(Re)start Burrow on the same port; returns once it lists ``__consumer_offsets``."""
         burrow = self._need(self.burrow, "Burrow")
         burrow.start(self.start_timeout_s)
-        burrow.wait_for_topic(OFFSETS_TOPIC, 1, self.start_timeout_s)
+        burrow.wait_for_topic(OFFSETS_TOPIC, 1, self.start_timeout_s, cluster=self.cluster)
 
     def stop_broker(self, node_id: int | None = None) -> None:
         """Stop one Kafka node (``node_id``), or every node (None): a real JVM shutdown.
@@ -494,7 +509,8 @@ class RealStack:
             self._elect_preferred_leaders(name, {p: r[0] for p, r in enumerate(replicas)},
                                           timeout_s)
         if wait_for_burrow:
-            self._need(self.burrow, "Burrow").wait_for_topic(name, partitions, timeout_s)
+            self._need(self.burrow, "Burrow").wait_for_topic(name, partitions, timeout_s,
+                                                             cluster=self.cluster)
 
     def _elect_preferred_leaders(self, topic: str, wanted: Mapping[int, int],
                                  timeout_s: float) -> None:
@@ -787,3 +803,168 @@ class RealStack:
         if component is None:
             raise RuntimeError(f"{what} is not running: call start() first")
         return component
+
+
+class MultiClusterStack:
+    """Several Kafka clusters read by **one** Burrow, as users run Burrow: each cluster a
+    :class:`RealStack` of its own (JVMs, ports, workdir, helpers), the Burrow (and the ZooKeeper
+    Burrow 1.2.1 coordinates through) the group's.
+
+    Why not N RealStacks: each would bring its own Burrow, and what users run (one Burrow, one
+    ``/v3/kafka`` listing every cluster, one process whose refreshes, consumer modules and
+    failures are shared) would go untested. ``stack[name]`` is that cluster's RealStack; its
+    Burrow helpers (``create_topic``'s wait, ``wait_for_burrow_lag``, ``burrow_get``) ask the
+    shared Burrow about its own cluster, and ``stack[name].stop_broker()`` /
+    ``start_broker()`` stop and restart that cluster's JVMs only (same ports, same log dirs),
+    Burrow and the other clusters running on.
+
+    Burrow reads every cluster through its INTERNAL listener (``/v3/kafka/<name>``
+    ``module.servers``), never the CLIENT one (``stack[name].bootstrap_servers``, proxied by
+    default): a client that used the address Burrow gives is told apart by the proxy's
+    request counts. Plaintext only.
+    """
+
+    def __init__(
+        self,
+        clusters: Sequence[str] = ("alpha", "beta"),
+        *,
+        nodes: int = 1,
+        proxied: bool = True,
+        start_timeout_s: float = 120.0,
+        workdir: str | Path | None = None,
+        keep_workdir: bool = False,
+        kafka_version: str | None = None,
+    ) -> None:
+        if not clusters or len(set(clusters)) != len(clusters):
+            raise ValueError(f"clusters must be distinct names, not {list(clusters)}")
+        self.names = list(clusters)
+        self.nodes = nodes
+        self.proxied = proxied
+        self.start_timeout_s = start_timeout_s
+        self.kafka_version = kafka_version or default_kafka_version()
+        self.keep_workdir = keep_workdir or bool(os.environ.get("FT_STACK_KEEP"))
+        self._own_workdir = workdir is None
+        self._workdir = Path(workdir) if workdir else None
+        #: Cluster name -> its RealStack (made by :meth:`start`).
+        self.stacks: dict[str, RealStack] = {}
+        self.zookeeper: ZooKeeperServer | None = None
+        self.burrow: BurrowServer | None = None
+        self._started = False
+        #: Seconds each phase of the last start() took ("kafka" for all clusters, "burrow").
+        self.start_timings: dict[str, float] = {}
+
+    @property
+    def workdir(self) -> Path:
+        """One directory per cluster, Burrow's config and log, ZooKeeper's data."""
+        if self._workdir is None:
+            self._workdir = Path(tempfile.mkdtemp(prefix="ft-multistack-"))
+        return self._workdir
+
+    @property
+    def burrow_url(self) -> str:
+        return self.burrow.url if self.burrow is not None else ""
+
+    def __getitem__(self, name: str) -> RealStack:
+        try:
+            return self.stacks[name]
+        except KeyError:
+            raise KeyError(f"no cluster {name!r}; clusters are {self.names} (started: "
+                           f"{self._started})") from None
+
+    def start(self) -> Self:
+        """ZooKeeper (Burrow 1.2.1), every cluster's Kafka at once, then one Burrow reading
+        them all; on failure stop what started and raise (ProcessStartError, TimeoutError)."""
+        if self._started:
+            return self
+        atexit.register(self.stop)
+        self._started = True
+        try:
+            self._start()
+        except BaseException:
+            log.error("multi-cluster stack failed to start; logs in %s\n%s", self._workdir,
+                      self.logs_tail())  # fmt: skip
+            self.keep_workdir = True
+            self.stop()
+            raise
+        log.info("multi-cluster stack up (%s): %s, burrow=%s", self.start_timings,
+                 {n: s.bootstrap_servers for n, s in self.stacks.items()}, self.burrow_url)
+        return self
+
+    def _start(self) -> None:
+        t0 = time.monotonic()
+        burrow121 = major_version(self.kafka_version) < 4
+        binary = debian_burrow_binary() if burrow121 else burrow_binary()  # before any JVM
+        self.stacks = {name: RealStack(nodes=self.nodes, proxied=self.proxied, burrow=False,
+                                       kafka_version=self.kafka_version, cluster=name,
+                                       start_timeout_s=self.start_timeout_s,
+                                       workdir=self.workdir / name)
+                       for name in self.names}  # fmt: skip
+        jobs: list[Callable[[], object]] = [stack.start for stack in self.stacks.values()]
+        if burrow121:
+            zookeeper = self.zookeeper = ZooKeeperServer(self.workdir)
+            jobs.append(lambda: zookeeper.start(self.start_timeout_s))
+        # the JVMs start together: on 2 cores their waits overlap (each waits for its own ports,
+        # format and metadata); every job ends before the first failure is raised
+        with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+            futures = [pool.submit(job) for job in jobs]
+            for future in futures:
+                future.result()
+        t1 = time.monotonic()
+        servers = {n: s._internal.split(",") for n, s in self.stacks.items()}
+        first, *others = self.names
+        more = {n: servers[n] for n in others}
+        render: ConfigRenderer | None = None
+        if burrow121:
+            zk_address = self.zookeeper.address if self.zookeeper is not None else ""
+
+            def render(http_port: int, pidfile: Path) -> str:
+                return burrow121_config(cluster=first, servers=servers[first],
+                                        zookeeper=zk_address, http_port=http_port,
+                                        pidfile=pidfile, more_clusters=more)  # fmt: skip
+
+        self.burrow = BurrowServer(self.workdir, servers[first], first, binary=binary,
+                                   render_config=render, more_clusters=more)  # fmt: skip
+        self.burrow.start(self.start_timeout_s)
+        for name, stack in self.stacks.items():
+            self.burrow.wait_for_topic(OFFSETS_TOPIC, 1, self.start_timeout_s, cluster=name)
+            stack.share_burrow(self.burrow)
+        self.start_timings = {"kafka": round(t1 - t0, 2), "burrow": round(time.monotonic() - t1, 2)}
+
+    def stop(self) -> None:
+        """Stop Burrow, every cluster and ZooKeeper (idempotent); removes the workdir unless
+        kept."""
+        if not self._started:
+            return
+        self._started = False
+        atexit.unregister(self.stop)
+        if self.burrow is not None:
+            self.burrow.stop()
+        for stack in self.stacks.values():
+            stack.stop()
+        if self.zookeeper is not None:
+            self.zookeeper.stop()
+        self.burrow = None
+        self.zookeeper = None
+        if self._own_workdir and not self.keep_workdir and self._workdir is not None:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+            self._workdir = None
+
+    def logs_tail(self, lines: int = 40) -> str:
+        """The last ``lines`` of every component's log: ZooKeeper, each cluster, Burrow."""
+        parts = [self.zookeeper.log_tail(lines)] if self.zookeeper is not None else []
+        parts += [f"--- cluster {name} ---\n{stack.kafka.logs_tail(lines)}"
+                  for name, stack in self.stacks.items() if stack.kafka is not None]
+        if self.burrow is not None:
+            parts.append(self.burrow.log_tail(lines))
+        return "\n".join(parts)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
