@@ -9,14 +9,20 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import pytest
 
-from devstack import RealStack
+from devstack import MultiClusterStack, RealStack
 from devstack.legacy import LegacyStack
 
-S = TypeVar("S", bound=RealStack)
+
+class _Stack(Protocol):
+    def start(self) -> Any: ...
+    def stop(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Stack)
 
 
 def in_ci() -> bool:
@@ -66,6 +72,13 @@ def running_legacy_stack() -> Iterator[LegacyStack]:
     :func:`running_stack`: a stack that cannot start skips locally, with the reason, and fails
     under CI=true."""
     yield from _started(LegacyStack(), "Burrow 1.2.1 stack")
+
+
+def running_multi_cluster_stack(*clusters: str) -> Iterator[MultiClusterStack]:
+    """Yield started Kafka clusters named ``clusters`` (1 node each, proxied) read by one
+    Burrow 1.2.1, stopped afterwards; like :func:`running_stack`, one that cannot start skips
+    locally and fails under CI=true."""
+    yield from _started(MultiClusterStack(clusters), f"{len(clusters)}-cluster stack")
 
 
 def _started(local: S, what: str) -> Iterator[S]:
