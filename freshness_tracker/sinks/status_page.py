@@ -103,7 +103,7 @@ GROUP_COLUMNS: Columns = (("cluster", False), ("group", False), ("max freshness"
                           ("unmeasured", True))
 PARTITION_COLUMNS: Columns = (("topic", False), ("partition", True), ("committed offset", True),
                               ("offset lag", True), ("freshness", True), ("commit lag", True),
-                              ("retention headroom", True), ("status", False),
+                              ("retention headroom", True), ("measurement", False),
                               ("Burrow status", False), ("data loss", False))
 
 
@@ -120,7 +120,7 @@ def _cluster_rows(clusters: Iterable[ClusterSnapshot], now_ms: int) -> Iterable[
         error = "" if h.up else _e(h.error or "")
         yield (f'<tr class="{"up" if h.up else "down"}"><td>{_e(c.cluster)}</td><td>{state}</td>'
                f"<td>{_ago(now_ms, h.last_success_ms)}</td>"
-               f'<td class="n">{format_ms(h.duration_ms)}</td><td class="n">{h.groups}</td>'
+               f'<td class="n">{_duration(h.duration_ms)}</td><td class="n">{h.groups}</td>'
                f'<td class="n">{h.partitions}</td><td>{error}</td></tr>')
 
 
@@ -130,7 +130,7 @@ def _group_rows(groups: Iterable[GroupResult]) -> Iterable[str]:
         link = "/?" + urlencode({"cluster": g.cluster, "group": g.consumer})
         yield (f'<tr class="{"loss" if loss else "group"}"><td>{_e(g.cluster)}</td>'
                f'<td><a href="{_e(link)}">{_e(g.consumer)}</a></td>'
-               f'<td class="n">{format_freshness(g.max_freshness_ms, loss)}</td>'
+               f'<td class="n">{_freshness(g.max_freshness_ms, loss)}</td>'
                f'<td class="n">{"-" if g.offset_lag is None else g.offset_lag}</td>'
                f"<td>{_e(g.burrow_status)}</td>"
                f'<td class="n">{g.data_loss_partitions or ""}</td>'
@@ -138,17 +138,20 @@ def _group_rows(groups: Iterable[GroupResult]) -> Iterable[str]:
 
 
 def _partition_rows(partitions: Iterable[PartitionResult]) -> Iterable[str]:
+    """One row per partition. Its "measurement" cell says only what went wrong measuring it
+    (ok is left blank), so it is never read as Burrow's status beside it."""
     for r in partitions:
+        measured = "" if r.status is PartitionStatus.OK else r.status.value
         lag = "-" if r.log_end_offset is None and r.committed_offset is not None else r.offset_lag
         lost = f"{r.lost_records} lost" if r.data_loss else ""
         yield (f'<tr class="{"loss" if r.data_loss else "partition"}"><td>{_e(r.key.topic)}</td>'
                f'<td class="n">{r.key.partition}</td>'
                f'<td class="n">{"-" if r.committed_offset is None else r.committed_offset}</td>'
                f'<td class="n">{lag}</td>'
-               f'<td class="n">{format_freshness(r.freshness_ms, r.freshness_is_lower_bound)}</td>'
-               f'<td class="n">{format_ms(r.commit_lag_ms)}</td>'
-               f'<td class="n">{format_ms(r.retention_headroom_ms)}</td>'
-               f"<td>{_e(r.status.value)}</td><td>{_e(r.burrow_status)}</td><td>{lost}</td></tr>")
+               f'<td class="n">{_freshness(r.freshness_ms, r.freshness_is_lower_bound)}</td>'
+               f'<td class="n">{_duration(r.commit_lag_ms)}</td>'
+               f'<td class="n">{_duration(r.retention_headroom_ms)}</td>'
+               f"<td>{_e(measured)}</td><td>{_e(r.burrow_status)}</td><td>{lost}</td></tr>")
 
 
 def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
@@ -158,9 +161,10 @@ def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
     behind = sum(1 for g in groups if (g.max_freshness_ms or 0) > 0)
     down = sum(1 for c in snapshot.clusters if not c.health.up)
     yield "<h1>freshness-tracker</h1>"
-    yield (f'<p class="meta">{len(groups)} consumer groups, {behind} with unconsumed data; '
-           f"{len(snapshot.clusters)} clusters, {down} down. Freshness is the age of the oldest "
-           "record a group has not committed, as of each cluster's last completed cycle.</p>")
+    yield (f'<p class="meta">{_count(len(groups), "consumer group")}, {behind} with unconsumed '
+           f"data; {_count(len(snapshot.clusters), 'cluster')}, {down} down. Freshness is the "
+           "age of the oldest record a group has not committed, as of each cluster's last "
+           "completed cycle.</p>")
     yield "<h2>Clusters</h2>"
     yield _table(CLUSTER_COLUMNS, _cluster_rows(snapshot.clusters, now_ms))
     yield "<h2>Consumer groups, worst first</h2>"
@@ -169,8 +173,8 @@ def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
         return
     yield _table(GROUP_COLUMNS, _group_rows(groups[:GROUP_ROWS]))
     if len(groups) > GROUP_ROWS:
-        yield (f'<p class="meta">{len(groups) - GROUP_ROWS} more groups, all fresher than '
-               "these; /metrics has every one.</p>")
+        yield (f'<p class="meta">{_count(len(groups) - GROUP_ROWS, "more group")}, all fresher '
+               "than these; /metrics has every one.</p>")
 
 
 def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> Iterable[str]:
@@ -183,7 +187,7 @@ def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> It
                'current snapshot. <a href="/">Back to every group</a>.</p>')
         return
     yield (f'<p class="meta">cluster {_e(cluster)}: max freshness '
-           f"{format_freshness(summary.max_freshness_ms, summary.data_loss_partitions > 0)}, "
+           f"{_freshness(summary.max_freshness_ms, summary.data_loss_partitions > 0)}, "
            f"Burrow status {_e(summary.burrow_status)}; cycle finished "
            f'{_ago(now_ms, found.finished_ms)}. <a href="/">Back to every group</a>.</p>')
     partitions = sorted((p for p in found.partitions if p.key.consumer == group),
