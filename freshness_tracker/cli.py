@@ -298,6 +298,10 @@ def cmd_history(args: argparse.Namespace) -> int:
     for part in done:
         print(f"{verb} {part.path}: {part.files_in} files, {part.rows} rows")
     print(f"{verb} {len(done)} partition(s) of days before {before.isoformat()}")
+    if done.problems:  # each already said in one line; a CronJob must not pass them as done
+        print(f"left {len(done.problems)} thing(s) in the table as they were: see above",
+              file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

@@ -46,6 +46,7 @@ from freshness_tracker.errors import FreshnessTrackerError
 __all__ = [
     "FILE_SCHEMA",
     "MANIFEST",
+    "PARTITION_NAME",
     "CompactedCycleError",
     "HISTORY_SCHEMA",
     "HISTORY_SCHEMA_VERSION",
@@ -53,10 +54,14 @@ __all__ = [
     "READ_SLACK_DAYS",
     "SPARK_WRITER",
     "HistorySink",
+    "HistoryTableError",
     "compacted_sources",
     "cycle_id_for",
     "exporter_writer",
+    "file_problem",
     "read_history",
+    "schema_problem",
+    "shown",
     "snapshot_table",
     "write_snapshot",
 ]
@@ -115,20 +120,103 @@ FILE_SCHEMA: pa.Schema = pa.schema(
 )
 
 
+#: A partition folder as the writer names it, relative to the root: the cluster name is
+#: percent-quoted (`partition_path`), so it is one path segment of this alphabet, never `..`.
+PARTITION_NAME = re.compile(r"date=(\d{4}-\d{2}-\d{2})/cluster=([A-Za-z0-9_.~%-]+)")
+
+_MANIFEST_LIMIT = 64 << 20  # a manifest of a million cycle files is ~60 MB
+
+
 class CompactedCycleError(FreshnessTrackerError):
     """Re-writing a cycle that compaction already folded into its day's compacted file."""
 
 
+class HistoryTableError(FreshnessTrackerError):
+    """Something on disk is not what the table's writer puts there (a file of another schema,
+    an unreadable manifest, a symbolic link): named so a person can look, never followed."""
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: str, limit: int = 200) -> str:
+    """A name read from disk, fit for one log line: control characters escaped, cut short."""
+    text = _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256
+                            else f"\\u{ord(m.group()):04x}", text)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def compacted_sources(directory: str | os.PathLike[str],
                       fs: pafs.FileSystem | None = None) -> frozenset[str]:
-    """Cycle file names already folded into this partition's compacted file (empty if none)."""
+    """Cycle file names already folded into this partition's compacted file (empty if none).
+
+    Raises HistoryTableError naming the manifest when it is not one the compaction wrote: the
+    caller cannot tell which cycles it holds, so it must not guess.
+    """
+    where = f"{directory}/{MANIFEST}"
     try:
         if fs is None:
-            return frozenset(json.loads((Path(directory) / MANIFEST).read_text())["sources"])
-        with fs.open_input_stream(f"{directory}/{MANIFEST}") as f:
-            return frozenset(json.loads(f.read())["sources"])
+            if os.path.islink(where):
+                raise HistoryTableError(f"{shown(where)} is a symbolic link, not a manifest "
+                                        f"the compaction wrote; move it away")
+            with open(where, "rb") as local:
+                raw = local.read(_MANIFEST_LIMIT + 1)
+        else:
+            with fs.open_input_stream(where) as f:
+                raw = f.read(_MANIFEST_LIMIT + 1)
     except FileNotFoundError:
         return frozenset()
+    except OSError as exc:
+        raise HistoryTableError(f"cannot read {shown(where)}: {exc}") from exc
+    try:
+        if len(raw) > _MANIFEST_LIMIT:
+            raise ValueError("larger than any manifest the compaction writes")
+        sources = json.loads(raw)["sources"]
+        if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+            raise ValueError("'sources' is not a list of file names")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise HistoryTableError(f"{shown(where)} is not a manifest the compaction wrote "
+                                f"({shown(str(exc), 100)}); move it away") from None
+    return frozenset(sources)
+
+
+def schema_problem(found: pa.Schema) -> str | None:
+    """What keeps a file of this schema out of the table (None: it is FILE_SCHEMA's).
+
+    Names and types must match exactly: a compaction or report would otherwise drop a column,
+    fill one with nulls, or fail deep inside Arrow or Spark without naming the file.
+    """
+    names = found.names
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        return f"duplicate column(s) {', '.join(repr(shown(n, 60)) for n in duplicated)}"
+    for field in FILE_SCHEMA:
+        if field.name in names and found.field(field.name).type != field.type:
+            return (f"column {field.name} is {found.field(field.name).type}, "
+                    f"the table's is {field.type}")
+    missing = [f.name for f in FILE_SCHEMA if f.name not in names]
+    if missing:
+        more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
+        return f"missing column(s) {', '.join(missing[:4])}{more}"
+    extra = [n for n in names if FILE_SCHEMA.get_field_index(n) < 0]
+    if extra:
+        return f"column(s) the table does not have: {', '.join(repr(shown(n, 60)) for n in extra)}"
+    return None
+
+
+def file_problem(fs: pafs.FileSystem, path: str) -> str | None:
+    """None if `path` is a Parquet file of FILE_SCHEMA, else what is wrong (one line)."""
+    try:
+        with fs.open_input_file(path) as f:
+            found = pq.ParquetFile(f).schema_arrow
+    except (OSError, pa.ArrowException) as exc:
+        return f"not a readable Parquet file ({_first_line(exc)})"
+    return schema_problem(found)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return shown(lines[0] if lines else type(exc).__name__, 160)
 
 
 def cycle_id_for(cluster: str, cycle_start_ms: int, shard: Shard | None = None) -> str:
@@ -202,6 +290,16 @@ def partition_path(root: str, date: dt.date, cluster: str) -> str:
     return f"{root.rstrip('/')}/date={date.isoformat()}/cluster={quote(cluster, safe='')}"
 
 
+def _linked(base: str, directory: str) -> str | None:
+    """The first symbolic link on the way from the (local) table root to `directory`."""
+    here = base
+    for part in directory[len(base) + 1:].split("/"):
+        here = f"{here}/{part}"
+        if os.path.islink(here):
+            return here
+    return None
+
+
 def _exists(fs: pafs.FileSystem, path: str) -> bool:
     return bool(fs.get_file_info(path).type == pafs.FileType.File)
 
@@ -230,12 +328,18 @@ def write_snapshot(root: str, snapshot: ClusterSnapshot, *, cycle_start_ms: int 
     name = _file_name(start, shard, writer)
     directory = partition_path(base, day, snapshot.cluster)
     final = f"{directory}/{name}"
+    link = _linked(base, directory) if local else None
+    if link is not None:
+        raise HistoryTableError(
+            f"{shown(link)} is a symbolic link: the history writer never writes through one "
+            f"out of the table; replace it with a folder of the table")
     # Where an earlier attempt of this cycle by this writer may be: the cycle's day through
     # this sample day (a run never precedes its cycle), a day either side for midnight.
     first, last = sorted((_utc_date(start), day))
     others = [partition_path(base, first + dt.timedelta(days=d), snapshot.cluster)
               for d in range(-1, (last - first).days + 2)]
-    others = [d for d in others if d != directory]
+    # never read or delete through a symbolic link out of the table
+    others = [d for d in others if d != directory and not (local and _linked(base, d))]
     for where in (directory, *others):
         if name in compacted_sources(where, fs):
             raise CompactedCycleError(
@@ -285,7 +389,11 @@ class HistorySink:
         self.writer = writer or exporter_writer()
 
     def __call__(self, snapshot: ClusterSnapshot) -> None:
-        written = write_snapshot(self.path, snapshot, shard=self.shard, writer=self.writer)
+        try:
+            written = write_snapshot(self.path, snapshot, shard=self.shard, writer=self.writer)
+        except FreshnessTrackerError as exc:  # the table needs a person: one line, no traceback
+            log.error("history cluster=%s cycle not written: %s", snapshot.cluster, exc)
+            return
         if written:
             log.debug("history cluster=%s rows=%d file=%s", snapshot.cluster,
                       len(snapshot.partitions), written)
@@ -295,10 +403,22 @@ class HistorySink:
 
 
 def read_history(root: str) -> pa.Table:
-    """The whole table in HISTORY_SCHEMA (pyarrow; for tests and small tables; Spark for big)."""
+    """The whole table in HISTORY_SCHEMA (pyarrow; for tests and small tables; Spark for big).
+
+    A file of another schema raises HistoryTableError naming it and what is wrong, instead of
+    Arrow's cast error that names neither.
+    """
     fs, base, _ = _filesystem(root)
     partitioning = ds.partitioning(
         pa.schema([HISTORY_SCHEMA.field(c) for c in PARTITION_COLUMNS]), flavor="hive")
     dataset = ds.dataset(base, filesystem=fs, format="parquet", partitioning=partitioning,
                          schema=HISTORY_SCHEMA, ignore_prefixes=[".", "_"])
-    return dataset.to_table()
+    try:
+        return dataset.to_table()
+    except pa.ArrowException as exc:
+        for path in dataset.files:  # only on failure: find the file to name
+            problem = file_problem(fs, path)
+            if problem is not None:
+                raise HistoryTableError(f"history file {shown(path)}: {problem}") from None
+        raise HistoryTableError(f"cannot read the history table at {shown(root)}: "
+                                f"{_first_line(exc)}") from exc

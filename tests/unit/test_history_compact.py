@@ -4,11 +4,14 @@ exactly once, open days untouched, late writers kept, crashes at each step repai
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
@@ -16,6 +19,8 @@ from freshness_tracker.cli import main
 from freshness_tracker.sinks import history_compact
 from freshness_tracker.sinks.history import (
     CompactedCycleError,
+    HistorySink,
+    HistoryTableError,
     compacted_sources,
     read_history,
     write_snapshot,
@@ -235,3 +240,232 @@ def test_the_cli_compacts_closed_days(tmp_path: Path, capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as exit_:
         main(["history", "compact", "--history", str(tmp_path), "--before", "17/11/2023"])
     assert exit_.value.code == 2
+
+
+# --- nothing read from the table's own bookkeeping is followed out of it ----------------------
+
+TOKEN = "0123456789ab"  # the shape of a staging folder the compaction makes
+
+
+def victim_beside(root: Path, precious: str = "precious.txt") -> Path:
+    victim = root.parent / f"{root.name}-victim"
+    victim.mkdir()
+    (victim / precious).write_text("not the table's")
+    return victim
+
+
+def partition_rows(directory: Path) -> Counter[tuple[Any, ...]]:
+    return Counter(tuple(sorted(r.items())) for r in pq.read_table(directory).to_pylist())
+
+
+def crafted_swap(root: Path, record: str, token: str = TOKEN) -> Path:
+    """What a crash between the two renames leaves, naming `record` as its partition."""
+    staging = root / history_compact.STAGING / token
+    (staging / "new").mkdir(parents=True)
+    (staging / "old").mkdir()
+    (staging / "new" / ".complete").touch()
+    (staging / "new" / "staged.parquet").write_text("staged")
+    (staging / "partition").write_text(record)
+    return staging
+
+
+@pytest.mark.parametrize("record", ["../{victim}", "{victim_abs}", "date=2023-11-15/../../{victim}",
+                                    "date=2023-11-15/cluster=a/../../../{victim}",
+                                    "date=2023-11-14/cluster=v"])
+def test_a_staging_record_naming_a_folder_outside_the_table_is_never_followed(
+        tmp_path: Path, record: str, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A crafted `_compaction/<token>/partition` holding `../victim` made every run delete the
+    victim folder and put the staged files there. The last record is in the writer's shape but
+    reached through a symbolic link out of the table."""
+    root = tmp_path / "table"
+    fill(root, days=1, clusters=("a",), cycles=3)
+    victim = victim_beside(root)
+    (root / "date=2023-11-14").symlink_to(tmp_path)  # ".../date=2023-11-14/cluster=v" → victim
+    (tmp_path / "cluster=v").symlink_to(victim)
+    staging = crafted_swap(root, record.format(victim=victim.name, victim_abs=victim))
+    before = partition_rows(part(root, 0, "a"))
+    done = compact_history(str(root), before=BEFORE)
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.txt"]
+    assert (victim / "precious.txt").read_text() == "not the table's"
+    assert [d.files_in for d in done] == [3]  # the valid partition is compacted all the same
+    assert partition_rows(part(root, 0, "a")) == before
+    assert (staging / "new" / "staged.parquet").exists()  # left for a person, never followed
+    problems = [p for p in done.problems if str(staging) in p]
+    assert len(problems) == 1 and "left as it is" in problems[0], done.problems
+    assert not [r for r in caplog.records if r.exc_info]
+    caplog.clear()
+    assert main(["history", "compact", "--history", str(root), "--before", "2023-11-17"]) == 1
+    assert "left" in capsys.readouterr().err
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.txt"]
+
+
+@pytest.mark.parametrize("crafted", ["token", "link", "new-link"])
+def test_staging_folders_the_compaction_did_not_make_are_left_as_they_are(
+        tmp_path: Path, crafted: str) -> None:
+    root = tmp_path / "table"
+    fill(root, days=1, clusters=("a",), cycles=2)
+    victim = victim_beside(root)
+    if crafted == "token":  # not a token: even a valid-looking record is not acted on
+        staging = crafted_swap(root, "date=2023-11-15/cluster=a", token="..victim")
+    elif crafted == "link":  # the token folder itself points out of the table
+        elsewhere = crafted_swap(tmp_path / "other", "date=2023-11-15/cluster=a")
+        (root / history_compact.STAGING).mkdir()
+        staging = root / history_compact.STAGING / TOKEN
+        staging.symlink_to(elsewhere)
+    else:  # its `old` folder points out of the table: adopting it would move the victim's files
+        staging = crafted_swap(root, "date=2023-11-15/cluster=a")
+        (staging / "old").rmdir()
+        (staging / "old").symlink_to(victim)
+    done = compact_history(str(root), before=BEFORE)
+    assert len(done.problems) == 1 and shown_name(staging) in done.problems[0], done.problems
+    assert [d.files_in for d in done] == [2]
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.txt"]
+    assert os.path.lexists(staging)
+
+
+def shown_name(path: Path) -> str:
+    return str(path)
+
+
+@pytest.mark.parametrize("plan", [
+    {"partition": "../{victim}", "sources": ["precious.parquet"]},
+    {"partition": "date=2023-11-15/cluster=a", "sources": ["../../../{victim}/precious.parquet"]},
+])
+def test_an_object_store_plan_naming_paths_outside_the_table_is_never_applied(
+        tmp_path: Path, plan: dict[str, Any]) -> None:
+    root = tmp_path / "table"
+    fill(root, days=1, clusters=("a",), cycles=2)
+    victim = victim_beside(root, "precious.parquet")
+    staging = root / history_compact.STAGING / TOKEN
+    staging.mkdir(parents=True)
+    (staging / f"compacted-{TOKEN}.parquet").write_text("staged")
+    crafted = {"file": f"compacted-{TOKEN}.parquet", "folded": [],
+               "partition": plan["partition"].format(victim=victim.name),
+               "sources": [s.format(victim=victim.name) for s in plan["sources"]]}
+    (staging / "plan.json").write_text(json.dumps(crafted))
+    done = compact_history(str(root), before=BEFORE, strategy="copy")
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.parquet"]
+    assert len(done.problems) == 1 and "plan.json" in done.problems[0], done.problems
+    assert [d.files_in for d in done] == [2] and (staging / "plan.json").exists()
+
+
+@pytest.mark.parametrize("level", ["date", "cluster"])
+def test_a_symlinked_partition_is_skipped_with_one_line_every_run(
+        tmp_path: Path, level: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A `cluster=` folder that was a link crashed this and every later run (rmtree of a link)
+    until a person cleaned up; a `date=` link was compacted through, into the folder it names."""
+    root = tmp_path / "table"
+    fill(root, days=2, clusters=("a",), cycles=2)
+    linked = part(root, 0, "a") if level == "cluster" else part(root, 0, "a").parent
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(linked, elsewhere)
+    linked.symlink_to(elsewhere)
+    listing = sorted(str(p.relative_to(elsewhere)) for p in elsewhere.rglob("*"))
+    for _ in range(2):
+        caplog.clear()
+        done = compact_history(str(root), before=BEFORE)
+        assert [d.path for d in done] in ([], [str(part(root, 1, "a"))])
+        assert len(done.problems) == 1 and str(linked) in done.problems[0], done.problems
+        assert "symbolic link" in done.problems[0]
+        assert not [r for r in caplog.records if r.exc_info]
+        assert sorted(str(p.relative_to(elsewhere)) for p in elsewhere.rglob("*")) == listing
+    assert linked.is_symlink() and not list((root / history_compact.STAGING).iterdir())
+
+
+def test_the_writer_never_writes_through_a_symlinked_partition(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    root = tmp_path / "table"
+    fill(root, days=1, clusters=("a",), cycles=1)
+    elsewhere = tmp_path / "elsewhere"
+    os.rename(part(root, 0, "a"), elsewhere)
+    part(root, 0, "a").symlink_to(elsewhere)
+    listing = sorted(p.name for p in elsewhere.iterdir())
+    with pytest.raises(HistoryTableError, match="symbolic link"):
+        write_snapshot(str(root), snapshot(result(), cluster="a", start=DAY0 + 7 * CYCLE_MS))
+    HistorySink(str(root))(snapshot(result(), cluster="a", start=DAY0 + 8 * CYCLE_MS))
+    assert [r.levelname for r in caplog.records] == ["ERROR"] and not caplog.records[0].exc_info
+    assert sorted(p.name for p in elsewhere.iterdir()) == listing
+
+
+# --- memory: bounded by rows, never by how many files hold them ------------------------------
+
+
+def test_many_tiny_files_are_folded_in_bounded_batches_with_every_row_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file read was held apart until a group's rows were reached: 10,000 one-row files
+    took 25 KB each. At most `_FILES_PER_FOLD` are now held before they are folded into one."""
+    fill(tmp_path, days=1, clusters=("a",), cycles=40, partitions=1)
+    before = rows_of(tmp_path)
+    monkeypatch.setattr(history_compact, "_FILES_PER_FOLD", 4, raising=False)
+    monkeypatch.setattr(history_compact, "_ROWS_PER_GROUP", 1_000)
+    pieces: list[int] = []
+    real_batches = history_compact._batches
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        for table in real_batches(*args, **kwargs):
+            pieces.append(max(c.num_chunks for c in table.columns))
+            yield table
+
+    monkeypatch.setattr(history_compact, "_batches", watched)
+    (done,) = compact_history(str(tmp_path), before=BEFORE)
+    assert done.files_in == 40 and len(pieces) == 1  # one group: fewer rows than the bound
+    assert pieces[0] <= 2 * 4  # folds of 4 files, not 40 tables held apart
+    assert rows_of(tmp_path) == before
+    assert pq.ParquetFile(done.file_out).metadata.num_rows == 40
+
+
+def test_batches_fold_at_most_max_files_and_keep_the_rows_in_order(tmp_path: Path) -> None:
+    fill(tmp_path, days=1, clusters=("a",), cycles=30, partitions=1)
+    paths = sorted(str(p) for p in part(tmp_path, 0, "a").glob("*.parquet"))
+    expected = pa.concat_tables(pq.read_table(p) for p in paths)
+    for max_files in (2, 3, 7, 100):
+        tables = list(history_compact._batches(pafs.LocalFileSystem(), paths, max_rows=12,
+                                                max_files=max_files))
+        assert [t.num_rows for t in tables] == [12, 12, 6]
+        assert all(max(c.num_chunks for c in t.columns) <= 2 * max_files for t in tables)
+        assert pa.concat_tables(tables).to_pylist() == expected.to_pylist()
+
+
+# --- files and manifests the writer did not write --------------------------------------------
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_wrong_schema_file_leaves_its_partition_and_names_the_file(
+        tmp_path: Path, dry_run: bool, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A Parquet file of another schema gave a raw ArrowInvalid traceback."""
+    fill(tmp_path, days=1, cycles=3)
+    bad = part(tmp_path, 0, "a") / "cycle-1-foreign.parquet"
+    pq.write_table(pa.table({"cycle_id": [1], "freshness_ms": ["soon"]}), bad)
+    listing = files(part(tmp_path, 0, "a"))
+    done = compact_history(str(tmp_path), before=BEFORE, dry_run=dry_run)
+    assert [Path(d.path).name for d in done] == ["cluster=b"]
+    (problem,) = done.problems
+    assert str(bad) in problem and "column cycle_id is int64, the table's is string" in problem
+    assert files(part(tmp_path, 0, "a")) == listing
+    assert not [r for r in caplog.records if r.exc_info]
+    args = ["history", "compact", "--history", str(tmp_path), "--before", "2023-11-17"]
+    assert main(args + (["--dry-run"] if dry_run else [])) == 1
+    assert "left 1 thing(s) in the table as they were" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_parquet_and_a_foreign_manifest_are_named(tmp_path: Path) -> None:
+    fill(tmp_path, days=1, cycles=2)
+    (part(tmp_path, 0, "a") / "cycle-1-junk.parquet").write_text("junk\n")
+    (part(tmp_path, 0, "b") / ".compaction.json").write_text('{"sources": "all"}')
+    done = compact_history(str(tmp_path), before=BEFORE)
+    assert done == []
+    junk, manifest = sorted(done.problems)
+    assert "cycle-1-junk.parquet: not a readable Parquet file" in junk
+    assert ".compaction.json is not a manifest the compaction wrote" in manifest
+    with pytest.raises(HistoryTableError, match="not a manifest"):
+        write_snapshot(str(tmp_path), snapshot(result(), cluster="b", start=DAY0 + 9 * CYCLE_MS))
+
+
+def test_read_history_names_a_wrong_schema_file(tmp_path: Path) -> None:
+    fill(tmp_path, days=1, clusters=("a",), cycles=2)
+    bad = part(tmp_path, 0, "a") / "cycle-1-foreign.parquet"
+    pq.write_table(pa.table({"cycle_id": [1], "freshness_ms": ["soon"]}), bad)
+    with pytest.raises(HistoryTableError, match=f"history file {bad}: column cycle_id is int64"):
+        read_history(str(tmp_path))
