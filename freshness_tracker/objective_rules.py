@@ -29,13 +29,17 @@ it quickly once the group recovers):
 - ticket (`KafkaConsumerFreshnessBudgetBurnSlow`, severity warning): 3× over 1d and 2h, or 1× over
   3d and 6h (10 % of a 30-day budget).
 
-Prometheus's regexes are RE2, fully anchored as Python's `fullmatch`: an objective using what
-RE2 lacks (lookaround, backreferences, atomic groups, conditionals) is refused here.
+Prometheus's regexes are RE2, fully anchored as Python's `fullmatch`: an objective regex RE2
+cannot parse, or reads otherwise than Python, is refused here (`spark.objectives.check_regex`).
+
+**Names are data, never syntax.** The objectives' regexes, the `--job` and the file's name reach
+four languages: PromQL string literals (Go escapes), Go templates (Prometheus expands every
+annotation), YAML (written by the emitter, never by joining text) and the header's YAML
+comments (one line each: anything that is not a printable character is escaped).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -50,6 +54,7 @@ from freshness_tracker.sinks.prometheus import (
     GROUP_STATUS,
     TOPIC_MAX_FRESHNESS,
 )
+from freshness_tracker.spark.objectives import check_regex
 
 __all__ = [
     "BAD",
@@ -85,28 +90,38 @@ _ALERTS = (
     ("KafkaConsumerFreshnessBudgetBurnSlow", TICKET, "warning", "slowly but steadily"),
 )
 
-#: Python regex constructs RE2 (Prometheus) does not have.
-_NOT_RE2 = (
-    (re.compile(r"\(\?<?[=!]"), "lookaround"),
-    (re.compile(r"\(\?P="), "a named backreference"),
-    (re.compile(r"(?<!\\)\\[1-9]"), "a backreference"),
-    (re.compile(r"\(\?>"), "an atomic group"),
-    (re.compile(r"\(\?\("), "a conditional"),
-    (re.compile(r"(?<!\\)\\Z"), r"\Z (RE2 writes \z)"),
-)
+def _escaped(char: str) -> str:
+    """A Go escape for one character (Go's `\\x` is a byte, so `\\u`/`\\U` for code points)."""
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _go_string(value: str) -> str:
+    """A Go double-quoted string literal for `value`: what a PromQL string and a Go template's
+    string constant both read back as `value` (printable characters as they are)."""
+    body = "".join("\\" + c if c in '"\\' else c if c.isprintable() else _escaped(c)
+                   for c in value)
+    return f'"{body}"'
 
 
 def _promql_string(value: str) -> str:
-    """A PromQL double-quoted string literal (Go escapes) for `value`."""
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
+    """A PromQL double-quoted string literal for `value`."""
+    return _go_string(value)
 
 
-def _check_re2(pattern: str, key: str) -> None:
-    for construct, name in _NOT_RE2:
-        if construct.search(pattern):
-            raise ConfigError(key, f"{pattern!r} uses {name}, which Prometheus's regexes (RE2) "
-                                   "do not have", "rewrite the regex without it")
+def _template_text(value: str) -> str:
+    """`value` placed in an annotation so Prometheus's template engine prints it as it is: a
+    name holding `{` (or a character YAML would not keep on one line) becomes a string constant
+    action, `{{ "..." }}`, which renders exactly the text."""
+    if "{" not in value and "}" not in value and value.isprintable():
+        return value
+    return "{{ " + _go_string(value) + " }}"
+
+
+def _comment(value: str) -> str:
+    """`value` safe inside a one-line YAML comment: no line break (nor any other character that
+    is not printable) survives, so nothing after it can become YAML."""
+    return "".join(c if c.isprintable() else _escaped(c) for c in value)
 
 
 def _number(value: Fraction | float) -> str:
@@ -158,8 +173,8 @@ def _alert(objectives: Sequence[Objective], i: int, name: str, rates: Sequence[B
     budget = 1 - o.target
     windows = ", or ".join(f"{_number(r.factor)}× the budget over both {r.long} and {r.short}"
                            for r in rates)
-    scope = (f"the worst partition of its topics matching {o.topic!r}" if o.topic is not None
-             else "its worst partition")
+    scope = (f"the worst partition of its topics matching '{_template_text(o.topic)}'"
+             if o.topic is not None else "its worst partition")
     return {
         "alert": name,
         "expr": _burn_expr(i, rates, _number(budget)),
@@ -169,12 +184,21 @@ def _alert(objectives: Sequence[Objective], i: int, name: str, rates: Sequence[B
             "summary": ("Consumer group {{ $labels.consumer }} on {{ $labels.cluster }} burns "
                         f"its freshness budget {speed} (over {_duration(o.freshness_ms)} "
                         "{{ $value | humanizePercentage }} of the time)"),
-            "description": (f"Objective {i} ({o.label}), judging {scope}: the share of time "
+            "description": (f"Objective {i} ({_template_text(o.label)}), judging {scope}: "
+                            "the share of time "
                             f"over {_duration(o.freshness_ms)} (or unmeasured) is above "
                             f"{windows}; the budget is {_number(budget * 100)}% of the time. "
                             "The Spark report judges the same objective over its window."),
         },
     }
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _duration(ms: int) -> str:
@@ -188,14 +212,17 @@ def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
                     source: str = "objectives") -> dict[str, Any]:
     """The rules file (`{"groups": [...]}`) for `objectives`, in their order (first match).
 
-    Raises ConfigError for an empty list or a regex Prometheus cannot run.
+    Raises ConfigError for an empty list, a regex Prometheus cannot run or a job name that is
+    not Unicode text (a PromQL string and the file are UTF-8).
     """
     if not objectives:
         raise ConfigError(f"{source}: objectives", "expected a non-empty list")
     for i, o in enumerate(objectives):
-        _check_re2(o.consumer, f"{source}: objectives[{i}].consumer")
+        check_regex(o.consumer, f"{source}: objectives[{i}].consumer")
         if o.topic is not None:
-            _check_re2(o.topic, f"{source}: objectives[{i}].topic")
+            check_regex(o.topic, f"{source}: objectives[{i}].topic")
+    if job is not None and not _is_text(job):
+        raise ConfigError("--job", f"{job!r} is not valid Unicode text", "give the job's name")
     recording: list[dict[str, Any]] = [_sli(objectives, i, job) for i in range(len(objectives))]
     recording += [{"record": f"{BAD}:ratio_rate{w}", "expr": f"avg_over_time({BAD}[{w}])"}
                   for w in WINDOWS]
@@ -231,10 +258,10 @@ def render_rules(objectives: Sequence[Objective], *, job: str | None = None,
     """The rules as YAML with a header naming the objectives: a Prometheus rules file, or (with
     `helm_values`) values for the chart (`prometheusRule.extraGroups`)."""
     rules = objective_rules(objectives, job=job, source=source)
-    header = [f"# Freshness objectives from {source} as Prometheus rules, GENERATED by",
+    header = [f"# Freshness objectives from {_comment(source)} as Prometheus rules, GENERATED by",
               "# `freshness-tracker rules`: regenerate it when the objectives change.",
               "# The first objective matching a consumer judges it (as in the Spark report):"]
-    header += [f"#   {i}: {o.label}" for i, o in enumerate(objectives)]
+    header += [f"#   {i}: {_comment(o.label)}" for i, o in enumerate(objectives)]
     header += [f"#   {i}: never judges a consumer (objective {j} has the same consumer regex)"
                for i, j in shadowed(objectives).items()]
     body: dict[str, Any] = rules

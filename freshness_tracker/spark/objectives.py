@@ -10,15 +10,22 @@ Either the file is the list itself or it holds `objectives = [ ... ]`:
 
 The first objective matching a series judges it (docs/spark.md). Errors are ConfigErrors naming
 the entry and the key, like the exporter's own configuration.
+
+The same regexes run in Python (the report) and in Prometheus (`freshness-tracker rules`, Go's
+RE2 syntax, fully anchored), so a regex is refused unless both parse it and read it alike: it
+is checked with a real RE2 parser (google-re2), plus the few places where Go's RE2 is stricter
+than the C++ one or where Python reads the same text differently.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
 from pyhocon import ConfigFactory
 from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
@@ -27,9 +34,64 @@ from freshness_tracker.domain.slo import Objective, parse_target
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.reference import parse_duration
 
-__all__ = ["load_objectives", "parse_objectives"]
+__all__ = ["check_regex", "load_objectives", "parse_objectives", "regex_problem"]
 
 _KEYS = ("consumer", "topic", "freshness", "target")
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # the refusal is ours to report, not a line on stderr
+
+#: Outside a character class: an escape, a class, a flag group, a named group or `{,`.
+_TOKEN = re.compile(r"\\.|\[\^?\]?(?:\\.|\[:[^\]]*:\]|[^\]])*\]|\(\?([a-zA-Z-]+)[:)]"
+                    r"|\(\?P<([^>]*)>|\{,\d*\}", re.DOTALL)
+_GROUP_NAME = re.compile(r"[A-Za-z0-9_]+")
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why `pattern` cannot judge the same names in the report and in Prometheus, or None.
+
+    Python must compile it (the report matches with it; a "possible nested set" warning means
+    Python reads `[[` otherwise than RE2's POSIX classes), RE2 must parse it, and Go's RE2 must
+    too: it refuses non-ASCII group names, which the C++ parser takes. `{,n}` is a repetition
+    in Python but literal text in RE2, and `(?U)` is "ungreedy" in RE2 but "Unicode" in Python.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        try:
+            re.compile(pattern)
+        except (re.error, FutureWarning) as exc:
+            return f"invalid regex {pattern!r}: {exc}"
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{pattern!r} is not valid Unicode text"
+    try:
+        re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        return f"{pattern!r} is not a regex Prometheus (RE2) can run: {reason}"
+    for token in _TOKEN.finditer(pattern):
+        flags, name = token.group(1), token.group(2)
+        if flags is not None and "U" in flags:
+            return (f"{pattern!r} uses (?U), ungreedy in Prometheus (RE2) but not in Python; "
+                    "write lazy repetitions (*?, +?) instead")
+        if name is not None and not _GROUP_NAME.fullmatch(name):
+            return (f"{pattern!r} names a group {name!r}, which Prometheus (Go's RE2) refuses; "
+                    "use letters A-Z, digits and _ only")
+        if token.group(0).startswith("{,"):
+            return (f"{pattern!r} uses {token.group(0)}, a repetition in Python but literal "
+                    "text in Prometheus (RE2); write {0," + token.group(0)[2:])
+    return None
+
+
+def check_regex(pattern: str, key: str) -> None:
+    """Raise the ConfigError naming `key` when `regex_problem` finds one."""
+    problem = regex_problem(pattern)
+    if problem is not None:
+        raise ConfigError(key, problem, "write it in the syntax Prometheus (RE2) and Python read "
+                                        "alike (docs/spark.md, objectives)")
 
 
 def load_objectives(path: str | Path) -> list[Objective]:
@@ -69,10 +131,7 @@ def _objective(entry: Any, key: str) -> Objective:
     if entry.get("topic", None) is not None:
         patterns["topic"] = str(entry["topic"])
     for name, pattern in patterns.items():
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ConfigError(f"{key}.{name}", f"invalid regex {pattern!r}: {exc}") from exc
+        check_regex(pattern, f"{key}.{name}")
     freshness_s = parse_duration(entry["freshness"], f"{key}.freshness")
     try:
         target = parse_target(entry["target"])

@@ -9,18 +9,21 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from freshness_tracker.cli import main
 from freshness_tracker.domain.slo import Objective, objective_for_group
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.objective_rules import BAD, objective_rules, render_rules
-from freshness_tracker.spark.objectives import load_objectives, parse_objectives
+from freshness_tracker.objective_rules import BAD, objective_rules, render_rules, shadowed
+from freshness_tracker.spark.objectives import load_objectives, parse_objectives, regex_problem
 from tests.deploy.chart import one, render
 from tests.deploy.tools import DEPLOY, EXAMPLES, ROOT, promtool, require_tool
 
@@ -46,15 +49,20 @@ def _promtool_check(tmp_path: Path, text: str) -> None:
 
 
 def _unquote(literal: str) -> str:
-    return re.sub(r"\\(.)", r"\1", literal)
+    """A Go string literal's body read back: `\\uXXXX`, `\\UXXXXXXXX` and `\\<char>`."""
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1)
+        return chr(int(code[1:], 16)) if len(code) > 1 else code
+
+    return re.sub(r"\\(u[0-9a-f]{4}|U[0-9a-f]{8}|.)", one, literal, flags=re.DOTALL)
 
 
 def _consumer_matchers(expr: str) -> list[tuple[str, str]]:
-    """(operator, regex) of every consumer matcher in the SLI's first selector."""
-    selector = re.search(r"\{([^}]*)\}", expr)
-    assert selector, expr
+    """(operator, regex) of every consumer matcher in the SLI's first selector (its first branch:
+    a string literal holds no raw line break, and an escaped quote starts no matcher)."""
+    first = expr.split("\nor\n")[0]
     return [(op, _unquote(value)) for op, value in
-            re.findall(r'consumer(=~|!~)"((?:[^"\\]|\\.)*)"', selector.group(1))]
+            re.findall(r'consumer(=~|!~)"((?:[^"\\]|\\.)*)"', first)]
 
 
 def _selected_by(rules: dict[str, Any], consumer: str) -> list[int]:
@@ -172,7 +180,9 @@ def test_regexes_are_escaped_for_promql_and_job_selects(tmp_path: Path) -> None:
     assert "(14.4 * 0.005)" in text
 
 
-@pytest.mark.parametrize("regex", ["orders-(?!test)", "(?<=x)y", r"(a)\\1", "(?>a)", r"a\\Z"])
+@pytest.mark.parametrize("regex", ["orders-(?!test)", "(?<=x)y", r"(a)\\1", "(?>a)", r"a\\Z",
+                                   "a*+", "a++", "(?x)a b", r"\\u0041", "a{2,1001}",
+                                   "(?P<n>a)(?P=n)", r"\\N{DIGIT ONE}", "(a)(?(1)b|c)"])
 def test_regexes_prometheus_cannot_run_are_refused(regex: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     conf = tmp_path / "slo.conf"
@@ -215,3 +225,147 @@ def test_no_pyspark_needed() -> None:
                             capture_output=True, text=True, timeout=60, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "freshness_tracker:objective_bad:ratio_rate3d" in result.stdout
+
+
+# --- names are data: YAML, comments, PromQL and Go templates ------------------------------------
+
+#: Text that means something to YAML, a YAML comment, PromQL or a Go template.
+_HOSTILE = ["\n", "\r\n", "\r", "#", " # ", ": ", "- ", "'", '"', "{{", "}}", "{{ .Labels }}",
+            '{{ printf "%s" "x" }}', "\x00", "\x1b[31m", "\x85", "\u2028", "\u2029", "\ufeff",
+            "\t", "&a", "*a", "!!python/object:os.system", "%YAML 1.1", "---", "...", "é", "𝄞",
+            "\\", "`", "|", ">", "\nimage: {repository: evil.example/pwn}\n", "\\u000a"]
+
+
+def _literal_regex(text: str) -> str:
+    """A regex matching `text` (metacharacters escaped; line breaks, quotes, `{{`, control and
+    non-ASCII characters left raw, as a config may hold them)."""
+    out = []
+    for k, c in enumerate(text):
+        following = text[k + 1:k + 2]
+        if c in "\\.+*?()|[]^$" or (c == "{" and (following.isdigit() or following == ",")):
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+_TEXT = st.lists(st.one_of(st.sampled_from(_HOSTILE), st.text(max_size=8)), max_size=5).map("".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(consumer=_TEXT, topic=st.none() | _TEXT, job=st.none() | _TEXT, source=_TEXT,
+       helm_values=st.booleans())
+def test_hostile_names_never_become_yaml_and_round_trip(consumer: str, topic: str | None,
+                                                        job: str | None, source: str,
+                                                        helm_values: bool) -> None:
+    regex = _literal_regex(consumer)
+    topic = None if topic is None else _literal_regex(topic)
+    assume(regex_problem(regex) is None and (topic is None or regex_problem(topic) is None))
+    objectives = [Objective(consumer=regex, topic=topic, freshness_ms=60_000,
+                            target=Fraction(99, 100)),
+                  Objective(consumer=regex, freshness_ms=300_000, target=Fraction(999, 1000))]
+    text = render_rules(objectives, job=job, source=source, helm_values=helm_values)
+    rules = objective_rules(objectives, job=job, source=source)
+    expected = {"prometheusRule": {"extraGroups": rules["groups"]}} if helm_values else rules
+    assert yaml.safe_load(text) == expected
+    # the header is comment lines only, one per objective (and one for the shadowed one)
+    lines = text.split("\n")
+    header = 3 + len(objectives) + len(shadowed(objectives))
+    assert all(line.startswith("#") for line in lines[:header])
+    assert lines[header] == ("prometheusRule:" if helm_values else "groups:")
+    # the PromQL string literals read back as the names
+    slis = [r for r in rules["groups"][0]["rules"] if r.get("record") == BAD]
+    assert _consumer_matchers(slis[1]["expr"]) == [("=~", regex), ("!~", regex)]
+    if job is not None:
+        (literal,) = re.findall(r'job="((?:[^"\\]|\\.)*)"', slis[0]["expr"].split("\nor\n")[0])
+        assert _unquote(literal) == job
+    if topic is not None:
+        (literal,) = re.findall(r'topic=~"((?:[^"\\]|\\.)*)"', slis[0]["expr"])
+        assert _unquote(literal) == topic
+
+
+#: An objective whose regexes hold Go template actions, a line break and a YAML comment.
+_TEMPLATED = Objective(consumer='orders|{{ .Labels }}|{{ printf "%s" "x" }}|a\n# b',
+                       topic="t{{ 1 }}", freshness_ms=300_000, target=Fraction(99, 100))
+
+
+def test_names_in_annotations_render_literally_in_prometheus(tmp_path: Path) -> None:
+    """promtool evaluates the alert and expands its annotations with Prometheus's template
+    engine: the regexes come out as written, not run."""
+    rules = tmp_path / "rules.yml"
+    rules.write_text(render_rules([_TEMPLATED], job="kafka {{ $value }}"))
+    label = ('orders|{{ .Labels }}|{{ printf "%s" "x" }}|a\n# b / t{{ 1 }}: freshness ≤ 300 s '
+             "for 99% of the time")
+    description = (f"Objective 0 ({label}), judging the worst partition of its topics matching "
+                   "'t{{ 1 }}': the share of time over 5m (or unmeasured) is above 14.4× the "
+                   "budget over both 1h and 5m, or 6× the budget over both 6h and 30m; the budget "
+                   "is 1% of the time. The Spark report judges the same objective over its window.")
+    series = 'cluster="c", consumer="orders", job="kafka {{ $value }}"'
+    unit = {"rule_files": [rules.name], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [
+            {"series": f'kafka_consumer_topic_max_freshness_ms{{{series}, topic="t{{{{ 1 }}}}"}}',
+             "values": "600000x90"},
+            {"series": f"kafka_consumer_group_burrow_status{{{series}}}", "values": "1x90"}],
+        "alert_rule_test": [{
+            "eval_time": "1h", "alertname": "KafkaConsumerFreshnessBudgetBurnFast",
+            "exp_alerts": [{
+                "exp_labels": {"severity": "critical", "objective": "0", "cluster": "c",
+                               "consumer": "orders"},
+                "exp_annotations": {
+                    "summary": "Consumer group orders on c burns its freshness budget fast "
+                               "(over 5m 100% of the time)",
+                    "description": description}}]}]}]}
+    test_file = tmp_path / "rules.test.yml"
+    test_file.write_text(yaml.safe_dump(unit, allow_unicode=True))
+    assert "SUCCESS" in promtool("check", "rules", str(rules))
+    assert "SUCCESS" in promtool("test", "rules", str(test_file), cwd=tmp_path)
+
+
+def test_a_job_that_is_not_text_is_a_config_error() -> None:
+    # a --job from argv that is not UTF-8 arrives as surrogate escapes
+    with pytest.raises(ConfigError, match="--job"):
+        objective_rules(parse_objectives(DOCS_EXAMPLE), job="kafka\udcff")
+
+
+# --- which regexes Prometheus runs ----------------------------------------------------------------
+
+#: Regexes at the edges of RE2's, Go's and Python's syntaxes.
+_REGEX_CORPUS = [
+    "orders-.*", "", "|", "a||b", "(|a)", "(?:)", "()", "(?P<name>x)", "(?P<n1_>x)", "(?P<é>a)",
+    "(?<n>a)", "(?i)orders", "(?i:a)b", "(?im-s:a)", "(?s).", "(?-s).", "(?m)^a$", "(?U)a*",
+    "a*?", "a{2,1000}", "a{2,1001}", "a{1000}", "a{1001}", "a{,3}", "a{,}", "x{2}{3}", "x**",
+    "a*+", "a++", "a?+", "(?>a)", "(a{1000}){1000}", "(a{100}){10}", r"\A", r"\z", r"\Z", r"\b",
+    r"\B",
+    r"\d\w\s", r"\D\W\S", r"\x41", r"\x{41}", r"\u0041", r"\N{DIGIT ONE}", r"\123", r"\0",
+    r"\8", r"\1", "(a)\\1", r"\C", r"\pL", r"\p{Greek}", r"\Qa.b\E", r"\Qab", "[[:word:]]",
+    "[[:^alpha:]]", "[[=a=]]", "[a-z0-9_.-]", "[^a]", "[]a]", "[a-]", r"[\]]", r"[\d]",
+    r"[a-\d]", "[z-a]", "[a&&b]", "[a--b]", r"\v\a\f\t\n\r", r"\-\ \#\&\~\!\%\<\>\@\,\;\:\=\/",
+    r"\e", r"\y", "(?#comment)", "(?x)a b", "(?=a)", "(?!a)", "(?<=a)", "(?<!a)", "(?(1)a|b)",
+    "a\nb", "\x00", "\x7f", "\u2028", "é+", "𝄞", "{{ .Labels }}", "a{", "a}", "{", "}",
+    "x{a}", "((((((((((a))))))))))", "(" * 100 + "a" + ")" * 100,
+]
+
+
+def test_every_regex_the_check_accepts_prometheus_accepts(tmp_path: Path) -> None:
+    accepted = [rx for rx in _REGEX_CORPUS if regex_problem(rx) is None]
+    refused = [rx for rx in _REGEX_CORPUS if rx not in accepted]
+    # what the docs promise, and what Go's RE2 refuses although C++ RE2 takes it
+    assert {"a*+", "a++", "(?x)a b", r"\u0041", "a{2,1001}", "a{1001}", "(?>a)", "(?=a)",
+            "(?<=a)", "(a)\\1", r"\Z", "(?P<é>a)", r"\C", r"\Qab"} <= set(refused)
+    # Python and RE2 read these differently (a repetition or literal text; Unicode or ungreedy)
+    assert {"a{,3}", "a{,}", "(?U)a*", "[[:word:]]"} <= set(refused)
+    assert {"(?P<name>x)", "(?i)orders", "a{2,1000}", "{{ .Labels }}", "a\nb", "\x00",
+            "\u2028"} <= set(accepted)
+    objectives = [Objective(consumer=rx, freshness_ms=60_000, target=Fraction(99, 100))
+                  for rx in accepted]
+    _promtool_check(tmp_path, render_rules(objectives))
+    for rx in refused:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", FutureWarning)
+                objective = Objective(consumer=rx, freshness_ms=60_000, target=Fraction(99, 100))
+        except (re.error, FutureWarning):
+            continue  # not even Python's (or Python warns it reads it otherwise)
+        with pytest.raises(ConfigError, match=r"objectives\[0\]\.consumer"):
+            objective_rules([objective])
