@@ -146,6 +146,8 @@ class ClusterMeasurer:
         self._reader: RecordReader | None = None
         self._retention: RetentionSource | None = None
         self._last_success_ms: int | None = None
+        #: How many listed groups the filters excluded last cycle: a change is logged once.
+        self._filtered = 0
         self._cycle = 0
         self._read_ms = 0
         #: What the running cycle is waiting for ("idle" between cycles): /healthz names it
@@ -166,8 +168,8 @@ class ClusterMeasurer:
             raise BurrowError(f"clusters[{self.name}].kafka.\"bootstrap.servers\" is not set and "
                               f"Burrow lists no servers for cluster {self.name!r}")
         props = {**kafka.properties, "bootstrap.servers": ",".join(servers)}
-        log.info("cluster=%s bootstrap.servers taken from Burrow: %s", self.name, props[
-            "bootstrap.servers"])
+        log.info("cluster=%s bootstrap.servers taken from Burrow: %s", self.name,
+                 ", ".join(escaped(server) for server in servers))
         return replace(kafka, properties=props)
 
     def _ensure_clients(self) -> RecordReader:
@@ -181,11 +183,18 @@ class ClusterMeasurer:
     def _burrow_lags(self) -> ClusterLags:
         known = self._burrow.clusters()
         if self.name not in known:
+            # Burrow's names escaped: this text reaches logs, /healthz and `once`'s table.
             raise BurrowError(f"Burrow does not list cluster {self.name!r} (it lists "
-                              f"{', '.join(known) or 'none'}); check the cluster name")
+                              f"{', '.join(escaped(c) for c in known) or 'none'}); check the "
+                              "cluster name")
         listed = self._burrow.consumers(self.name)
-        groups = [g for g in listed if self._groups(g) and self._shard.owns(self.name, g)]
+        kept = [g for g in listed if self._groups(g)]
+        filtered = tuple(g for g in listed if not self._groups(g)) if len(kept) < len(
+            listed) else ()
+        groups = [g for g in kept if self._shard.owns(self.name, g)]
         lags = self._burrow.cluster_lags(self.name, groups)
+        if filtered:
+            lags = replace(lags, filtered=filtered)
         # Consumer-list entries the parser dropped (empty, not UTF-8, ...): counted, not asked.
         dropped: tuple[str, ...] = getattr(listed, "rejected", ())
         return replace(lags, rejected=(*dropped, *lags.rejected)) if dropped else lags
@@ -283,10 +292,12 @@ class ClusterMeasurer:
         finished = self._clock()
         failures = [r for r in fresh if r.outcome is ReadOutcome.FAILED]
         reads_ok = len(fresh) - len(failures)
-        # Burrow listed groups and not one of them could be measured (all gone or failed): a
-        # cluster where nothing succeeds must look failed, never healthy and empty.
+        # Burrow listed groups and not one of them could be measured (all gone or failed, or
+        # every partition entry unusable): a cluster where nothing succeeds must look failed,
+        # never healthy and empty.
         asked = len(lags.groups) + len(lags.missing_groups) + len(lags.failed_groups)
-        burrow_ok = not (asked and not lags.groups)
+        empty = sum(1 for g in lags.groups if g.unusable_partitions and not g.partitions)
+        burrow_ok = not (asked and len(lags.groups) == empty)
         invalid = _invalid_inputs(lags, results)
         kafka_ok = kafka_error is None and (not plan.to_read or reads_ok > 0)
         up = burrow_ok and kafka_ok and not overran
@@ -304,6 +315,8 @@ class ClusterMeasurer:
             error = (f"Burrow listed {asked} groups and none could be measured: "
                      f"{len(lags.missing_groups)} answered 404 NOTFOUND (gone), "
                      f"{len(lags.failed_groups)} failed")
+            if empty:
+                error += f", {empty} had no usable partition entry"
             if lags.failed_groups:
                 error += f", first: {lags.failed_groups[0][1]}"
         if up:
@@ -320,6 +333,7 @@ class ClusterMeasurer:
             kafka_read_failures=len(failures) if kafka_error is None else len(plan.to_read),
             cache_hits=len(plan.from_cache) + len(plan.known_absent),
             burrow_errors=len(lags.failed_groups),
+            filtered_groups=len(lags.filtered),
             invalid_inputs=len(invalid),
             data_loss_events=sum(r.status is PartitionStatus.DATA_LOSS for r in results),
             offset_mismatches=sum(r.outcome is ReadOutcome.GAP for r in fresh),
@@ -334,7 +348,7 @@ class ClusterMeasurer:
             health=health,
             partitions=results,
             topics=roll_up_topics(results),
-            groups=roll_up_groups(lags.groups, results),
+            groups=roll_up_groups(lags.groups, results, lags.failed_groups, self.name),
         ), failures, invalid
 
     def crashed(self, error: str) -> ClusterSnapshot:
@@ -372,8 +386,16 @@ class ClusterMeasurer:
                         first.request.partition, first.request.offset, first.error)
         if lags.failed_groups:
             group, err = lags.failed_groups[0]
-            log.warning("cluster=%s %d groups unreadable in Burrow, first group=%s: %s",
-                        self.name, len(lags.failed_groups), escaped(group), err)
+            log.warning("cluster=%s %d groups unreadable in Burrow (unmeasured: kafka_consumer_"
+                        "group_measured 0), first group=%s: %s", self.name,
+                        len(lags.failed_groups), escaped(group), err)
+        if len(lags.filtered) != self._filtered:
+            # Once per change, not per cycle: excluding groups is configuration, not trouble.
+            self._filtered = len(lags.filtered)
+            log.info("cluster=%s %d listed groups excluded by filters.groups (freshness_tracker_"
+                     "cluster_filtered_groups)%s", self.name, len(lags.filtered),
+                     ", first: " + ", ".join(escaped(g) for g in lags.filtered[:3])
+                     if lags.filtered else "")
         if invalid:
             log.warning("cluster=%s %d impossible inputs not used (freshness_tracker_invalid_"
                         "inputs_total), first: %s", self.name, len(invalid),

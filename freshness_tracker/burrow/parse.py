@@ -10,10 +10,13 @@ between the wiki and the source, so they are never read.
 One bad entry costs that entry only: a consumer-list entry that is no usable group name, or a
 partition whose topic is not a Kafka topic name or whose number is not a partition number, or a
 second entry for the same partition (the first is kept), is dropped and described in `rejected`
-so the cycle counts and logs it. A body whose *shape* is not Burrow's (wrong JSON types, numbers
-outside int64) is a BurrowResponseError: that group fails. Impossible *values* (a negative lag,
-absurd timestamps) are passed on as they are; the domain decides what they mean
-(`domain.freshness`), because only it knows the time.
+so the cycle counts and logs it. A body whose *shape* is not Burrow's (wrong JSON types, a
+number that is not a whole int64 where Burrow sends an integer, an offset below Kafka's -1, no
+`current_lag` beside a commit) or that is labelled with another cluster or group than the one
+asked for is a BurrowResponseError: that group is unmeasured this cycle, with the reason.
+Impossible *values* of the right type (a negative lag, absurd timestamps) are passed on as they
+are; the domain decides what they mean (`domain.freshness`), because only it knows the time.
+A status that is none of Burrow's words (missing, empty, garbled) is UNKNOWN, never OK.
 
 Names that repeat across partitions and cycles (topics, member hosts and client ids, statuses)
 are interned: 100,000 partitions hold a few thousand distinct strings, not 400,000 copies from
@@ -29,6 +32,8 @@ from typing import Annotated, Any
 import msgspec
 
 from freshness_tracker.domain.model import (
+    BURROW_STATUS_CODES,
+    UNKNOWN_STATUS,
     GroupLags,
     LagWindow,
     PartitionKey,
@@ -57,7 +62,8 @@ __all__ = [
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _Int64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
 INT32_MAX = 2**31 - 1  # Kafka partition numbers are int32
-MAX_STATUS_LENGTH = 32  # Burrow's statuses are short words (OK, WARN, STOP, ...)
+#: Burrow's status words, each mapped to itself (one string object per word in every answer).
+_STATUSES: dict[str, str] = {word: word for word in BURROW_STATUS_CODES}
 #: A group member's owner (host) or client.id; longer is garbage, kept out of the labels.
 MAX_MEMBER_LENGTH = 255
 
@@ -90,6 +96,9 @@ def _int(value: Any, url: str, what: str) -> int:
         raise _fail(f"{what} is {type(value).__name__}, expected a number", url)
     if isinstance(value, float) and not math.isfinite(value):
         raise _fail(f"{what} is not a finite number", url)
+    # Burrow's offsets, lags, partitions and timestamps are integers: 0.5 is no lag of 0.
+    if isinstance(value, float) and not value.is_integer():
+        raise _fail(f"{what} is {value!r}, not a whole number", url)
     number = int(value)
     # Offsets, lags, partitions and timestamps are Kafka int64s; anything beyond is garbage
     # (and would overflow float() when /metrics renders it).
@@ -162,16 +171,19 @@ def _offset_entry(value: Any, url: str, names: tuple[str, str, str, str],
     if not (type(offset) is int and INT64_MIN <= offset <= INT64_MAX):  # else: checked slowly
         offset = _int(offset, url, names[1])
     return _offsets(offset, _optional_int(entry.get("timestamp"), url, names[2]),
-                    _optional_int(entry.get("lag"), url, names[3]), times)
+                    _optional_int(entry.get("lag"), url, names[3]), times, url, names[1])
 
 
-def _offsets(offset: int, timestamp: int | None, lag: int | None,
-             times: dict[int, int]) -> tuple[int, int | None, int | None] | None:
+def _offsets(offset: int, timestamp: int | None, lag: int | None, times: dict[int, int],
+             url: str, what: str) -> tuple[int, int | None, int | None] | None:
     """A checked `start`/`end` → (offset, timestamp, lag), or None for Kafka's "no offset"
-    (-1: no commit). A null or negative lag (Burrow >= 1.3 sends null when it did not know the
-    log end) is None, so is a timestamp <= 0; `times` keeps one int object per timestamp within
-    an answer (a commit stamps every partition it covers with the same time)."""
+    (-1: no commit); an offset below that is no Kafka offset (`what` names it in the error). A
+    null or negative lag (Burrow >= 1.3 sends null when it did not know the log end) is None,
+    so is a timestamp <= 0; `times` keeps one int object per timestamp within an answer (a
+    commit stamps every partition it covers with the same time)."""
     if offset < 0:
+        if offset < -1:
+            raise _fail(f"{what} is {offset}, not a Kafka offset", url)
         return None
     if timestamp is not None:
         timestamp = times.setdefault(timestamp, timestamp) if timestamp > 0 else None
@@ -191,12 +203,9 @@ def _member(value: Any, seen: dict[str, str]) -> str:
 
 
 def _status(value: Any) -> str:
-    """A Burrow status word; missing means OK (Burrow always sends one), garbage UNKNOWN."""
-    if value is None or value == "":
-        return "OK"
-    if isinstance(value, str) and len(value) <= MAX_STATUS_LENGTH and is_utf8(value):
-        return intern(value)
-    return "UNKNOWN"
+    """One of Burrow's status words, or UNKNOWN for anything else: Burrow always sends a word,
+    so a missing, empty or garbled one says nothing, and is never taken for OK."""
+    return _STATUSES.get(value, UNKNOWN_STATUS) if type(value) is str else UNKNOWN_STATUS
 
 
 class _Answer:
@@ -204,14 +213,13 @@ class _Answer:
     name, and one int object per timestamp; each is worked out once per answer, not per
     partition."""
 
-    __slots__ = ("cluster", "group", "members", "statuses", "times", "topics", "url")
+    __slots__ = ("cluster", "group", "members", "times", "topics", "url")
 
     def __init__(self, cluster: str, group: str, url: str) -> None:
         self.cluster, self.group, self.url = cluster, group, url
         self.topics: dict[str, tuple[str, str | None]] = {}
         self.times: dict[int, int] = {}
         self.members: dict[str, str] = {}
-        self.statuses: dict[Any, str] = {}
 
 
 def _partition(value: Any, answer: _Answer) -> PartitionLag | str:
@@ -229,7 +237,7 @@ def _partition(value: Any, answer: _Answer) -> PartitionLag | str:
         return dropped  # before the rest is checked: a dropped entry never fails its group
     end = _offset_entry(entry.get("end"), url, _END, answer.times)
     start = _offset_entry(entry.get("start"), url, _START, answer.times)
-    lag_raw = entry.get("current_lag", 0)
+    lag_raw = entry.get("current_lag")
     if lag_raw is None or (type(lag_raw) is int and INT64_MIN <= lag_raw <= INT64_MAX):
         current_lag = lag_raw
     else:
@@ -262,20 +270,19 @@ def _lag(answer: _Answer, topic: str, partition: int,
          ) -> PartitionLag:
     """One usable partition from values whose types are checked (by `_partition`, or by
     msgspec for a `LagAnswer`): the same rules for both, so both give the same value."""
-    status = answer.statuses.get(raw_status) if type(raw_status) is str else None
-    if status is None:
-        status = _status(raw_status)
-        if type(raw_status) is str:
-            answer.statuses[raw_status] = status
+    if end and current_lag is None:
+        # Burrow always sends the lag of a commit: without it, whether records wait is unknown.
+        raise _fail(f"topic {topic} partition {partition}: a commit without current_lag",
+                    answer.url)
     members = answer.members
     return _new_lag((
         _new_key((answer.cluster, answer.group, topic, partition)),
         end[0] if end else None,
         end[1] if end else None,
         # A negative lag is kept as it is: the domain reports it as impossible (never "caught
-        # up"). A null one is 0.
-        (current_lag or 0) if end else 0,
-        status,
+        # up").
+        current_lag if end else 0,
+        _status(raw_status),
         1.0 if complete is None else complete,
         None if start is None or end is None else _new_window((start[1], start[2], end[1],
                                                                end[2])),
@@ -310,7 +317,7 @@ class _LagEntry(msgspec.Struct, gc=False):
     partition: _Int64
     end: _Offsets | None = None
     start: _Offsets | None = None
-    current_lag: _Int64 | None = 0
+    current_lag: _Int64 | None = None
     complete: float | None = 1.0
     status: str | None = None
     owner: str | None = None
@@ -318,6 +325,8 @@ class _LagEntry(msgspec.Struct, gc=False):
 
 
 class _LagStatus(msgspec.Struct, gc=False):
+    cluster: str | None = None
+    group: str | None = None
     partitions: list[_LagEntry] | None = None
     status: str | None = None
     totallag: _Int64 | None = 0
@@ -361,10 +370,22 @@ def _typed_partition(entry: _LagEntry, answer: _Answer) -> PartitionLag | str:
         return dropped
     end, start, times = entry.end, entry.start, answer.times
     return _lag(answer, topic, entry.partition,
-                None if end is None else _offsets(end.offset, end.timestamp, end.lag, times),
+                None if end is None else _offsets(end.offset, end.timestamp, end.lag, times,
+                                                  answer.url, _END[1]),
                 None if start is None else _offsets(start.offset, start.timestamp, start.lag,
-                                                    times),
+                                                    times, answer.url, _START[1]),
                 entry.current_lag, entry.complete, entry.status, entry.owner, entry.client_id)
+
+
+def _check_labels(cluster: Any, group: Any, answer: _Answer) -> None:
+    """A BurrowResponseError when the body names another cluster or group than was asked (a
+    proxy or cache in front of Burrow answering for the wrong path); a body that names none
+    (older or minimal Burrow-like servers) is taken as the one asked for."""
+    for what, named, asked in (("cluster", cluster, answer.cluster),
+                               ("group", group, answer.group)):
+        if named is not None and named != asked:
+            raise _fail(f"the answer is labelled {what} {escaped(named)}, not the asked "
+                        f"{escaped(asked)}", answer.url)
 
 
 def parse_group_lag(body: Any, cluster: str, group: str, url: str = "",
@@ -373,15 +394,19 @@ def parse_group_lag(body: Any, cluster: str, group: str, url: str = "",
     usable partitions), observed at `observed_ms` (when the answer arrived, if the caller knows).
 
     A partition listed twice keeps its first entry: Burrow lists each partition once, so a
-    second one is garbage, and exporting both would double the series and the topic's lag.
+    second one is garbage, and exporting both would double the series and the topic's lag. A
+    body labelled with another cluster or group (`status.cluster`, `status.group`) is not this
+    group's answer: a BurrowResponseError, never values under the asked name.
     """
     answer = _Answer(cluster, group, url)
     if type(body) is LagAnswer:
         status: Any = body.status
+        _check_labels(status.cluster, status.group, answer)
         entries = [_typed_partition(entry, answer) for entry in status.partitions or ()]
         raw_status, total = status.status, status.totallag
     else:
         status = _object(_object(body, url).get("status"), url, "'status'")
+        _check_labels(status.get("cluster"), status.get("group"), answer)
         partitions = status.get("partitions")
         if partitions is None:
             partitions = []

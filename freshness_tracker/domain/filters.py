@@ -15,7 +15,9 @@ class NameFilter:
     """A name is kept when it fully matches an allow pattern and no deny pattern.
 
     Patterns are compiled once; `fullmatch` so `orders` does not also select `orders-dlq`
-    (write `orders.*` for that), the same as kafka-lag-exporter and kminion.
+    (write `orders.*` for that), the same as kafka-lag-exporter and kminion. `re.DOTALL`, so
+    `.` matches a newline as well: Kafka allows one in a group id, and the default `.*` must
+    select every name, never silently skip one.
     """
 
     allow: tuple[re.Pattern[str], ...]
@@ -23,7 +25,8 @@ class NameFilter:
 
     @classmethod
     def compile(cls, allow: Sequence[str] = (".*",), deny: Sequence[str] = ()) -> NameFilter:
-        return cls(tuple(re.compile(p) for p in allow), tuple(re.compile(p) for p in deny))
+        return cls(tuple(re.compile(p, re.DOTALL) for p in allow),
+                   tuple(re.compile(p, re.DOTALL) for p in deny))
 
     def __call__(self, name: str) -> bool:
         return (any(p.fullmatch(name) for p in self.allow)

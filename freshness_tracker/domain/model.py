@@ -35,6 +35,7 @@ __all__ = [
     "RecordRead",
     "Snapshot",
     "TopicResult",
+    "UNKNOWN_STATUS",
     "from_fields",
     "new_read_request",
 ]
@@ -61,6 +62,9 @@ BURROW_STATUS_CODES: dict[str, int] = {
     "STALL": 5,
     "REWIND": 6,
 }
+#: What stands for Burrow's status when it sent none of its words (missing, empty, garbled) or
+#: its answer could not be read: never OK. Exported as -1, outside Burrow's index.
+UNKNOWN_STATUS = "UNKNOWN"
 
 
 class PartitionKey(NamedTuple):
@@ -138,7 +142,9 @@ class ClusterLags:
     `missing_groups` are groups listed by `/consumer` whose `/lag` answered 404 NOTFOUND (gone
     between the two calls); `failed_groups` are groups whose `/lag` could not be read at all;
     `rejected` are consumer-list entries that are no usable group name (empty, not UTF-8, not a
-    string, listed twice), described with the name escaped: never asked for, only counted.
+    string, listed twice), described with the name escaped: never asked for, only counted;
+    `filtered` are the listed groups `filters.groups` excludes: never asked for, counted so no
+    group goes unmonitored unseen.
     """
 
     cluster: str
@@ -146,6 +152,7 @@ class ClusterLags:
     missing_groups: tuple[str, ...] = ()
     failed_groups: tuple[tuple[str, str], ...] = ()  # (group, error)
     rejected: tuple[str, ...] = ()
+    filtered: tuple[str, ...] = ()
 
 
 # --- Kafka reads -------------------------------------------------------------------------
@@ -289,7 +296,8 @@ class GroupResult:
 
     `offset_lag` is None while a partition's lag is unknown (impossible, or its entry unusable).
     `data_current_as_of_ms` is the oldest of its partitions' and `catch_up_ms` the longest
-    (`domain.rollup` says when each is unknown).
+    (`domain.rollup` says when each is unknown). `error` says why Burrow's answer for the group
+    could not be used this cycle: the group stays listed, unmeasured, rather than vanishing.
     """
 
     cluster: str
@@ -303,6 +311,11 @@ class GroupResult:
     data_current_as_of_ms: int | None = None
     catch_up_ms: int | None = None
     catching_up: bool | None = None
+    error: str | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.error is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +337,8 @@ class ClusterHealth:
     kafka_read_failures: int = 0
     cache_hits: int = 0
     burrow_errors: int = 0
+    #: Groups Burrow listed that `filters.groups` excludes (never asked, by configuration).
+    filtered_groups: int = 0
     #: Inputs not used because they are impossible: consumer-list entries and topic names that
     #: cannot be exported, duplicate partitions, negative lags, absurd timestamps.
     invalid_inputs: int = 0

@@ -21,6 +21,7 @@ __all__ = [
     "escaped",
     "group_name_problem",
     "is_utf8",
+    "printable",
     "topic_name_problem",
     "usable_group_names",
 ]
@@ -50,6 +51,16 @@ def escaped(value: object, limit: int = 80) -> str:
     if len(value) <= limit:
         return repr(value)
     return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
+def printable(value: str) -> str:
+    """`value` unquoted, with every character a terminal would act on (control and format
+    characters: an escape sequence, a newline, a bidi override) written as its Python escape:
+    what a table shows a person, where a quoted name would be noise."""
+    if value.isprintable():
+        return value
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace")
+                   .decode("ascii") for c in value)
 
 
 def group_name_problem(name: object) -> str | None:

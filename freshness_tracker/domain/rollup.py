@@ -6,6 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from freshness_tracker.domain.model import (
+    UNKNOWN_STATUS,
     GroupLags,
     GroupResult,
     PartitionResult,
@@ -120,7 +121,8 @@ def roll_up_topics(results: Sequence[PartitionResult]) -> tuple[TopicResult, ...
 
 
 def roll_up_groups(
-    groups: Sequence[GroupLags], results: Sequence[PartitionResult]
+    groups: Sequence[GroupLags], results: Sequence[PartitionResult],
+    failed: Sequence[tuple[str, str]] = (), cluster: str = "",
 ) -> tuple[GroupResult, ...]:
     """Per group: worst freshness, Burrow's status, the summed partition lag, the oldest data
     current as of and the longest catch-up estimate.
@@ -129,6 +131,10 @@ def roll_up_groups(
     partitions are unmeasured is always reported, so an alert can tell "fresh" from "unknown".
     A partition entry Burrow sent but that could not be used (`unusable_partitions`) counts as
     unmeasured and leaves the max and the lag unknown: it may be the worst one.
+
+    `failed` are the (group, why) of `cluster` whose answer could not be used at all: each is
+    listed too, unmeasured with no value and an UNKNOWN status, so a group whose answer turns
+    unreadable stays visible instead of vanishing.
     """
     by_group: dict[tuple[str, str], list[PartitionResult]] = defaultdict(list)
     for r in results:
@@ -153,4 +159,6 @@ def roll_up_groups(
                 catching_up=catching_up,
             )
         )
-    return tuple(out)
+    out += [GroupResult(cluster, consumer, UNKNOWN_STATUS, None, None, 0, 0, 0, error=why)
+            for consumer, why in failed]
+    return tuple(sorted(out, key=lambda g: (g.cluster, g.consumer)) if failed else out)

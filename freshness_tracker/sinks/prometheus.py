@@ -188,6 +188,15 @@ def _loss(value: Callable[[PartitionResult], int]) -> Callable[[PartitionResult]
     return sample
 
 
+def _if_measured(attribute: str) -> Callable[[Any], float | None]:
+    """A group's count, absent for a group whose answer could not be read (not known)."""
+    get = attrgetter(attribute)
+
+    def sample(g: Any) -> float | None:
+        return None if g.error is not None else float(get(g))
+    return sample
+
+
 def _optional(attribute: str, scale: float = 1.0) -> Callable[[Any], float | None]:
     get = attrgetter(attribute)
 
@@ -298,18 +307,20 @@ GROUP_OFFSET_LAG = Family(
     Level.GROUP, _optional("offset_lag"))
 GROUP_STATUS = Family(
     "kafka_consumer_group_burrow_status",
-    "Burrow's group status code: 0 NOTFOUND, 1 OK, 2 WARN, 3 ERR." + _LAST,
+    "Burrow's group status code: 0 NOTFOUND, 1 OK, 2 WARN, 3 ERR; -1 unknown (no status "
+    "word, or the group's answer could not be read: see kafka_consumer_group_measured)."
+    + _LAST,
     Level.GROUP, lambda g: _status_code(g.burrow_status))
 GROUP_UNMEASURED = Family(
     "kafka_consumer_group_unmeasured_partitions",
     "Partitions of the group without a freshness value this cycle (read failed, no "
     "commit, or impossible inputs from Burrow or Kafka): the group max covers only the "
     "others, and is absent while a read failed or an input was impossible." + _LAST,
-    Level.GROUP, _optional("unmeasured_partitions"))
+    Level.GROUP, _if_measured("unmeasured_partitions"))
 GROUP_DATA_LOSS_PARTITIONS = Family(
     "kafka_consumer_group_data_loss_partitions",
     "Partitions of the group whose unread records were deleted by retention." + _LAST,
-    Level.GROUP, _optional("data_loss_partitions"))
+    Level.GROUP, _if_measured("data_loss_partitions"))
 GROUP_DATA_AS_OF = Family(
     "kafka_consumer_group_data_current_as_of_timestamp_seconds",
     "The oldest of the group's partitions' last committed record timestamps (Unix "
@@ -330,9 +341,16 @@ GROUP_CATCHING_UP = Family(
     "Burrow's window; 0 when one did not (its lag did not shrink, or Burrow says it "
     "stopped or stalled); absent when unknown." + _LAST,
     Level.GROUP, lambda g: None if g.catching_up is None else float(g.catching_up))
+GROUP_MEASURED = Family(
+    "kafka_consumer_group_measured",
+    "1 when Burrow's answer for the group could be used; 0 when it could not (unreadable, too "
+    "large, or labelled with another cluster or group): the group is then unmeasured, with no "
+    "value but its Burrow status -1, and counted in freshness_tracker_burrow_errors_total."
+    + _LAST,
+    Level.GROUP, lambda g: 1.0 if g.error is None else 0.0)
 GROUP_FAMILIES = (GROUP_MAX_FRESHNESS, GROUP_OFFSET_LAG, GROUP_STATUS, GROUP_UNMEASURED,
                   GROUP_DATA_LOSS_PARTITIONS, GROUP_DATA_AS_OF, GROUP_CATCH_UP,
-                  GROUP_CATCHING_UP)
+                  GROUP_CATCHING_UP, GROUP_MEASURED)
 
 
 CLUSTER_UP = Family(
@@ -358,12 +376,17 @@ CLUSTER_GROUPS = Family(
     "freshness_tracker_cluster_groups",
     "Consumer groups measured in the cluster's last cycle.",
     Level.CLUSTER, lambda h: float(h.groups))
+CLUSTER_FILTERED_GROUPS = Family(
+    "freshness_tracker_cluster_filtered_groups",
+    "Consumer groups Burrow listed that filters.groups excluded in the cluster's last cycle "
+    "(not measured, by configuration).",
+    Level.CLUSTER, lambda h: float(h.filtered_groups))
 CLUSTER_PARTITIONS = Family(
     "freshness_tracker_cluster_partitions",
     "Partitions in the cluster's last cycle, by outcome.",
     Level.CLUSTER_STATUS, lambda row: float(row[2]))
 HEALTH_FAMILIES = (CLUSTER_UP, CLUSTER_LAST_ATTEMPT, CLUSTER_LAST_SUCCESS, CLUSTER_CYCLE_DURATION,
-                   CLUSTER_GROUPS, CLUSTER_PARTITIONS)
+                   CLUSTER_GROUPS, CLUSTER_FILTERED_GROUPS, CLUSTER_PARTITIONS)
 
 
 # --- self-metrics: what accumulates across cycles (sinks/selfmetrics.py instruments them) ----

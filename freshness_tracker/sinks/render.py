@@ -8,6 +8,7 @@ from dataclasses import asdict
 from typing import Any
 
 from freshness_tracker.domain.model import PartitionResult, Snapshot
+from freshness_tracker.domain.names import printable
 
 __all__ = ["format_freshness", "format_ms", "render_json", "render_table"]
 
@@ -56,6 +57,9 @@ def format_freshness(value: int | None, lower_bound: bool) -> str:
 
 
 def render_table(snapshot: Snapshot) -> str:
+    """One row per partition, and one per group or cluster that could not be measured. Names
+    and errors come from Burrow: every control character is escaped (`printable`), so a name
+    cannot clear or rewrite the terminal."""
     header = ("CLUSTER", "CONSUMER", "TOPIC", "PART", "COMMITTED", "LAG", "FRESHNESS",
               "COMMIT LAG", "STATUS")
     rows: list[tuple[str, ...]] = [header]
@@ -63,6 +67,8 @@ def render_table(snapshot: Snapshot) -> str:
         if not c.health.up:
             rows.append((c.cluster, "-", "-", "-", "-", "-", "-", "-",
                          f"CLUSTER DOWN: {c.health.error}"))
+        rows += [(g.cluster, g.consumer, "-", "-", "-", "-", "-", "-", f"UNMEASURED: {g.error}")
+                 for g in c.groups if g.error is not None]
         for r in c.partitions:
             fresh = format_freshness(r.freshness_ms, r.freshness_is_lower_bound)
             status = r.status.value + (f" ({r.lost_records} lost)" if r.data_loss else "")
@@ -70,6 +76,7 @@ def render_table(snapshot: Snapshot) -> str:
                          "-" if r.committed_offset is None else str(r.committed_offset),
                          "-" if r.log_end_offset is None and r.committed_offset is not None
                          else str(r.offset_lag), fresh, format_ms(r.commit_lag_ms), status))
+    rows = [tuple(printable(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
                      .rstrip() for row in rows)

@@ -94,6 +94,18 @@ def observe_blackout(rig: Rig, baseline: Scrape, began: float, cycles: int = 2) 
     return Blackout(detect_s, baseline.consumer_series(CLUSTER), errors, frozen, cycles, error)
 
 
+MEASURED = "kafka_consumer_group_measured"
+
+
+def unmeasured_only(sc: Scrape, consumer: str) -> bool:
+    """The group stays listed as unmeasured (measured 0, Burrow status -1) and serves no
+    value: a group whose answer cannot be used never vanishes unseen."""
+    return (sc.get(MEASURED, cluster=CLUSTER, consumer=consumer) == 0
+            and sc.get("kafka_consumer_group_burrow_status", cluster=CLUSTER,
+                       consumer=consumer) == -1
+            and sc.consumer_series(CLUSTER, consumer) == 2)
+
+
 def during_text(b: Blackout) -> str:
     return (f"`cluster_up` 0 after {b.detect_s:.1f} s; per-consumer series {b.served_before} → 0; "
             f"`last_success` frozen over {b.cycles_observed} more cycles; "
@@ -175,19 +187,20 @@ def test_one_group_slow_only_that_group_blanks(rig: Rig, record: Record) -> None
     s = rig.seeded
     baseline = rig.healthy()
     with rig.burrow.faulted(lag_path(CLUSTER, s.other), Fault.delay(BURROW_TIMEOUT + 2.0)):
-        gone = rig.exporter.wait_for(lambda sc: sc.consumer_series(CLUSTER, s.other) == 0,
-                                     SEEN_S, "the slow group to vanish")
+        gone = rig.exporter.wait_for(lambda sc: unmeasured_only(sc, s.other),
+                                     SEEN_S, "the slow group to be unmeasured")
         assert gone.up(CLUSTER) == 1
         assert gone.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
         later = rig.exporter.wait_cycles(CLUSTER, 2, 20)
-        assert later.consumer_series(CLUSTER, s.other) == 0
+        assert unmeasured_only(later, s.other)
         errors = later.increase(BURROW_ERRORS, baseline, cluster=CLUSTER)
         assert errors >= 2
     record(
         "Burrow", "one group's /lag slower than the timeout",
         f"`/lag` of one of two groups delayed {BURROW_TIMEOUT + 2.0:g} s",
-        f"that group's series removed (no old value); the other group keeps fresh values and "
-        f"`cluster_up` 1; `burrow_errors_total` +{errors:g}",
+        f"that group's values removed (no old value), the group listed unmeasured "
+        f"(`kafka_consumer_group_measured` 0, Burrow status -1); the other group keeps fresh "
+        f"values and `cluster_up` 1; `burrow_errors_total` +{errors:g}",
         "the group's series return", rig.recovery(None, RECOVERY_BUDGET_S))
 
 
@@ -298,7 +311,7 @@ def test_one_hostile_group_body_costs_that_group_only(rig: Rig, record: Record, 
     peak_rss = process.memory_info().rss
     with rig.burrow.faulted(lag_path(CLUSTER, s.other), fault):
         def measured_without_other(sc: Scrape) -> bool:
-            return (sc.consumer_series(CLUSTER, s.other) == 0
+            return (unmeasured_only(sc, s.other)
                     and sc.freshness(CLUSTER, s.lagging, s.topic, 0) is not None)
 
         gone = rig.exporter.wait_for(measured_without_other, SEEN_S,
@@ -307,7 +320,7 @@ def test_one_hostile_group_body_costs_that_group_only(rig: Rig, record: Record, 
         for _ in range(3):
             later = rig.exporter.wait_cycles(CLUSTER, 1, 20)
             peak_rss = max(peak_rss, process.memory_info().rss)
-        assert later.consumer_series(CLUSTER, s.other) == 0
+        assert unmeasured_only(later, s.other)
         assert later.freshness(CLUSTER, s.lagging, s.topic, 0) is not None
         errors = later.increase(BURROW_ERRORS, baseline, cluster=CLUSTER)
         assert errors >= 2, "the hostile body was not counted as a Burrow error"
@@ -316,7 +329,8 @@ def test_one_hostile_group_body_costs_that_group_only(rig: Rig, record: Record, 
     record(
         "Burrow", {"gzip-bomb": "a decompression bomb", "deep-json": "JSON nested 1,500 deep"}[
             kind], how,
-        f"that group's series removed, the other group measured and `cluster_up` 1; "
+        f"that group's values removed, the group listed unmeasured "
+        f"(`kafka_consumer_group_measured` 0), the other group measured and `cluster_up` 1; "
         f"`burrow_errors_total` +{errors:g}; exporter RSS peak {peak_rss / 2**20:.0f} MiB "
         "(bodies are decoded by the exporter, bounded by `burrow.maxResponseBytes`)",
         "the group's series return", rig.recovery(None, RECOVERY_BUDGET_S))

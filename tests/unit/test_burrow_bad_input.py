@@ -6,6 +6,7 @@ rendered by the real Collector and self-metrics (issue 9).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,16 +20,20 @@ from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.config.settings import ClusterSettings
 from freshness_tracker.cycle import ClusterMeasurer
-from freshness_tracker.domain.filters import Shard
-from freshness_tracker.domain.model import ClusterSnapshot
+from freshness_tracker.domain.filters import NameFilter, Shard
+from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
+from freshness_tracker.sinks.render import render_table
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
+from freshness_tracker.sinks.status_page import render_status_page
 from tests.fakes import FakeBurrow, FakeReader, group, lag
 from tests.support.fake_burrow import FaultyBurrow
 from tests.support.scrape import Scrape
 
+#: burrow.maxResponseBytes of the rig's client: a bigger /lag body is an unreadable answer.
+MAX_BODY = 1 << 20
 T0 = 1_700_000_000_000
 NOW = T0 + 60_000
 #: Record timestamps: offset 4 (C − 1) and 5 (C) of every partition of topic t.
@@ -64,10 +69,12 @@ class Rig:
             self.server.serve_static(f"/v3/kafka/{cluster}/consumer/{quote(name, safe='')}/lag",
                                      body)
 
-    def cycle(self, cluster: str = "c", shard: Shard | None = None) -> ClusterSnapshot:
+    def cycle(self, cluster: str = "c", shard: Shard | None = None,
+              groups: NameFilter | None = None) -> ClusterSnapshot:
         measurer = ClusterMeasurer(
             ClusterSettings(ClusterKafkaSettings(cluster, {"bootstrap.servers": "k:1"})),
-            self.client, lambda _k: FakeReader(dict(TIMESTAMPS)), shard=shard, clock=lambda: NOW)
+            self.client, lambda _k: FakeReader(dict(TIMESTAMPS)), shard=shard, groups=groups,
+            clock=lambda: NOW)
         snapshot = measurer.measure()  # never raises
         self.holder.publish(snapshot)
         self.metrics.observe(snapshot)
@@ -81,7 +88,8 @@ class Rig:
 def rig() -> Iterator[Rig]:
     server = FaultyBurrow(None).start()  # unknown paths answer Burrow's 404 NOTFOUND
     server.serve_static("/v3/kafka", {"error": False, "clusters": ["c", "d"]})
-    client = BurrowClient(BurrowSettings(url=server.url, timeout_s=5, retries=0))
+    client = BurrowClient(BurrowSettings(url=server.url, timeout_s=5, retries=0,
+                                         max_response_bytes=MAX_BODY))
     registry = CollectorRegistry()
     holder = SnapshotHolder()
     registry.register(FreshnessCollector(holder, SeriesSet.everything()))  # every family's rules
@@ -156,7 +164,7 @@ def test_json_nested_1500_deep_costs_that_group_only(rig: Rig) -> None:
     deep = b'{"status": {"partitions": ' + b"[" * 1500 + b"]" * 1500 + b"}}"
     rig.serve("c", {"ok": lag_body(part()), "deep": deep, "deeper": b"[" * 100_000})
     snapshot = rig.cycle()
-    assert snapshot.health.up and [g.consumer for g in snapshot.groups] == ["ok"]
+    assert snapshot.health.up and [g.consumer for g in snapshot.groups if g.measured] == ["ok"]
     assert snapshot.health.burrow_errors == 2
     assert rig.scrape().get(BURROW_ERRORS, cluster="c") == 2
 
@@ -179,7 +187,7 @@ def test_any_exception_of_one_group_is_that_group_failing_never_a_crashed_cycle(
     monkeypatch.setattr(parse, "parse_group_lag", flaky)
     rig.serve("c", {"ok": lag_body(part()), "bad": lag_body(part())})
     snapshot = rig.cycle()
-    assert snapshot.health.up and [g.consumer for g in snapshot.groups] == ["ok"]
+    assert snapshot.health.up and [g.consumer for g in snapshot.groups if g.measured] == ["ok"]
     assert snapshot.health.burrow_errors == 1
     assert rig.scrape().get(BURROW_ERRORS, cluster="c") == 1
 
@@ -256,3 +264,185 @@ def test_one_group_gone_and_one_failed_but_one_measured_stays_up(rig: Rig) -> No
                                                                             "broken"])
     snapshot = rig.cycle()
     assert snapshot.health.up and snapshot.health.burrow_errors == 1
+
+
+# --- a group is never silently unmonitored ------------------------------------------------------
+
+MEASURED = "kafka_consumer_group_measured"
+GROUP_STATUS = "kafka_consumer_group_burrow_status"
+
+
+def _unmeasured(snapshot: ClusterSnapshot) -> dict[str, str]:
+    return {g.consumer: g.error for g in snapshot.groups if g.error is not None}
+
+
+UNREADABLE = {
+    "not JSON": (b"<html>502</html>", "not JSON"),
+    "wrong shape": ({"error": False, "status": {"partitions": "x"}}, "not a list"),
+    "nested too deep": (b'{"status": {"partitions": ' + b"[" * 1500 + b"]" * 1500 + b"}}",
+                        "too deep"),
+    "too big": (b'{"status": {"partitions": [], "x": "' + b"a" * MAX_BODY + b'"}}',
+                "maxResponseBytes"),
+    "another group's": ({"error": False, "status": {
+        "cluster": "c", "group": "other", "status": "OK", "partitions": [part()]}},
+        "labelled group 'other', not the asked 'bad'"),
+    "another cluster's": ({"error": False, "status": {
+        "cluster": "d", "group": "bad", "status": "OK", "partitions": [part()]}},
+        "labelled cluster 'd', not the asked 'c'"),
+}
+
+
+@pytest.mark.parametrize("kind", list(UNREADABLE))
+def test_a_group_whose_answer_turns_unreadable_stays_visible_as_unmeasured(
+        rig: Rig, kind: str) -> None:
+    """It vanished from /metrics and the page while cluster_up stayed 1: now it stays listed,
+    measured 0 with Burrow status -1 and the reason, no value of it exported; the other group
+    and the cluster are unaffected."""
+    body, reason = UNREADABLE[kind]
+    rig.serve("c", {"ok": lag_body(part()), "bad": body})
+    snapshot = rig.cycle()
+    assert snapshot.health.up and snapshot.health.burrow_errors == 1
+    unmeasured = _unmeasured(snapshot)
+    assert list(unmeasured) == ["bad"] and reason in unmeasured["bad"]
+    samples = rig.scrape()
+    assert samples.get(MEASURED, cluster="c", consumer="bad") == 0
+    assert samples.get(GROUP_STATUS, cluster="c", consumer="bad") == -1
+    assert samples.get(MEASURED, cluster="c", consumer="ok") == 1
+    assert samples.get(FRESH, cluster="c", consumer="ok", topic="t", partition=0) == 55_000
+    # nothing of the unreadable group but its name, status and measured
+    assert {name for (name, labels), _ in samples.samples.items()
+            if ("consumer", "bad") in labels} == {MEASURED, GROUP_STATUS}
+    page = render_status_page(Snapshot((snapshot,)), NOW).decode()
+    assert ">bad</a>" in page and "unmeasured: " in page
+    drill = render_status_page(Snapshot((snapshot,)), NOW, {"cluster": "c", "group": "bad"})
+    assert b"unmeasured: " in drill and b"Burrow status UNKNOWN" in drill
+    assert "UNMEASURED" in render_table(Snapshot((snapshot,)))
+
+
+def test_a_cluster_whose_every_group_is_unreadable_is_down(rig: Rig) -> None:
+    """A cluster where nothing succeeds looks failed, its groups still listed unmeasured."""
+    rig.serve("c", {"a": b"<html>", "b": {"error": False, "status": {"group": "x"}}})
+    snapshot = rig.cycle()
+    assert not snapshot.health.up
+    assert "listed 2 groups and none could be measured" in (snapshot.health.error or "")
+    assert sorted(_unmeasured(snapshot)) == ["a", "b"]
+    assert rig.scrape().get("freshness_tracker_cluster_up", cluster="c") == 0
+
+
+def test_a_cluster_whose_every_partition_entry_is_unusable_is_down(rig: Rig) -> None:
+    rig.serve("c", {"a": lag_body(part(topic="bad topic")), "b": lag_body(part(partition=-1))})
+    snapshot = rig.cycle()
+    assert not snapshot.health.up
+    assert "2 had no usable partition entry" in (snapshot.health.error or "")
+
+
+def test_a_mislabelled_answer_is_logged_once_a_cycle_with_names_escaped(
+        rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
+    hostile = "\x1b[2J\nFAKE level=info"
+    rig.serve("c", {"ok": lag_body(part()), "bad": {"error": False, "status": {
+        "cluster": "c", "group": hostile, "partitions": [part()]}}})
+    with caplog.at_level(logging.WARNING, logger="freshness_tracker"):
+        rig.cycle()
+    lines = [r.getMessage() for r in caplog.records if "unreadable" in r.getMessage()]
+    assert len(lines) == 1
+    assert "labelled group '\\x1b[2J\\nFAKE level=info'" in lines[0]
+    assert "\x1b" not in lines[0] and "\n" not in lines[0]
+
+
+NOT_INTEGRAL = {
+    "current_lag 0.5": {"current_lag": 0.5},
+    "current_lag true": {"current_lag": True},
+    "current_lag missing": {"current_lag": None},
+    "current_lag 1e400": {"current_lag": 10**400},
+    "end.offset 5.5": {"end": {"offset": 5.5, "timestamp": T0 + 10_000}},
+    "end.offset -5": {"end": {"offset": -5, "timestamp": T0 + 10_000}},
+    "end.timestamp 0.5 ms off": {"end": {"offset": 5, "timestamp": T0 + 10_000.5}},
+    "start.offset 0.25": {"start": {"offset": 0.25, "timestamp": T0, "lag": 1}},
+    "partition 0.5": {"partition": 0.5},
+    "partition '0'": {"partition": "0"},
+}
+
+
+@pytest.mark.parametrize("kind", list(NOT_INTEGRAL))
+def test_a_number_burrow_cannot_send_makes_the_group_unmeasured_never_caught_up(
+        rig: Rig, kind: str) -> None:
+    """`current_lag: 0.5` was taken as caught up (freshness 0, no read): any offset, lag,
+    timestamp or partition that is not a whole int64 makes the group unmeasured, with why."""
+    entry = {**part(), **NOT_INTEGRAL[kind]}
+    if entry.get("current_lag", 0) is None:
+        del entry["current_lag"]
+    rig.serve("c", {"ok": lag_body(part()), "bad": lag_body(entry)})
+    snapshot = rig.cycle()
+    assert snapshot.health.up and list(_unmeasured(snapshot)) == ["bad"]
+    samples = rig.scrape()
+    assert samples.get(MEASURED, cluster="c", consumer="bad") == 0
+    assert not samples.series(FRESH, cluster="c", consumer="bad")
+    assert samples.get("kafka_consumer_group_offset_lag", cluster="c", consumer="bad") is None
+
+
+def test_a_nan_lag_makes_the_group_unmeasured(rig: Rig) -> None:
+    rig.serve("c", {"ok": lag_body(part()), "bad": json.dumps(lag_body(part())).encode()
+                    .replace(b'"current_lag": 2', b'"current_lag": NaN')})
+    assert list(_unmeasured(rig.cycle())) == ["bad"]
+
+
+@pytest.mark.parametrize("status", ["", None, "ok", "FINE", 3])
+def test_a_missing_or_unknown_status_is_unknown_never_ok(rig: Rig, status: Any) -> None:
+    body = lag_body(part())
+    body["status"]["status"] = status
+    body["status"]["partitions"][0]["status"] = status
+    rig.serve("c", {"g": body})
+    (group_result,) = rig.cycle().groups
+    assert group_result.burrow_status == "UNKNOWN"
+    samples = rig.scrape()
+    assert samples.get(GROUP_STATUS, cluster="c", consumer="g") == -1
+    assert samples.get("kafka_consumer_partition_burrow_status", cluster="c", consumer="g",
+                       topic="t", partition=0) == -1
+    assert samples.get(FRESH, cluster="c", consumer="g", topic="t", partition=0) == 55_000
+
+
+def test_a_group_name_with_a_newline_is_measured_under_the_default_filter(rig: Rig) -> None:
+    """Kafka allows a newline in a group id; the default allow `.*` did not match it, so the
+    group was never asked for, with no log line and no counter."""
+    name = "billing\nnightly"
+    rig.serve("c", {"ok": lag_body(part()), name: lag_body(part())})
+    snapshot = rig.cycle(groups=NameFilter.compile())
+    assert sorted(g.consumer for g in snapshot.groups if g.measured) == [name, "ok"]
+    assert rig.scrape().get(FRESH, cluster="c", consumer=name, topic="t", partition=0) \
+        == 55_000
+
+
+def test_groups_the_filters_exclude_are_counted_and_logged_once(
+        rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
+    rig.serve("c", {"ok": lag_body(part()), "tmp-1": lag_body(part()),
+                    "tmp-\x1b[2J": lag_body(part())})
+    deny = NameFilter.compile(deny=["tmp-.*"])
+    measurer = ClusterMeasurer(
+        ClusterSettings(ClusterKafkaSettings("c", {"bootstrap.servers": "k:1"})), rig.client,
+        lambda _k: FakeReader(dict(TIMESTAMPS)), groups=deny, clock=lambda: NOW)
+    with caplog.at_level(logging.INFO, logger="freshness_tracker"):
+        for _ in range(3):
+            snapshot = measurer.measure()
+    rig.holder.publish(snapshot)
+    assert snapshot.health.filtered_groups == 2
+    assert [s.path for s in rig.server.requests(r"/lag$")] == ["/v3/kafka/c/consumer/ok/lag"] * 3
+    assert rig.scrape().get("freshness_tracker_cluster_filtered_groups", cluster="c") == 2
+    logged = [r.getMessage() for r in caplog.records if "filters.groups" in r.getMessage()]
+    assert len(logged) == 1 and "'tmp-\\x1b[2J'" in logged[0]  # once, not every cycle
+
+
+def test_names_from_burrow_reach_the_terminal_and_the_log_escaped(
+        rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
+    """`once --format table` printed names raw: `\x1b[2J` cleared the terminal, a newline
+    forged a row. A cluster list with such a name reached the log and /healthz raw."""
+    hostile = "g\x1b[2J\nc   FORGED"
+    rig.serve("c", {hostile: lag_body(part()), "bad": b"<html>"})
+    snapshot = rig.cycle()
+    table = render_table(Snapshot((snapshot,)))
+    assert "\x1b" not in table and "g\\x1b[2J\\nc   FORGED" in table
+    assert len(table.splitlines()) == 1 + len(snapshot.partitions) + 1  # header, rows, 'bad'
+    rig.server.serve_static("/v3/kafka", {"error": False, "clusters": ["d", "x\x1b[2J\ny"]})
+    with caplog.at_level(logging.WARNING, logger="freshness_tracker"):
+        down = rig.cycle()
+    assert not down.health.up and "'x\\x1b[2J\\ny'" in (down.health.error or "")
+    assert not any("\x1b" in r.getMessage() for r in caplog.records)

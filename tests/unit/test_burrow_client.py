@@ -49,6 +49,14 @@ def body(name: str) -> str:
     return (DATA / name).read_text()
 
 
+def unlabelled_lag() -> str:
+    """The captured live-group answer without its `status.group` label: served for any group
+    (a body labelled with another group is refused as not that group's answer)."""
+    answer = json.loads(body("v3_consumer_live-group_lag.json"))
+    del answer["status"]["group"]
+    return json.dumps(answer)
+
+
 def test_health_good(server: RecordingBurrow, make_client: Any) -> None:
     server.route("/burrow/admin", ok("GOOD"))
     assert make_client().health() is None
@@ -150,7 +158,7 @@ def test_unknown_cluster_404(server: RecordingBurrow, make_client: Any) -> None:
 
 def test_group_names_are_url_quoted(server: RecordingBurrow, make_client: Any) -> None:
     server.route("/v3/kafka/local/consumer/a%2Fb%20c/lag",
-                 ok(body("v3_consumer_live-group_lag.json")))
+                 ok(unlabelled_lag()))
     assert make_client().group_lag("local", "a/b c").consumer == "a/b c"
     assert [c.path for c in server.calls] == ["/v3/kafka/local/consumer/a%2Fb%20c/lag"]
 
@@ -190,7 +198,7 @@ def test_requests_share_kept_alive_connections(server: RecordingBurrow,
     """200 `/lag` calls, 4 at a time, come on at most 4 connections (plus one for clusters)."""
     for i in range(200):
         server.route(f"/v3/kafka/local/consumer/g{i}/lag",
-                     ok(body("v3_consumer_live-group_lag.json")))
+                     ok(unlabelled_lag()))
     server.route("/v3/kafka", ok(body("v3_kafka.json")))
     client = make_client(concurrency=4)
     assert client.clusters() == ["local"]
@@ -229,7 +237,7 @@ def test_the_fan_out_is_sized_by_how_long_burrow_takes_to_answer(make_client: An
     CPU of 1 against an instant Burrow, docs/scale.md)."""
     from benchmarks.scale_burrow import ClusterLayout, GeneratedBurrow, Layout
 
-    answer = body("v3_consumer_live-group_lag.json")
+    answer = unlabelled_lag()
     with RecordingBurrow() as slow:
         for i in range(24):
             slow.route(f"/v3/kafka/local/consumer/g{i}/lag", ok(answer, delay_s=0.05))
@@ -265,7 +273,7 @@ def test_slow_groups_later_in_the_list_hold_no_other_group_back(
     from freshness_tracker.burrow import client as client_module
 
     monkeypatch.setattr(client_module, "fan_out", lambda _wall, _cpu, _limit: 2)
-    answer = body("v3_consumer_live-group_lag.json")
+    answer = unlabelled_lag()
     fast = [f"a{i}" for i in range(10)] + [f"z{i}" for i in range(100)]
     slow = [f"slow{i}" for i in range(8)]
     with RecordingBurrow() as burrow:
@@ -283,7 +291,7 @@ def test_slow_groups_later_in_the_list_hold_no_other_group_back(
 def test_a_slow_first_answer_holds_no_other_group_back(make_client: Any) -> None:
     """The probe's own first answer takes 3 s: every other worker is sent after 0.2 s, so the
     30 other groups (50 ms each, 3 workers: ~1 s) are all in before that one answer is."""
-    answer = body("v3_consumer_live-group_lag.json")
+    answer = unlabelled_lag()
     with RecordingBurrow() as burrow:
         burrow.route("/v3/kafka/local/consumer/g0/lag", ok(answer, delay_s=3.0))
         for i in range(1, 31):
@@ -397,7 +405,7 @@ def test_groups_not_asked_when_the_client_closes_under_a_cycle(server: Recording
     with the reason, not as an unusable answer."""
     for i in range(20):
         server.route(f"/v3/kafka/local/consumer/g{i}/lag",
-                     ok(body("v3_consumer_live-group_lag.json")))
+                     ok(unlabelled_lag()))
     client = make_client(concurrency=1)
     gate = threading.Event()
     real = client.group_lag
@@ -453,7 +461,7 @@ def test_a_failed_group_keeps_no_answer_alive_in_a_reference_cycle(
 
     for i in range(200):
         server.route(f"/v3/kafka/local/consumer/g{i}/lag",
-                     ok(body("v3_consumer_live-group_lag.json")))
+                     ok(unlabelled_lag()))
     server.route("/v3/kafka/local/consumer/bad/lag", ok(b"", 500))
     client = make_client(retries=0, concurrency=4)
     names = [f"g{i}" for i in range(200)] + ["bad"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +60,14 @@ def test_stuck_group_lag_121() -> None:
 
 
 def test_all_captured_lag_bodies_parse() -> None:
-    for path in sorted((DATA / "burrow").glob("*_lag.json")):
-        g = parse.parse_group_lag(json.loads(path.read_text()), "local", path.stem)
+    captured = sorted((DATA / "burrow").glob("*_lag.json"))
+    assert captured, "no captured /lag bodies: the loop below would check nothing"
+    for path in captured:
+        group = path.stem.removeprefix("v3_consumer_").removesuffix("_lag")
+        g = parse.parse_group_lag(json.loads(path.read_text()), "local", group)
+        assert g.partitions, path.name
         assert all(p.current_lag >= 0 for p in g.partitions)
+        assert g.burrow_status in ("OK", "WARN", "ERR")
 
 
 def test_not_found_body_121() -> None:
@@ -240,3 +246,75 @@ def test_fuzzed_bodies_yield_values_or_response_error(value: Any) -> None:
                  lambda: parse.parse_cluster_servers(value)):
         with contextlib.suppress(BurrowResponseError):
             call()
+
+
+@pytest.mark.parametrize("status", [None, "", "ok", "GOOD", 1, ["OK"], "x" * 10])
+def test_a_missing_empty_or_unknown_status_is_unknown_never_ok(status: Any) -> None:
+    """`""` and null became OK; any word that is none of Burrow's is UNKNOWN (exported -1)."""
+    body = lag_body({**entry(), "status": status}, status=status)
+    g = parse.parse_group_lag(body, "c", "g")
+    assert g.burrow_status == "UNKNOWN" and g.partitions[0].burrow_status == "UNKNOWN"
+    del body["status"]["status"], body["status"]["partitions"][0]["status"]
+    g = parse.parse_group_lag(body, "c", "g")
+    assert g.burrow_status == "UNKNOWN" and g.partitions[0].burrow_status == "UNKNOWN"
+    typed = parse.decode_lag_answer(json.dumps(body).encode())
+    assert typed is not None and parse.parse_group_lag(typed, "c", "g") == g
+
+
+@pytest.mark.parametrize("word", ["NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND"])
+def test_burrows_own_status_words_are_kept(word: str) -> None:
+    g = parse.parse_group_lag(lag_body({**entry(), "status": word}, status=word), "c", "g")
+    assert g.burrow_status == word and g.partitions[0].burrow_status == word
+
+
+@pytest.mark.parametrize(("field", "value", "why"), [
+    ("current_lag", 0.5, "0.5, not a whole number"),
+    ("current_lag", True, "bool"),
+    ("current_lag", float("nan"), "not a finite number"),
+    ("current_lag", 2**64, "out of range"),
+    ("current_lag", None, "a commit without current_lag"),
+    ("partition", 0.5, "not a whole number"),
+    ("end", {"offset": 5.5, "timestamp": 1}, "partition.end.offset is 5.5"),
+    ("end", {"offset": -2, "timestamp": 1}, "-2, not a Kafka offset"),
+    ("end", {"offset": 5, "timestamp": 1.5}, "partition.end.timestamp is 1.5"),
+    ("end", {"offset": 5, "timestamp": 1, "lag": 0.5}, "partition.end.lag is 0.5"),
+    ("start", {"offset": 0.5, "timestamp": 1}, "partition.start.offset is 0.5"),
+    ("start", {"offset": -3, "timestamp": 1}, "partition.start.offset is -3"),
+])
+def test_a_number_burrow_cannot_send_fails_the_group_with_the_reason(
+        field: str, value: Any, why: str) -> None:
+    """`current_lag: 0.5` was taken as caught up (int() truncated it): a number that is not a
+    whole int64 where Burrow sends an integer, or an offset below -1, is no answer to measure."""
+    body = lag_body({**entry(), field: value})
+    with pytest.raises(BurrowResponseError, match=re.escape(why)):
+        parse.parse_group_lag(body, "c", "g")
+    raw = json.dumps(body).encode()
+    typed = parse.decode_lag_answer(raw)  # the typed path declines it or agrees
+    if typed is not None:
+        with pytest.raises(BurrowResponseError, match=re.escape(why)):
+            parse.parse_group_lag(typed, "c", "g")
+
+
+def test_a_whole_number_written_as_a_float_is_still_that_number() -> None:
+    (p,) = parse.parse_group_lag(lag_body({**entry(lag=3), "partition": 1.0}), "c", "g").partitions
+    assert (p.key.partition, p.current_lag) == (1, 3)
+
+
+@pytest.mark.parametrize(("labels", "why"), [
+    ({"cluster": "other", "group": "g"}, "labelled cluster 'other', not the asked 'c'"),
+    ({"cluster": "c", "group": "g2"}, "labelled group 'g2', not the asked 'g'"),
+    ({"cluster": "c", "group": 7}, "labelled group <a number>"),
+    ({"cluster": "c", "group": "g\x1b[2J\n"}, "labelled group 'g\\x1b[2J\\n'"),
+])
+def test_an_answer_labelled_with_another_cluster_or_group_is_not_this_groups(
+        labels: dict[str, Any], why: str) -> None:
+    """It was exported under the asked name without a warning."""
+    body = lag_body(entry(), **labels)
+    with pytest.raises(BurrowResponseError, match=re.escape(why)) as raised:
+        parse.parse_group_lag(body, "c", "g", "/lag")
+    assert "\x1b" not in str(raised.value) and "\n" not in str(raised.value)
+    typed = parse.decode_lag_answer(json.dumps(body).encode())
+    if typed is not None:
+        with pytest.raises(BurrowResponseError, match=re.escape(why)):
+            parse.parse_group_lag(typed, "c", "g", "/lag")
+    assert parse.parse_group_lag(lag_body(entry(), cluster="c", group="g"), "c", "g").partitions

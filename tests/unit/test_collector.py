@@ -195,5 +195,6 @@ def test_an_invalid_partition_exports_what_is_possible_and_nothing_else() -> Non
     assert samples == {"kafka_consumer_committed_offset", "kafka_consumer_partition_burrow_status",
                        "kafka_consumer_group_burrow_status",
                        "kafka_consumer_group_unmeasured_partitions",
-                       "kafka_consumer_group_data_loss_partitions"}
+                       "kafka_consumer_group_data_loss_partitions",
+                       "kafka_consumer_group_measured"}
     assert 'freshness_tracker_cluster_partitions{cluster="c",status="invalid"} 1.0' in text

@@ -122,6 +122,77 @@ def lag_bodies(draw: st.DrawFn) -> Any:
     return draw(st.one_of(st.just(body), st.just({"status": draw(scalars)}), json_values))
 
 
+#: Burrow's own status words, as its evaluator writes them.
+STATUS_WORDS = ["NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND"]
+#: Any int64: a value of Burrow's type, possibly impossible (negative lags, absurd times).
+any_int64 = st.one_of(st.integers(-(2**63), INT64_MAX), st.integers(-3, 50))
+
+
+@st.composite
+def valid_offsets(draw: st.DrawFn) -> Any:
+    """A `start`/`end` entry Burrow could send: -1 (no commit) or a real offset, any int64
+    timestamp (the impossible ones included: the domain judges them), any int64 or null lag."""
+    return {"offset": draw(st.one_of(st.just(-1), st.integers(0, 50),
+                                     st.integers(0, INT64_MAX))),
+            "timestamp": draw(st.one_of(st.integers(T0 - 10**9, NOW + 2 * MAX_AHEAD_MS),
+                                        any_int64)),
+            "lag": draw(st.one_of(st.none(), any_int64))}
+
+
+@st.composite
+def valid_partitions(draw: st.DrawFn) -> dict[str, Any]:
+    """One partition entry of Burrow's exact shape and types, from a small pool of names and
+    numbers (so a partition is listed again now and then)."""
+    return {"topic": draw(st.sampled_from(["t", "u"])), "partition": draw(st.integers(0, 2)),
+            "owner": draw(st.sampled_from(["", "/10.0.0.1"])),
+            "client_id": draw(st.sampled_from(["", "consumer-1"])),
+            "status": draw(st.sampled_from(STATUS_WORDS)),
+            "start": draw(st.none() | valid_offsets()), "end": draw(st.none() | valid_offsets()),
+            "current_lag": draw(st.one_of(st.integers(0, 50), any_int64)),
+            "complete": draw(st.floats(0, 1))}
+
+
+def valid_lag_bodies(cluster: str = "c", group: str = "g") -> st.SearchStrategy[Any]:
+    """`/lag` answers of Burrow's exact shape for `cluster`/`group`: every one parses."""
+    return st.fixed_dictionaries({"error": st.just(False), "message": st.just(
+        "consumer status returned"), "status": st.fixed_dictionaries({
+            "cluster": st.just(cluster), "group": st.just(group),
+            "status": st.sampled_from(STATUS_WORDS),
+            "partitions": st.lists(valid_partitions(), min_size=1, max_size=6),
+            "totallag": st.integers(0, INT64_MAX)})})
+
+
+#: What one field of a valid body is replaced with: a wrong type, a number that is not a whole
+#: int64, a hostile name, or null.
+hostile_values = st.one_of(scalars, st.sampled_from([0.5, -0.5, 1e19, 2.0, True, False, "5",
+                                                     -2, -(2**63), [], {}]))
+
+
+@st.composite
+def mutated_lag_bodies(draw: st.DrawFn, cluster: str = "c", group: str = "g") -> Any:
+    """A valid body with one field (of the status, a partition, or its start or end) replaced
+    or removed: each check of the parser is met by bodies that are otherwise Burrow's."""
+    body = draw(valid_lag_bodies(cluster, group))
+    status = body["status"]
+    partitions = status["partitions"]
+    target = draw(st.sampled_from(["status", "partition", "offsets"]))
+    if target == "status":
+        holder, key = status, draw(st.sampled_from(["cluster", "group", "status", "totallag"]))
+    else:
+        holder = draw(st.sampled_from(partitions))
+        if target == "offsets" and holder.get("end") is not None:
+            holder = holder["end"] if draw(st.booleans()) or holder.get("start") is None \
+                else holder["start"]
+            key = draw(st.sampled_from(["offset", "timestamp", "lag"]))
+        else:
+            key = draw(st.sampled_from(sorted(holder)))
+    if draw(st.integers(0, 9)) == 0:
+        holder.pop(key, None)
+    else:
+        holder[key] = draw(hostile_values)
+    return body
+
+
 # --- 1. the parser -----------------------------------------------------------------------------
 
 
@@ -139,23 +210,43 @@ def test_any_json_value_parses_or_is_a_burrow_response_error(body: Any) -> None:
     _parse_all(body)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
-@given(lag_bodies())
-@example({"status": {"partitions": [{"topic": "t", "partition": 0, "end": {"offset": 1},
-                                     "current_lag": 1, "complete": 10**400}]}})
-@example({"status": {"partitions": [{"topic": "t", "partition": 0,
-                                     "end": {"offset": 10**30, "timestamp": 10**30},
-                                     "current_lag": 10**400}], "totallag": 10**400}})
-@example({"status": {"partitions": [{"topic": "t\udc80x", "partition": 0, "current_lag": 1},
-                                    {"topic": "", "partition": 0}]}})
-@example({"status": {"partitions": [{"topic": "t", "partition": 0, "current_lag": 5}] * 3}})
-@example({"status": {"partitions": [{"topic": "t", "partition": 0, "current_lag": -3,
-                                     "end": {"offset": 5, "timestamp": 99_999_999_999_999_999}}]}})
-def test_lag_bodies_yield_sane_values_or_a_burrow_response_error(body: Any) -> None:
-    try:
-        group = parse.parse_group_lag(body, "c", "g", "/lag")
-    except BurrowResponseError:
-        return
+def test_lag_bodies_yield_sane_values_or_a_burrow_response_error() -> None:
+    """Valid bodies and valid bodies with one field made hostile: values or a
+    BurrowResponseError. Most bodies parse (drawn from Burrow's shape, not at random), so the
+    per-partition checks run on most examples, not only on the explicit ones."""
+    checked: list[bool] = []
+
+    @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.one_of(valid_lag_bodies(), mutated_lag_bodies()))
+    @example({"status": {"partitions": [{"topic": "t", "partition": 0, "end": {"offset": 1},
+                                         "current_lag": 1, "complete": 10**400}]}})
+    @example({"status": {"partitions": [{"topic": "t", "partition": 0,
+                                         "end": {"offset": 10**30, "timestamp": 10**30},
+                                         "current_lag": 10**400}], "totallag": 10**400}})
+    @example({"status": {"partitions": [{"topic": "t\udc80x", "partition": 0, "current_lag": 1},
+                                        {"topic": "", "partition": 0}]}})
+    @example({"status": {"partitions": [{"topic": "t", "partition": 0, "current_lag": 5}] * 3}})
+    @example({"status": {"partitions": [{"topic": "t", "partition": 0, "current_lag": -3,
+                                         "end": {"offset": 5,
+                                                 "timestamp": 99_999_999_999_999_999}}]}})
+    @example({"status": {"partitions": [{"topic": "t", "partition": 0, "current_lag": 0.5,
+                                         "end": {"offset": 5, "timestamp": T0}}]}})
+    def check(body: Any) -> None:
+        try:
+            group = parse.parse_group_lag(body, "c", "g", "/lag")
+        except BurrowResponseError:
+            checked.append(False)
+            return
+        checked.append(bool(group.partitions))
+        _check_group(body, group)
+
+    check()
+    assert sum(checked) > len(checked) / 2, f"{sum(checked)} of {len(checked)} bodies parsed"
+
+
+def _check_group(body: Any, group: Any) -> None:
+    """Every value of a parsed group is a possible one, and a number Burrow cannot send (not a
+    whole int64) never became a value."""
     assert 0 <= group.total_lag <= INT64_MAX
     keys = [(p.key.topic, p.key.partition) for p in group.partitions]
     assert len(keys) == len(set(keys)), "a partition was kept twice"
@@ -167,7 +258,14 @@ def test_lag_bodies_yield_sane_values_or_a_burrow_response_error(body: Any) -> N
         assert p.committed_offset is None or 0 <= p.committed_offset <= INT64_MAX
         assert p.commit_time_ms is None or 0 < p.commit_time_ms <= INT64_MAX
         assert math.isfinite(p.complete)
-        assert isinstance(p.burrow_status, str) and p.burrow_status.encode()
+        assert p.burrow_status in (*STATUS_WORDS, "UNKNOWN")
+    sent = {(e.get("topic"), e.get("partition")): e for e in reversed(body["status"].get(
+        "partitions") or []) if isinstance(e, dict)}
+    for p in group.partitions:
+        entry = sent[(p.key.topic, p.key.partition)]
+        if p.committed_offset is not None:
+            assert type(entry.get("current_lag")) is int, entry  # never a 0.5 taken as 0
+            assert p.current_lag == entry["current_lag"]
     assert group.unusable_partitions <= len(group.rejected)
     for why in group.rejected:
         why.encode("utf-8")  # a description is always loggable, names escaped
@@ -258,11 +356,17 @@ def _check_scrape(text: str) -> None:
                 assert 0 <= sample.value <= NOW + MAX_AHEAD_MS - EARLIEST_PLAUSIBLE_MS, sample
             if "offset_lag" in sample.name or sample.name == "kafka_consumer_committed_offset":
                 assert 0 <= sample.value <= INT64_MAX, sample
+            if sample.name == "kafka_consumer_group_measured":
+                assert sample.value in (0, 1), sample
+            if sample.name.endswith("burrow_status"):
+                assert sample.value in range(-1, 7), sample
 
 
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.one_of(lag_bodies().map(lambda b: json.dumps(b).encode()),
+                 valid_lag_bodies("c", "fuzz").map(lambda b: json.dumps(b).encode()),
+                 mutated_lag_bodies("c", "fuzz").map(lambda b: json.dumps(b).encode()),
                  st.binary(max_size=200),
                  st.sampled_from([b"", b"<html>oops</html>", b'{"status": {"partitions": [',
                                   b"null", b"[]", b'{"status": {"partitions": "x"}}',
@@ -285,10 +389,12 @@ def test_a_cycle_never_crashes_on_fuzzed_burrow_bodies(
     holder.publish(snapshot)
     self_metrics.observe(snapshot)
     health = snapshot.health
-    consumers = {g.consumer for g in snapshot.groups}
-    assert "ok" in consumers, "a bad group's body took a good group down"
+    groups = {g.consumer: g for g in snapshot.groups}
+    assert groups["ok"].measured, "a bad group's body took a good group down"
     assert health.up, health.error
-    assert "fuzz" in consumers or health.burrow_errors >= 1 or health.invalid_inputs >= 1, \
+    # never silently dropped: listed, measured or unmeasured with the reason, and counted
+    fuzz = groups["fuzz"]
+    assert fuzz.measured or (fuzz.error and health.burrow_errors >= 1), \
         "a bad body was neither used nor counted"
     text = generate_latest(registry).decode()  # the scrape renders
     families = {f.name for f in text_string_to_metric_families(text)}
