@@ -134,7 +134,15 @@ def _group_rows(groups: Iterable[GroupResult]) -> Iterable[str]:
                f'<td class="n">{"-" if g.offset_lag is None else g.offset_lag}</td>'
                f"<td>{_e(g.burrow_status)}</td>"
                f'<td class="n">{g.data_loss_partitions or ""}</td>'
-               f'<td class="n">{g.unmeasured_partitions or ""}</td></tr>')
+               f'<td class="n">{_unmeasured(g)}</td></tr>')
+
+
+def _unmeasured(g: GroupResult) -> str:
+    """How many partitions went unmeasured, or, for a group whose answer could not be read,
+    that it is unmeasured as a whole and why."""
+    if g.error is not None:
+        return f'<span class="bad">unmeasured: {_e(g.error)}</span>'
+    return str(g.unmeasured_partitions or "")
 
 
 def _partition_rows(partitions: Iterable[PartitionResult]) -> Iterable[str]:
@@ -155,9 +163,11 @@ def _partition_rows(partitions: Iterable[PartitionResult]) -> Iterable[str]:
 
 
 def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
-    # Worst first: data loss, then the oldest unconsumed data, then unmeasured partitions.
+    # Worst first: data loss, groups not measured at all, then the oldest unconsumed data,
+    # then unmeasured partitions.
     groups = sorted((g for c in snapshot.clusters for g in c.groups), key=lambda g: (
-        -(g.data_loss_partitions > 0), -(g.max_freshness_ms or 0), -g.unmeasured_partitions))
+        -(g.data_loss_partitions > 0), -(g.error is not None), -(g.max_freshness_ms or 0),
+        -g.unmeasured_partitions))
     behind = sum(1 for g in groups if (g.max_freshness_ms or 0) > 0)
     down = sum(1 for c in snapshot.clusters if not c.health.up)
     yield "<h1>freshness-tracker</h1>"
@@ -188,7 +198,9 @@ def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> It
         return
     yield (f'<p class="meta">cluster {_e(cluster)}: max freshness '
            f"{_freshness(summary.max_freshness_ms, summary.data_loss_partitions > 0)}, "
-           f"Burrow status {_e(summary.burrow_status)}; cycle finished "
+           f"Burrow status {_e(summary.burrow_status)}; "
+           + ("" if summary.error is None else f"unmeasured: {_e(summary.error)}; ")
+           + "cycle finished "
            f'{_ago(now_ms, found.finished_ms)}. <a href="/">Back to every group</a>.</p>')
     partitions = sorted((p for p in found.partitions if p.key.consumer == group),
                         key=lambda p: (-(p.freshness_ms or 0), p.key.topic, p.key.partition))
