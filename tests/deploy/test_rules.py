@@ -4,12 +4,14 @@ with series that fire and series that do not for every alert, and recording-rule
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from deploy import generate
+from tests.deploy.chart import one, render
 from tests.deploy.tools import RULES_FILE, RULES_TEST_FILE, promtool
 
 
@@ -79,3 +81,27 @@ def test_recording_rules_are_named_after_their_aggregation(rules: dict[str, Any]
             assert "max without (instance, pod) (" in rule["expr"], rule
         assert [x.strip() for x in labels.split(",")] == level.split("_"), rule
         assert source.startswith(metric.rsplit("_ms", 1)[0].split("_")[0]), rule
+
+
+def test_a_job_name_in_an_annotation_is_printed_not_run(tmp_path: Path) -> None:
+    """Prometheus expands annotations as Go templates: a job value holding `{{` is text."""
+    job = 'kafka {{ .Labels }} {{ printf "%s" "x" }}'
+    spec = one(render({"prometheusRule": {"enabled": True, "job": job}}), "PrometheusRule")["spec"]
+    rules = tmp_path / "rules.yml"
+    rules.write_text(yaml.safe_dump(spec, allow_unicode=True))
+    (absent,) = [r for g in spec["groups"] for r in g["rules"]
+                 if r.get("alert") == "FreshnessTrackerExporterAbsent"]
+    unit = {"rule_files": [rules.name], "evaluation_interval": "1m", "tests": [{
+        "interval": "1m",
+        "input_series": [{"series": 'up{job="other"}', "values": "1x30"}],
+        "alert_rule_test": [{
+            "eval_time": "30m", "alertname": "FreshnessTrackerExporterAbsent",
+            "exp_alerts": [{
+                "exp_labels": {"severity": "warning", "job": job},
+                "exp_annotations": {
+                    "summary": 'No freshness-tracker target (job="kafka {{ .Labels }} '
+                               '{{ printf \\"%s\\" \\"x\\" }}") is discovered',
+                    "description": absent["annotations"]["description"]}}]}]}]}
+    test_file = tmp_path / "rules.test.yml"
+    test_file.write_text(yaml.safe_dump(unit, allow_unicode=True))
+    assert "SUCCESS" in promtool("test", "rules", str(test_file), cwd=tmp_path)
