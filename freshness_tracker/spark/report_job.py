@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import math
+import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from freshness_tracker.domain.slo import (
     objective_for_topic,
 )
 from freshness_tracker.errors import FreshnessTrackerError
-from freshness_tracker.sinks.history import HISTORY_SCHEMA, READ_SLACK_DAYS
+from freshness_tracker.sinks.history import HISTORY_SCHEMA, READ_SLACK_DAYS, shown
 
 __all__ = [
     "REPORT_SQL_CONF",
@@ -41,6 +42,7 @@ __all__ = [
     "evaluate",
     "evaluate_tables",
     "history_frame",
+    "history_read_failure",
     "read_rows",
     "run_report",
     "spark_schema",
@@ -529,8 +531,38 @@ def consumer_series(spark: Any, rows: Any, tables: ReportTables,
     return series.drop(columns=["g"])
 
 
+#: Spark's error class for a file it cannot read (wrong column types, no Parquet footer).
+_FAILED_READ = re.compile(r"\[FAILED_READ_FILE[A-Z_.]*\]\s*([^\n]*)")
+
+
+def history_read_failure(text: str) -> str | None:
+    """One line naming the history file a failed Spark job could not read and why, from the
+    job's error text (a JVM stack under a Py4J error); None if that is not why it failed."""
+    match = _FAILED_READ.search(text)
+    if match is None:
+        return None
+    what = re.sub(r"\s*SQLSTATE: \w+\s*$", "", match.group(1)).strip()
+    return (f"cannot read the history table: {shown(what, 500)} (every file in it must be "
+            f"one the history writer wrote; move this one out of the table)")
+
+
 def run_report(spark: Any, history: str, out: str, objectives: Sequence[Objective],
                options: ReportOptions) -> ReportSummary:
+    """The report; a file of the table Spark cannot read fails it with one line naming the
+    file, never a JVM stack (skipping it would report SLOs over rows that are not there)."""
+    try:
+        return _run_report(spark, history, out, objectives, options)
+    except FreshnessTrackerError:
+        raise
+    except Exception as exc:
+        failure = history_read_failure(str(exc))
+        if failure is None:
+            raise
+        raise FreshnessTrackerError(failure) from exc
+
+
+def _run_report(spark: Any, history: str, out: str, objectives: Sequence[Objective],
+                options: ReportOptions) -> ReportSummary:
     from freshness_tracker.spark import report_html
 
     began = time.monotonic()

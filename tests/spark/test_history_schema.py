@@ -104,3 +104,25 @@ def test_the_documented_spark_query_keeps_numeric_cluster_names_strings(
     assert dict(documented.dtypes)["cluster"] == "string"
     frame = history_frame(spark, str(tmp_path), START, START + 1_000)
     assert sorted(r["cluster"] for r in frame.select("cluster").collect()) == ["007", "123"]
+
+
+def test_a_wrong_schema_file_fails_the_report_with_one_line_naming_it(
+        spark: Any, tmp_path: Path) -> None:
+    """Spark's read error reached the user as a Py4J error with a JVM stack."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from freshness_tracker.errors import FreshnessTrackerError
+    from freshness_tracker.spark.report_job import ReportOptions, run_report
+
+    _history(tmp_path)
+    (folder,) = tmp_path.glob("date=*/cluster=*")
+    pq.write_table(pa.table({"cycle_id": [1], "freshness_ms": ["soon"]}),
+                   folder / "cycle-1-foreign.parquet")
+    with pytest.raises(FreshnessTrackerError) as failed:
+        run_report(spark, str(tmp_path), str(tmp_path / "out"), [],
+                   ReportOptions(start_ms=START, end_ms=START + 3_600_000))
+    message = str(failed.value)
+    assert "\n" not in message and "cycle-1-foreign.parquet" in message
+    assert message.startswith("cannot read the history table: ")
+    assert "Parquet column [" in message and "move this one out of the table" in message

@@ -138,3 +138,24 @@ def test_the_documented_queries_never_see_compactions_work_in_progress(
     assert _documented_duckdb(tmp_path) == [("c", "VARCHAR", "g", 36)]
     assert not list((tmp_path / STAGING).iterdir())
     assert read_history(str(tmp_path)).schema.equals(HISTORY_SCHEMA, check_metadata=False)
+
+
+#: What a Spark report job failed with when a history file had another schema (Spark 4).
+SPARK_READ_FAILURE = (
+    "An error occurred while calling o67.collectToPython.\n"
+    ": org.apache.spark.SparkException: [FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH] "
+    "Encountered error while reading file file:///h/date=2023-11-15/cluster=a/cycle-1-x.parquet. "
+    "Data type mismatches when reading Parquet column [cycle_id]. Expected Spark type string, "
+    "actual Parquet type INT64. SQLSTATE: KD001\n"
+    "\tat org.apache.spark.sql.errors.QueryExecutionErrors$.parquetColumnDataTypeMismatchError"
+    "(QueryExecutionErrors.scala:898)\n")
+
+
+def test_spark_reports_read_failure_is_one_line_naming_the_file() -> None:
+    from freshness_tracker.spark.report_job import history_read_failure
+
+    line = history_read_failure(SPARK_READ_FAILURE)
+    assert line is not None and "\n" not in line and "SQLSTATE" not in line
+    assert "file:///h/date=2023-11-15/cluster=a/cycle-1-x.parquet" in line
+    assert "Expected Spark type string, actual Parquet type INT64" in line
+    assert history_read_failure("java.lang.OutOfMemoryError: Java heap space") is None
