@@ -288,6 +288,10 @@ class TopicResult:
     offset_lag: int | None
     partitions: int
     unmeasured_partitions: int
+    #: The oldest timestamp of the records at the partitions' committed offsets (the append
+    #: time of the topic's oldest uncommitted record): freshness is now minus it, at any now
+    #: while nothing is committed. None when no partition has one, or while the max is unknown.
+    oldest_uncommitted_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +299,8 @@ class GroupResult:
     """Roll-up of one group: its worst partition and Burrow's own verdict.
 
     `offset_lag` is None while a partition's lag is unknown (impossible, or its entry unusable).
-    `data_current_as_of_ms` is the oldest of its partitions' and `catch_up_ms` the longest
+    `data_current_as_of_ms` and `oldest_uncommitted_ms` are the oldest of its partitions' (the
+    second only while the max is known) and `catch_up_ms` the longest
     (`domain.rollup` says when each is unknown). `error` says why Burrow's answer for the group
     could not be used this cycle: the group stays listed, unmeasured, rather than vanishing.
     """
@@ -312,6 +317,9 @@ class GroupResult:
     catch_up_ms: int | None = None
     catching_up: bool | None = None
     error: str | None = None
+    #: The append time of the group's oldest uncommitted record (the lagging partitions' oldest
+    #: record at C): the max freshness is the cycle's now minus it.
+    oldest_uncommitted_ms: int | None = None
 
     @property
     def measured(self) -> bool:

@@ -23,23 +23,34 @@ _UNMEASURED = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.NO_COMMI
                          PartitionStatus.INVALID})
 #: Unmeasured partitions that may hold the worst freshness: the max is unknown while one exists.
 _UNKNOWN = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.INVALID})
+#: Partitions whose freshness comes from a record at C that is waiting (or, after data loss,
+#: from the earliest retained record: a lower bound either way).
+_WAITING = frozenset({PartitionStatus.OK, PartitionStatus.GAP, PartitionStatus.DATA_LOSS})
 
 
-def _worst(parts: Iterable[PartitionResult]) -> int | None:
-    """The worst freshness, or None when it cannot be known.
+def _worst(parts: Iterable[PartitionResult]) -> tuple[int | None, int | None]:
+    """(the worst freshness, the oldest record at C), or (None, None) when they cannot be known.
 
     A partition whose read failed may be the worst one, so its group's max is unknown rather
     than the max of the others (a stuck group must never look fresh because Kafka was down);
     so may one whose inputs were impossible (INVALID: records may be waiting, of unknown age).
     A partition without any commit has no freshness to contribute and does not block the max.
+
+    The oldest record at C is the max's timestamp (the worst freshness is now minus it): known
+    exactly when the max is, None as well when no partition has a record waiting (every one
+    caught up, so freshness stays 0 however long nothing arrives).
     """
     known: list[int] = []
+    stamps: list[int] = []
     for p in parts:
-        if p.status in _UNKNOWN:
-            return None
+        status = p.status
+        if status in _UNKNOWN:
+            return None, None
         if p.freshness_ms is not None:
             known.append(p.freshness_ms)
-    return max(known) if known else None
+            if status in _WAITING and p.record_timestamp_ms is not None:
+                stamps.append(p.record_timestamp_ms)
+    return (max(known) if known else None), (min(stamps) if stamps else None)
 
 
 def _oldest_data(parts: Iterable[PartitionResult]) -> int | None:
@@ -98,7 +109,8 @@ def _lag(parts: Iterable[PartitionResult]) -> int | None:
 
 
 def roll_up_topics(results: Sequence[PartitionResult]) -> tuple[TopicResult, ...]:
-    """Max freshness and summed offset lag per (cluster, consumer, topic).
+    """Max freshness (and its record's timestamp) and summed offset lag per (cluster,
+    consumer, topic).
 
     The lag is summed from the partitions (an impossible one contributes 0), never taken from
     Burrow's `totallag`, so the roll-up always agrees with the partition series.
@@ -106,26 +118,28 @@ def roll_up_topics(results: Sequence[PartitionResult]) -> tuple[TopicResult, ...
     by_topic: dict[tuple[str, str, str], list[PartitionResult]] = defaultdict(list)
     for r in results:
         by_topic[(r.key.cluster, r.key.consumer, r.key.topic)].append(r)
-    return tuple(
-        TopicResult(
+    out = []
+    for (cluster, consumer, topic), parts in sorted(by_topic.items()):
+        worst, oldest = _worst(parts)
+        out.append(TopicResult(
             cluster=cluster,
             consumer=consumer,
             topic=topic,
-            max_freshness_ms=_worst(parts),
+            max_freshness_ms=worst,
             offset_lag=_lag(parts),
             partitions=len(parts),
             unmeasured_partitions=sum(p.status in _UNMEASURED for p in parts),
-        )
-        for (cluster, consumer, topic), parts in sorted(by_topic.items())
-    )
+            oldest_uncommitted_ms=oldest,
+        ))
+    return tuple(out)
 
 
 def roll_up_groups(
     groups: Sequence[GroupLags], results: Sequence[PartitionResult],
     failed: Sequence[tuple[str, str]] = (), cluster: str = "",
 ) -> tuple[GroupResult, ...]:
-    """Per group: worst freshness, Burrow's status, the summed partition lag, the oldest data
-    current as of and the longest catch-up estimate.
+    """Per group: worst freshness and its record's timestamp, Burrow's status, the summed
+    partition lag, the oldest data current as of and the longest catch-up estimate.
 
     The worst freshness is unknown (None) while any partition's read failed; how many
     partitions are unmeasured is always reported, so an alert can tell "fresh" from "unknown".
@@ -144,12 +158,13 @@ def roll_up_groups(
         parts = by_group.get((g.cluster, g.consumer), [])
         unusable = g.unusable_partitions
         estimate, catching_up = _catch_up(parts, unusable)
+        worst, oldest = (None, None) if unusable else _worst(parts)
         out.append(
             GroupResult(
                 cluster=g.cluster,
                 consumer=g.consumer,
                 burrow_status=g.burrow_status,
-                max_freshness_ms=None if unusable else _worst(parts),
+                max_freshness_ms=worst,
                 offset_lag=None if unusable else _lag(parts),
                 partitions=len(parts),
                 unmeasured_partitions=unusable + sum(p.status in _UNMEASURED for p in parts),
@@ -157,6 +172,7 @@ def roll_up_groups(
                 data_current_as_of_ms=None if unusable else _oldest_data(parts),
                 catch_up_ms=estimate,
                 catching_up=catching_up,
+                oldest_uncommitted_ms=oldest,
             )
         )
     out += [GroupResult(cluster, consumer, UNKNOWN_STATUS, None, None, 0, 0, 0, error=why)

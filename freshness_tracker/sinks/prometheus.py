@@ -264,6 +264,19 @@ CATCH_UP = Family(
     "on the producers over Burrow's window of commits; 0 when caught up. Absent when not "
     "catching up (see kafka_consumer_group_catching_up) or unknown. An estimate." + _LAST,
     Level.PARTITION, _optional("catch_up_ms", 1000.0))
+#: Partitions whose freshness is measured from a waiting record (the one at C, or after data
+#: loss the earliest retained one): the only ones with a timestamp to age at query time.
+_WAITING = frozenset({PartitionStatus.OK, PartitionStatus.GAP, PartitionStatus.DATA_LOSS})
+OLDEST_UNCOMMITTED = Family(
+    "kafka_consumer_oldest_uncommitted_timestamp_seconds",
+    "When the oldest uncommitted record (at the committed offset) was appended, Unix seconds: "
+    "freshness at any later time t is t minus it while the group commits nothing. Absent when "
+    "nothing is uncommitted (freshness 0: see kafka_consumer_freshness_ms) or the freshness is "
+    "unknown. The earliest retained record's when kafka_consumer_data_loss is 1 (a lower "
+    "bound)." + _LAST,
+    Level.PARTITION, lambda r: r.record_timestamp_ms / 1000
+    if r.status in _WAITING and r.freshness_ms is not None
+    and r.record_timestamp_ms is not None else None)
 OWNER_INFO = Family(
     "kafka_consumer_partition_owner_info",
     "1 per partition with the group member Burrow says consumes it (owner, client_id); absent "
@@ -272,7 +285,8 @@ OWNER_INFO = Family(
     Level.PARTITION_OWNER, lambda _r: 1.0)
 
 PARTITION_FAMILIES = (FRESHNESS, COMMIT_LAG, OFFSET_LAG, COMMITTED, LOG_END, DATA_LOSS, LOST,
-                      HEADROOM, PARTITION_STATUS, DATA_AS_OF, CATCH_UP, OWNER_INFO)
+                      HEADROOM, PARTITION_STATUS, DATA_AS_OF, CATCH_UP, OLDEST_UNCOMMITTED,
+                      OWNER_INFO)
 #: Every per-partition family name, for `partitionMetrics`.
 ALL_PARTITION_METRICS: tuple[str, ...] = tuple(f.name for f in PARTITION_FAMILIES)
 #: The per-partition families exported unless `partitionMetrics` says otherwise: the three
@@ -292,7 +306,13 @@ TOPIC_OFFSET_LAG = Family(
     "Sum of the group's offset lag over the topic's partitions; absent while one partition's "
     "lag is impossible (negative in Burrow)." + _LAST,
     Level.TOPIC, _optional("offset_lag"))
-TOPIC_FAMILIES = (TOPIC_MAX_FRESHNESS, TOPIC_OFFSET_LAG)
+TOPIC_OLDEST_UNCOMMITTED = Family(
+    "kafka_consumer_topic_oldest_uncommitted_timestamp_seconds",
+    "When the group's oldest uncommitted record on the topic was appended (Unix seconds): "
+    "kafka_consumer_topic_max_freshness_ms is the cycle's time minus it. Absent when every "
+    "partition is caught up (max freshness 0) or the max is unknown." + _LAST,
+    Level.TOPIC, _optional("oldest_uncommitted_ms", 1000.0))
+TOPIC_FAMILIES = (TOPIC_MAX_FRESHNESS, TOPIC_OFFSET_LAG, TOPIC_OLDEST_UNCOMMITTED)
 
 
 GROUP_MAX_FRESHNESS = Family(
@@ -348,9 +368,16 @@ GROUP_MEASURED = Family(
     "value but its Burrow status -1, and counted in freshness_tracker_burrow_errors_total."
     + _LAST,
     Level.GROUP, lambda g: 1.0 if g.error is None else 0.0)
+GROUP_OLDEST_UNCOMMITTED = Family(
+    "kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
+    "When the group's oldest uncommitted record was appended (Unix seconds; its worst "
+    "partition's): kafka_consumer_group_max_freshness_ms is the cycle's time minus it, and "
+    "time() minus it is the freshness now while the group commits nothing. Absent when every "
+    "partition is caught up (max freshness 0) or the max is unknown." + _LAST,
+    Level.GROUP, _optional("oldest_uncommitted_ms", 1000.0))
 GROUP_FAMILIES = (GROUP_MAX_FRESHNESS, GROUP_OFFSET_LAG, GROUP_STATUS, GROUP_UNMEASURED,
                   GROUP_DATA_LOSS_PARTITIONS, GROUP_DATA_AS_OF, GROUP_CATCH_UP,
-                  GROUP_CATCHING_UP, GROUP_MEASURED)
+                  GROUP_CATCHING_UP, GROUP_MEASURED, GROUP_OLDEST_UNCOMMITTED)
 
 
 CLUSTER_UP = Family(

@@ -35,5 +35,6 @@ def snapshot(up: bool = True) -> ClusterSnapshot:
     return ClusterSnapshot(
         "c", 1, 1_000, 2_000,
         ClusterHealth("c", up, 1_000, 2_000 if up else None, 1_000, groups=1, partitions=3),
-        parts, (TopicResult("c", "g", "t", 1234, 15, 3, 1),),
-        (GroupResult("c", "g", "WARN", 1234, 15, 3, 1, 1, 1_700_000_000_250, None, False),))
+        parts, (TopicResult("c", "g", "t", 1234, 15, 3, 1, oldest_uncommitted_ms=1),),
+        (GroupResult("c", "g", "WARN", 1234, 15, 3, 1, 1, 1_700_000_000_250, None, False,
+                     oldest_uncommitted_ms=1),))

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, Counter, ProcessCollector
+from prometheus_client import CollectorRegistry, Counter, ProcessCollector, generate_latest
 from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
@@ -39,7 +39,10 @@ from freshness_tracker.domain.model import (
     PartitionKey,
     PartitionResult,
     PartitionStatus,
+    ReadOutcome,
+    RecordRead,
     TopicResult,
+    new_read_request,
 )
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.http import SWITCH_INTERVAL_S, MetricsServer, WebSettings, make_app, send_all
@@ -161,7 +164,7 @@ def partitions(draw: st.DrawFn) -> PartitionResult:
         committed_offset=draw(st.none() | st.integers(0, 2**63 - 1)),
         log_end_offset=draw(st.none() | st.integers(0, 2**63 - 1)),
         offset_lag=draw(st.integers(-5, 2**63 - 1)),
-        commit_time_ms=None, record_timestamp_ms=None,
+        commit_time_ms=None, record_timestamp_ms=draw(maybe_ms),
         freshness_ms=draw(maybe_ms), commit_lag_ms=draw(maybe_ms),
         lost_records=draw(st.integers(0, 10**12)),
         retention_headroom_ms=draw(maybe_ms),
@@ -174,10 +177,11 @@ def partitions(draw: st.DrawFn) -> PartitionResult:
 def cluster_snapshots(draw: st.DrawFn) -> ClusterSnapshot:
     parts = tuple(draw(st.lists(partitions(), max_size=12)))
     topics = tuple(TopicResult("c", p.key.consumer, p.key.topic, draw(maybe_ms), draw(maybe_ms),
-                               1, 0) for p in parts[:4])
+                               1, 0, draw(maybe_ms)) for p in parts[:4])
     groups = tuple(GroupResult("c", draw(label_text), "OK", draw(maybe_ms), draw(maybe_ms), 3,
                                draw(st.integers(0, 3)), 0, draw(maybe_ms), draw(maybe_ms),
-                               draw(st.none() | st.booleans()))
+                               draw(st.none() | st.booleans()),
+                               oldest_uncommitted_ms=draw(maybe_ms))
                    for _ in range(draw(st.integers(0, 3))))
     up = draw(st.booleans())
     health = ClusterHealth("c", up, 1_700_000_000_123, 1_700_000_000_999 if up else None,
@@ -493,6 +497,83 @@ def test_the_config_default_is_that_set_and_every_family_can_be_opted_in() -> No
         load_settings(text=BASE + "partitionMetrics = [kafka_consumer_freshness_ms, lag]")
     assert caught.value.key == "partitionMetrics[1]" and "kafka_consumer_offset_lag" in str(
         caught.value)
+
+
+# --- the oldest uncommitted record's timestamp (query-time freshness) ---------------------------
+
+
+def _lagging_cycle(partition_metrics: str = "") -> tuple[str, str, dict[str, float]]:
+    """One real cycle at now = 100 s over a lagging group (a record waiting, another one
+    older on a second partition, one caught up, one whose unread records retention deleted),
+    a caught-up group and one whose read failed: (/metrics, `generate_latest` of the
+    exporter's registry, sample name and labels -> value)."""
+    t_lost = new_read_request(("c", "u", 0, 5))
+    failed = new_read_request(("c", "t", 0, 9))
+    burrow = FakeBurrow({"c": [
+        group("c", "g", lag(partition=0, committed=4, current_lag=6),
+              lag(partition=1, committed=7, current_lag=0),
+              lag(partition=2, committed=2, current_lag=3),
+              lag(topic="u", partition=0, committed=5, current_lag=2)),
+        group("c", "idle", lag(consumer="idle", partition=0, committed=7, current_lag=0)),
+        group("c", "broken", lag(consumer="broken", partition=0, committed=9, current_lag=1)),
+    ]})
+    reader = FakeReader({("t", 0, 4): 90_000, ("t", 2, 2): 70_000}, outcomes={
+        t_lost: RecordRead(t_lost, ReadOutcome.OUT_OF_RANGE, 8, 60_000, "CreateTime", 8),
+        failed: RecordRead(failed, ReadOutcome.FAILED, error="timed out")})
+    exp = Exporter(load_settings(text=BASE + partition_metrics), burrow=burrow,
+                   reader_factory=lambda _k: reader, clock=lambda: 100_000)
+    try:
+        exp.run_once()
+        text = exp.exposition.answer().body.decode()
+        want = generate_latest(exp.registry).decode()
+    finally:
+        exp.close()
+    values = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "cluster"))):
+              s.value for f in text_string_to_metric_families(text) for s in f.samples}
+    return text, want, {f"{name}{dict(labels)}": v for (name, labels), v in values.items()}
+
+
+def test_the_oldest_uncommitted_timestamp_is_the_record_at_c_and_its_oldest_per_roll_up() -> None:
+    text, want, values = _lagging_cycle(
+        "partitionMetrics = [kafka_consumer_freshness_ms, "
+        "kafka_consumer_oldest_uncommitted_timestamp_seconds]")
+    assert without_process(text) == without_process(want)  # the oracle's bytes
+    stamps = {k: v for k, v in values.items() if "oldest_uncommitted" in k}
+    p, t, g = ("kafka_consumer_oldest_uncommitted_timestamp_seconds",
+               "kafka_consumer_topic_oldest_uncommitted_timestamp_seconds",
+               "kafka_consumer_group_oldest_uncommitted_timestamp_seconds")
+    assert stamps == {
+        # a waiting record's append time; after data loss the earliest retained one's (a lower
+        # bound, as the freshness); none for the caught-up partition nor the failed read
+        f"{p}{{'consumer': 'g', 'partition': '0', 'topic': 't'}}": 90.0,
+        f"{p}{{'consumer': 'g', 'partition': '2', 'topic': 't'}}": 70.0,
+        f"{p}{{'consumer': 'g', 'partition': '0', 'topic': 'u'}}": 60.0,
+        # the oldest per topic and group: min timestamp, the max freshness's record
+        f"{t}{{'consumer': 'g', 'topic': 't'}}": 70.0,
+        f"{t}{{'consumer': 'g', 'topic': 'u'}}": 60.0,
+        f"{g}{{'consumer': 'g'}}": 60.0,
+        # "idle" is caught up (freshness 0, which must not grow with the clock) and "broken"
+        # unknown: neither has a timestamp
+    }
+    # the cycle's freshness is its now minus that timestamp, at every level
+    assert values["kafka_consumer_group_max_freshness_ms{'consumer': 'g'}"] == 100_000 - 60_000
+    assert values["kafka_consumer_topic_max_freshness_ms{'consumer': 'g', 'topic': 't'}"] == \
+        100_000 - 70_000
+    assert values["kafka_consumer_freshness_ms{'consumer': 'g', 'partition': '0', 'topic': 't'}"] \
+        == 100_000 - 90_000
+    assert values["kafka_consumer_group_max_freshness_ms{'consumer': 'idle'}"] == 0
+    assert "kafka_consumer_group_max_freshness_ms{'consumer': 'broken'}" not in values
+
+
+def test_the_timestamp_is_exported_per_group_and_topic_by_default_per_partition_if_asked() -> None:
+    text, want, values = _lagging_cycle()
+    assert without_process(text) == without_process(want)
+    families = exported_families(text)
+    assert {"kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
+            "kafka_consumer_topic_oldest_uncommitted_timestamp_seconds"} <= families
+    assert "kafka_consumer_oldest_uncommitted_timestamp_seconds" not in families
+    assert values["kafka_consumer_group_oldest_uncommitted_timestamp_seconds{'consumer': 'g'}"] \
+        == 60.0
 
 
 # --- the exporter and the listener ------------------------------------------------------------

@@ -98,3 +98,37 @@ def test_rollup_properties(rows: list[tuple[PartitionStatus, int, str]]) -> None
     known = [t.max_freshness_ms for t in topics if t.max_freshness_ms is not None]
     if g.max_freshness_ms is not None and known:
         assert max(known) == g.max_freshness_ms  # the group max is the max of its topics
+
+
+@given(st.lists(st.tuples(statuses, st.integers(0, 10**6), st.sampled_from(["a", "b"])),
+                min_size=1, max_size=30))
+def test_the_oldest_record_at_c_is_the_max_freshness_record(
+        rows: list[tuple[PartitionStatus, int, str]]) -> None:
+    """Measured at now, a waiting partition's freshness is now minus its record's timestamp:
+    the roll-ups' oldest timestamp is then exactly now minus their max, and absent both when
+    the max is unknown and when nothing waits (caught up: 0, which must not age)."""
+    now = 2 * 10**6
+    waiting = (PartitionStatus.OK, PartitionStatus.GAP, PartitionStatus.DATA_LOSS)
+    parts = [result(i, s, now - ts if s in waiting else 0 if s is PartitionStatus.CAUGHT_UP
+                    else None, topic=t)._replace(record_timestamp_ms=ts if s in waiting else None)
+             for i, (s, ts, t) in enumerate(rows)]
+    (g,) = roll_up_groups([group("c", "g", lag())], parts)
+    for rolled in (g, *roll_up_topics(parts)):
+        if not rolled.max_freshness_ms:  # unknown, or 0: caught up (every timestamp < now)
+            assert rolled.oldest_uncommitted_ms is None
+        else:
+            assert rolled.oldest_uncommitted_ms == now - rolled.max_freshness_ms
+    if any(p.status in (PartitionStatus.LOOKUP_FAILED, PartitionStatus.INVALID) for p in parts):
+        assert g.oldest_uncommitted_ms is None
+    elif any(p.status in waiting for p in parts):
+        assert g.oldest_uncommitted_ms == min(ts for s, ts, _ in rows if s in waiting)
+    else:
+        assert g.oldest_uncommitted_ms is None  # all caught up (or no commit): nothing ages
+
+
+def test_an_unusable_entry_leaves_the_oldest_timestamp_unknown_as_the_max() -> None:
+    parts = [result(0, PartitionStatus.OK, 500)._replace(record_timestamp_ms=1_000)]
+    (g,) = roll_up_groups([replace(group("c", "g", lag()), unusable_partitions=1)], parts)
+    assert g.max_freshness_ms is None and g.oldest_uncommitted_ms is None
+    (g,) = roll_up_groups([group("c", "g", lag())], parts)
+    assert g.oldest_uncommitted_ms == 1_000
