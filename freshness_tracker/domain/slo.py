@@ -11,9 +11,15 @@ pairs, freshness None when it was not measured that cycle. The rules, decided he
 - **Breach**: freshness strictly above the objective; exactly at the objective is within it.
 - **Time over objective** is the held time in breach; the **longest breach** is the longest run
   of consecutive breached time (no data ends a run: we cannot say it went on).
-- **Compliance** = good time / window length, where good = held and within the objective, so
-  no data counts against the objective. **Met** iff compliance ≥ target, compared exactly
-  (integers and a Fraction target), so a value at the boundary is met.
+- **Attainment** (`compliance`) = good time / time with data, where good = held and within
+  the objective: no data is neither good nor bad, as Prometheus SLO tooling (Sloth, Pyrra)
+  computes a ratio over the samples that exist. The **no-data share** is reported beside it.
+- **Verdict**, compared exactly (integers and Fraction shares, so a value at a boundary
+  passes): **missed** when the time over the objective alone exceeds the window's error
+  budget ((1 − target) × window: no missing data could change that), else **insufficient
+  data** when less than `min_coverage` of the window has data (default half), else **met**
+  iff attainment ≥ target, else missed. `met` is True, False, or None (no objective, or
+  insufficient data).
 - **Percentiles** are over the samples inside the window (not time-weighted), linearly
   interpolated between the closest ranks (numpy's default, Spark SQL's `percentile`).
 
@@ -31,6 +37,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 __all__ = [
+    "DEFAULT_MIN_COVERAGE",
+    "INSUFFICIENT",
     "Episode",
     "Objective",
     "SeriesStats",
@@ -43,7 +51,14 @@ __all__ = [
     "objective_for_topic",
     "parse_target",
     "percentile",
+    "verdict",
 ]
+
+
+#: A verdict needs data for at least this share of the window (`evaluate_series`).
+DEFAULT_MIN_COVERAGE = Fraction(1, 2)
+#: The verdict of a series with too little data to be judged.
+INSUFFICIENT = "insufficient data"
 
 
 # --- objectives ---------------------------------------------------------------------------
@@ -167,8 +182,9 @@ class SeriesStats:
     longest_breach_ms: int
     episodes: tuple[Episode, ...]
     no_data: tuple[Span, ...]  # the no-data stretches, adjacent ones merged
-    compliance: float | None  # good / window; None without an objective or window
-    met: bool | None  # None without an objective
+    compliance: float | None  # attainment: good / measured; None without objective or data
+    met: bool | None  # None without an objective or with insufficient data
+    verdict: str | None = None  # "met", "missed", INSUFFICIENT; None without an objective
 
     @property
     def over_share(self) -> float:
@@ -177,6 +193,18 @@ class SeriesStats:
     @property
     def no_data_share(self) -> float:
         return self.no_data_ms / self.window_ms if self.window_ms else 0.0
+
+
+def verdict(window_ms: int, measured_ms: int, over_ms: int, target: Fraction,
+            min_coverage: Fraction = DEFAULT_MIN_COVERAGE) -> str:
+    """"met", "missed" or INSUFFICIENT for one series (the rule in the module doc)."""
+    good = measured_ms - over_ms
+    if over_ms * target.denominator > (target.denominator - target.numerator) * window_ms:
+        return "missed"  # the whole window's error budget is spent on measured breaches
+    if measured_ms <= 0 or measured_ms * min_coverage.denominator < \
+            min_coverage.numerator * window_ms:
+        return INSUFFICIENT
+    return "met" if good * target.denominator >= target.numerator * measured_ms else "missed"
 
 
 def _merge(times: Sequence[int], values: Sequence[int | None]) -> list[tuple[int, int | None]]:
@@ -283,6 +311,7 @@ def evaluate_series(
     max_gap_ms: int,
     objective_ms: int | None = None,
     target: Fraction | None = None,
+    min_coverage: Fraction = DEFAULT_MIN_COVERAGE,
 ) -> SeriesStats:
     """Everything the report says about one series in one window."""
     spans = hold_spans(times, values, window_start_ms, window_end_ms, max_gap_ms)
@@ -295,10 +324,12 @@ def evaluate_series(
     good = measured - over
     met: bool | None = None
     compliance: float | None = None
+    judged: str | None = None
     if objective_ms is not None and window > 0:
-        compliance = good / window
+        compliance = good / measured if measured else None
         if target is not None:
-            met = good * target.denominator >= target.numerator * window
+            judged = verdict(window, measured, over, target, min_coverage)
+            met = None if judged == INSUFFICIENT else judged == "met"
     return SeriesStats(
         window_ms=window,
         samples=len(inside),
@@ -315,4 +346,5 @@ def evaluate_series(
         no_data=tuple(_no_data(spans)),
         compliance=compliance,
         met=met,
+        verdict=judged,
     )

@@ -123,10 +123,10 @@ def freshness_over_time(consumers: pd.DataFrame, samples: pd.DataFrame,
         title = f"{key[0]} / {key[1]}"
         if row is not None and pd.notna(row.objective_ms):
             ax.axhline(row.objective_ms / scale, color=_RED, ls="--", lw=1)
-            verdict = "met" if row.met is True else "missed"
+            attained = "-" if pd.isna(row.compliance) else f"{row.compliance * 100:.2f}%"
             title += (f"   objective ≤ {row.objective_ms / scale:g} {unit} for "
-                      f"{row.target * 100:g}% of the time: {(row.compliance or 0) * 100:.2f}% "
-                      f"within, {verdict}")
+                      f"{row.target * 100:g}% of the time: {attained} within over the time "
+                      f"with data ({row.no_data_share * 100:.1f}% without), {row.verdict}")
         ax.set_title(title, loc="left", fontsize=10)
         ax.set_ylabel(f"freshness ({unit})", fontsize=9)
         ax.set_ylim(bottom=0)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from freshness_tracker.domain.slo import Objective
+from freshness_tracker.domain.slo import INSUFFICIENT, Objective
 
 __all__ = ["build_tables", "fmt_duration", "worst_consumers", "write_outputs"]
 
@@ -190,11 +190,13 @@ td.w{white-space:normal;min-width:280px;max-width:420px}
 """
 
 
-def _pill(met: Any) -> str:
-    if met is True:
+def _pill(verdict: Any) -> str:
+    if verdict == "met":
         return '<span class="pill met">met</span>'
-    if met is False:
+    if verdict == "missed":
         return '<span class="pill missed">missed</span>'
+    if verdict == INSUFFICIENT:
+        return f'<span class="pill none">{INSUFFICIENT}</span>'
     return '<span class="pill none">no objective</span>'
 
 
@@ -222,7 +224,7 @@ def _table(frame: pd.DataFrame, columns: list[tuple[str, str, str]], limit: int 
                 text = "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
                 cls = ' class="w"' if kind == "wrap" else ""
                 cells.append(f"<td{cls}>{html.escape(text)}</td>")
-        missed = ' class="missed"' if row.get("met") is False else ""
+        missed = ' class="missed"' if row.get("verdict") == "missed" else ""
         body.append(f"<tr{missed}>{''.join(cells)}</tr>")
     more = f"<p class=meta>{len(frame) - limit} more rows in the CSV.</p>" \
         if len(frame) > limit else ""
@@ -230,9 +232,10 @@ def _table(frame: pd.DataFrame, columns: list[tuple[str, str, str]], limit: int 
 
 
 _SLO_COLUMNS = [
-    ("status", "met", "met"), ("compliance", "compliance", "pct"),
-    ("time over objective", "over_ms", "dur"), ("share over", "over_share", "pct"),
-    ("no data", "no_data_ms", "dur"), ("longest breach", "longest_breach_ms", "dur"),
+    ("status", "verdict", "met"), ("attainment (time with data)", "compliance", "pct"),
+    ("no data", "no_data_share", "pct"), ("time over objective", "over_ms", "dur"),
+    ("share over", "over_share", "pct"), ("no-data time", "no_data_ms", "dur"),
+    ("longest breach", "longest_breach_ms", "dur"),
     ("breaches", "breaches", "num"), ("samples", "samples", "num"), ("p50", "p50_ms", "dur"),
     ("p95", "p95_ms", "dur"), ("p99", "p99_ms", "dur"), ("max", "max_ms", "dur"),
     ("data-loss partitions", "data_loss_partitions", "num"),
@@ -242,8 +245,11 @@ _SLO_COLUMNS = [
 def render_html(tables: dict[str, pd.DataFrame], pngs: dict[str, bytes],
                 objectives: Sequence[Objective], options: Any, history: str, rows: int) -> str:
     c = tables["consumers"]
-    met = int((c["met"] == True).sum()) if len(c) else 0  # noqa: E712
-    missed = int((c["met"] == False).sum()) if len(c) else 0  # noqa: E712
+    met = int((c["verdict"] == "met").sum()) if len(c) else 0
+    missed = int((c["verdict"] == "missed").sum()) if len(c) else 0
+    unjudged = int((c["verdict"] == INSUFFICIENT).sum()) if len(c) else 0
+    windows = float(c["window_ms"].sum()) if len(c) else 0.0
+    no_data = float(c["no_data_ms"].sum()) / windows if windows else 0.0
     loss = len(tables["data_loss"])
     window = options.end_ms - options.start_ms
 
@@ -256,7 +262,10 @@ def render_html(tables: dict[str, pd.DataFrame], pngs: dict[str, bytes],
     cards = (
         f'<div class="card bad"><b>{missed}</b>consumers missed</div>'
         f'<div class="card good"><b>{met}</b>consumers met</div>'
-        f'<div class="card"><b>{len(c) - met - missed}</b>without objective</div>'
+        f'<div class="card"><b>{unjudged}</b>{INSUFFICIENT}</div>'
+        f'<div class="card"><b>{len(c) - met - missed - unjudged}</b>without objective</div>'
+        f'<div class="card{" bad" if no_data else ""}"><b>{no_data * 100:.1f}%</b>of the '
+        "window without data</div>"
         f'<div class="card{" bad" if loss else ""}"><b>{loss}</b>data-loss partitions</div>'
         f'<div class="card"><b>{rows:,}</b>history rows</div>'
     )
@@ -310,8 +319,12 @@ def render_html(tables: dict[str, pd.DataFrame], pngs: dict[str, bytes],
         "<h2>How to read this</h2><p class=meta>Freshness is the age of the oldest record a "
         "group has not committed. A consumer's series is its worst partition at each cycle (over "
         "the topics its objective selects). Each sample holds until the next one; a gap longer "
-        "than the limit above is <b>no data</b> and counts against the objective, never for it. "
-        "Compliance = time within the objective ÷ window; <b>met</b> when compliance ≥ target. "
+        "than the limit above is <b>no data</b>: neither good nor bad, shown as its share of the "
+        "window. Attainment = time within the objective ÷ time with data. <b>missed</b> when the "
+        "time over the objective alone exceeds the window's error budget ((1 − target) × "
+        f"window); else <b>{INSUFFICIENT}</b> when less than "
+        f"{float(options.min_coverage) * 100:g}% of the window has data; else <b>met</b> when "
+        "attainment ≥ target, <b>missed</b> otherwise. "
         "The first objective matching a consumer (and topic) judges it. Percentiles are over "
         "samples. Data-loss freshness is a lower bound.</p>",
         "</body></html>",

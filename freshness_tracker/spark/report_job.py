@@ -21,9 +21,12 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from freshness_tracker.domain.slo import (
+    DEFAULT_MIN_COVERAGE,
+    INSUFFICIENT,
     Objective,
     in_group_series,
     objective_for_group,
@@ -63,6 +66,7 @@ class ReportOptions:
     worst: int = 6  # consumers charted
     worst_partitions: int = 5  # per consumer
     min_lookback_ms: int = 3_600_000  # read this much before the window to hold values into it
+    min_coverage: Fraction = DEFAULT_MIN_COVERAGE  # a verdict needs this share with data
 
     @property
     def lookback_ms(self) -> int:
@@ -78,13 +82,16 @@ class ReportSummary:
     topics: int = 0
     met: int = 0
     missed: int = 0
+    insufficient: int = 0
+    no_data_share: float = 0.0  # of the consumers' series: their no-data time / their windows
     data_loss_partitions: int = 0
     files: dict[str, str] = field(default_factory=dict)
     duration_ms: int = 0
 
     def line(self) -> str:
         return (f"report rows={self.rows} consumers={self.consumers} topics={self.topics} "
-                f"met={self.met} missed={self.missed} data_loss_partitions="
+                f"met={self.met} missed={self.missed} insufficient_data={self.insufficient} "
+                f"no_data={self.no_data_share * 100:.1f}% data_loss_partitions="
                 f"{self.data_loss_partitions} html={self.files.get('html', '')}")
 
 
@@ -256,8 +263,18 @@ def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptio
     good = F.col("measured_ms") - F.col("over_ms")
     judged = F.col("objective_ms").isNotNull() & F.lit(window_ms > 0)
     exact = "decimal(38,0)"
-    met = (good.cast(exact) * F.col("target_den").cast(exact)
-           >= F.col("target_num").cast(exact) * F.lit(window_ms).cast(exact))
+    num, den = F.col("target_num").cast(exact), F.col("target_den").cast(exact)
+    window, measured = F.lit(window_ms).cast(exact), F.col("measured_ms").cast(exact)
+    cover = options.min_coverage
+    # slo.verdict, in exact integers: the window's error budget spent on measured breaches,
+    # else too little data, else attainment (over the time with data) against the target
+    verdict = (F.when(F.col("over_ms").cast(exact) * den > (den - num) * window, F.lit("missed"))
+               .when((F.col("measured_ms") <= 0)
+                     | (measured * F.lit(cover.denominator).cast(exact)
+                        < F.lit(cover.numerator).cast(exact) * window), F.lit(INSUFFICIENT))
+               .when(good.cast(exact) * den >= num * measured, F.lit("met"))
+               .otherwise(F.lit("missed")))
+    verdict = F.when(judged & F.col("target_num").isNotNull(), verdict)
 
     def share(ms: Any) -> Any:  # int ms / window, as Python divides two ints
         return ms.cast("double") / float(window_ms) if window_ms else F.lit(0.0)
@@ -273,9 +290,11 @@ def evaluate(series: Any, keys: Sequence[str], judges: Any, options: ReportOptio
         "cycle_ms", F.lit(window_ms).cast("bigint").alias("window_ms"), "measured_ms",
         no_data.alias("no_data_ms"), "over_ms", good.alias("good_ms"),
         share(F.col("over_ms")).alias("over_share"), share(no_data).alias("no_data_share"),
-        F.when(judged, good.cast("double") / float(window_ms or 1)).alias("compliance"),
+        F.when(judged & (F.col("measured_ms") > 0),
+               good.cast("double") / F.col("measured_ms").cast("double")).alias("compliance"),
         "longest_breach_ms", "breaches",
-        F.when(judged & F.col("target_num").isNotNull(), met).alias("met"),
+        F.when(verdict != F.lit(INSUFFICIENT), verdict == F.lit("met")).alias("met"),
+        verdict.alias("verdict"),
         F.transform("breach", lambda e: e["st"]).alias("breach_starts"),
         F.transform("breach", lambda e: e["en"]).alias("breach_ends"),
         F.transform("breach", lambda e: e["peak"]).alias("breach_peaks"),
@@ -580,8 +599,11 @@ def _run_report(spark: Any, history: str, out: str, objectives: Sequence[Objecti
                                                   options, history, summary.rows)
     c = tables["consumers"]
     summary.consumers, summary.topics = len(c), len(tables["topics"])
-    summary.met = int((c["met"] == True).sum()) if len(c) else 0  # noqa: E712
-    summary.missed = int((c["met"] == False).sum()) if len(c) else 0  # noqa: E712
+    summary.met = int((c["verdict"] == "met").sum()) if len(c) else 0
+    summary.missed = int((c["verdict"] == "missed").sum()) if len(c) else 0
+    summary.insufficient = int((c["verdict"] == INSUFFICIENT).sum()) if len(c) else 0
+    windows = float(c["window_ms"].sum()) if len(c) else 0.0
+    summary.no_data_share = float(c["no_data_ms"].sum()) / windows if windows else 0.0
     summary.data_loss_partitions = len(tables["data_loss"])
     summary.duration_ms = int((time.monotonic() - began) * 1000)
     log.info("stage=done %s duration_ms=%d", summary.line(), summary.duration_ms)

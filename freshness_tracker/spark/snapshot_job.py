@@ -19,13 +19,14 @@ from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.config.settings import Settings
 from freshness_tracker.cycle import cluster_measurers, now_ms
 from freshness_tracker.domain.model import ClusterSnapshot
-from freshness_tracker.domain.ports import BurrowSource
+from freshness_tracker.domain.ports import BurrowSource, RecordReader, RetentionSource
+from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
 from freshness_tracker.sinks.history import SPARK_WRITER, write_snapshot
 from freshness_tracker.spark.reader import SparkRecordReader
 
-__all__ = ["SnapshotResult", "keep_warm", "run_snapshot"]
+__all__ = ["SnapshotResult", "Snapshotter", "keep_warm", "run_snapshot"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,94 @@ class SnapshotResult:
         return bool(self.snapshots) and all(s.health.up for s in self.snapshots)
 
 
+class Snapshotter:
+    """The snapshot job's state from cycle to cycle of one application (`--every`), as the
+    exporter keeps it: one measurer per cluster (so cycle numbers count up), its reader, and
+    one timestamp cache (`lookup.cacheSize`). A record's timestamp never changes, so a group
+    whose committed offsets did not move is answered from the cache, not read again.
+
+    `run()` measures once; `close()` when done. `reader_factory` defaults to Spark tasks
+    (`SparkRecordReader`), `retention_factory` to the brokers' topic configs; tests pass
+    others.
+    """
+
+    def __init__(
+        self,
+        spark: Any,
+        settings: Settings,
+        history_path: str,
+        *,
+        burrow: BurrowSource | None = None,
+        clock: Callable[[], int] = now_ms,
+        max_tasks: int | None = None,
+        parallel_clusters: int = 4,
+        reader_factory: Callable[[ClusterKafkaSettings], RecordReader] | None = None,
+        retention_factory: Callable[[ClusterKafkaSettings], RetentionSource] | None = None,
+    ) -> None:
+        self._settings = settings
+        self._history = history_path
+        self._parallel = parallel_clusters
+        self._owned_source = burrow is None
+        self._source = burrow or BurrowClient(settings.burrow, clock=clock)
+        self.readers: dict[str, RecordReader] = {}
+        size = settings.lookup.cache_size
+        self.cache: TimestampCache | None = TimestampCache(size) if size else None
+
+        def spark_reader(kafka: ClusterKafkaSettings) -> RecordReader:
+            return SparkRecordReader(spark, kafka, settings.lookup, max_tasks=max_tasks)
+
+        make = reader_factory or spark_reader
+
+        def remembered(kafka: ClusterKafkaSettings) -> RecordReader:
+            reader = self.readers[kafka.name] = make(kafka)
+            return reader
+
+        self._measurers = cluster_measurers(
+            settings, self._source, remembered, cache=self.cache,
+            retention_factory=retention_factory or (
+                lambda kafka: TopicRetention.for_cluster(kafka, settings.lookup)),
+            clock=clock,
+        )
+
+    def run(self, cycle_time_ms: int | None = None) -> SnapshotResult:
+        """Measure every configured cluster once and append the rows to the history table.
+
+        `cycle_time_ms` fixes the cycle start (and so the cycle id and file): re-running the
+        same cycle replaces its rows. Clusters are measured concurrently.
+        """
+        began = time.monotonic()
+        measurers = self._measurers
+        result = SnapshotResult()
+        log.info("stage=start clusters=%d history=%s", len(measurers), self._history)
+        for spark_reader in self.readers.values():  # no stale stats from the last cycle
+            if isinstance(spark_reader, SparkRecordReader):
+                spark_reader.last_run = {}
+        workers = max(1, min(len(measurers), self._parallel))
+        with ThreadPoolExecutor(workers, thread_name_prefix="snapshot") as pool:
+            result.snapshots = list(pool.map(lambda m: m.measure(), measurers))
+        for snapshot in result.snapshots:
+            path = write_snapshot(self._history, snapshot, cycle_start_ms=cycle_time_ms,
+                                  shard=self._settings.shard, writer=SPARK_WRITER)
+            result.files[snapshot.cluster] = path
+            stats = getattr(self.readers.get(snapshot.cluster), "last_run", {})
+            result.lookups[snapshot.cluster] = dict(stats)
+            log.info("stage=written cluster=%s cycle=%d up=%s rows=%d file=%s",
+                     snapshot.cluster, snapshot.cycle_id, str(snapshot.health.up).lower(),
+                     len(snapshot.partitions), path)
+        log.info("stage=done clusters=%d ok=%s duration_ms=%d", len(result.snapshots),
+                 str(result.ok).lower(), int((time.monotonic() - began) * 1000))
+        return result
+
+    def close(self) -> None:
+        for reader in self.readers.values():
+            close = getattr(reader, "close", None)
+            if close is not None:
+                close()
+        self.readers.clear()
+        if self._owned_source and isinstance(self._source, BurrowClient):
+            self._source.close()
+
+
 def run_snapshot(
     spark: Any,
     settings: Settings,
@@ -54,48 +143,14 @@ def run_snapshot(
     max_tasks: int | None = None,
     parallel_clusters: int = 4,
 ) -> SnapshotResult:
-    """Measure every configured cluster once and append the rows to the history table.
-
-    `cycle_time_ms` fixes the cycle start (and so the cycle id and file): re-running the same
-    cycle replaces its rows. `max_tasks` caps Spark tasks per cluster (default: the cluster's
-    default parallelism). Clusters are measured concurrently, `parallel_clusters` at a time.
-    """
-    began = time.monotonic()
-    source = burrow or BurrowClient(settings.burrow, clock=clock)
-    readers: dict[str, SparkRecordReader] = {}
-
-    def reader_factory(kafka: ClusterKafkaSettings) -> SparkRecordReader:
-        reader = SparkRecordReader(spark, kafka, settings.lookup, max_tasks=max_tasks)
-        readers[kafka.name] = reader
-        return reader
-
-    measurers = cluster_measurers(
-        settings, source, reader_factory,
-        retention_factory=lambda kafka: TopicRetention.for_cluster(kafka, settings.lookup),
-        clock=clock,
-    )
-    result = SnapshotResult()
-    log.info("stage=start clusters=%d history=%s", len(measurers), history_path)
+    """One cycle of a fresh `Snapshotter` (see there): `max_tasks` caps Spark tasks per
+    cluster (default: the cluster's default parallelism)."""
+    snapshotter = Snapshotter(spark, settings, history_path, burrow=burrow, clock=clock,
+                              max_tasks=max_tasks, parallel_clusters=parallel_clusters)
     try:
-        workers = max(1, min(len(measurers), parallel_clusters))
-        with ThreadPoolExecutor(workers, thread_name_prefix="snapshot") as pool:
-            result.snapshots = list(pool.map(lambda m: m.measure(), measurers))
-        for snapshot in result.snapshots:
-            path = write_snapshot(history_path, snapshot, cycle_start_ms=cycle_time_ms,
-                                  shard=settings.shard, writer=SPARK_WRITER)
-            result.files[snapshot.cluster] = path
-            reader = readers.get(snapshot.cluster)
-            result.lookups[snapshot.cluster] = dict(reader.last_run) if reader else {}
-            log.info("stage=written cluster=%s up=%s rows=%d file=%s", snapshot.cluster,
-                     str(snapshot.health.up).lower(), len(snapshot.partitions), path)
+        return snapshotter.run(cycle_time_ms)
     finally:
-        for reader in readers.values():
-            reader.close()
-        if burrow is None and isinstance(source, BurrowClient):
-            source.close()
-    log.info("stage=done clusters=%d ok=%s duration_ms=%d", len(result.snapshots),
-             str(result.ok).lower(), int((time.monotonic() - began) * 1000))
-    return result
+        snapshotter.close()
 
 
 #: Spark stops a Python worker idle for a minute (hard-coded); pinging more often keeps them.

@@ -68,7 +68,7 @@ S = 1_000
 
 OBJECTIVES = """
 objectives = [
-  { consumer = "orders-.*", freshness = 5m, target = 90% }
+  { consumer = "orders-.*", freshness = 5m, target = 95% }
   { consumer = "billing", topic = "invoices", freshness = 1m, target = 50% }
 ]
 """

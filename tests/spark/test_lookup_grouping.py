@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from types import MappingProxyType
 from typing import Any
@@ -56,3 +57,50 @@ def test_each_batch_is_one_leader_when_tasks_are_plenty() -> None:
 def test_no_requests_no_job() -> None:
     r: Any = reader(2, 2, {})
     assert r.read([]) == []
+
+
+def test_a_warm_cycle_reads_unmoved_offsets_from_the_cache(tmp_path: Any) -> None:
+    """`spark snapshot --every` keeps one Snapshotter: its second cycle, with no committed
+    offset moved, asks Kafka nothing (the stuck group included), counts as cycle 2 and writes
+    the same timestamps; an offset that moves is read, and only that one."""
+    from freshness_tracker.config import load_settings
+    from freshness_tracker.sinks.history import read_history
+    from freshness_tracker.spark.snapshot_job import Snapshotter
+    from tests.fakes import FakeBurrow, FakeReader, group, lag
+
+    class NoRetention:
+        def retention_ms(self, topics: Any) -> dict[str, int | None]:
+            return {}
+
+    settings = load_settings(text='burrow.url = "http://burrow:8000"\n'
+                                  'clusters = [{ name = "c", kafka { "bootstrap.servers" = '
+                                  '"k:9092" } }]\nlookup.cacheSize = 1000\n')
+    stuck = group("c", "stuck", lag(consumer="stuck", partition=0, committed=3, current_lag=7),
+                  lag(consumer="stuck", partition=1, committed=5, current_lag=5))
+    moving = group("c", "moving", lag(consumer="moving", partition=0, committed=8,
+                                      current_lag=2))
+    burrow = FakeBurrow({"c": [stuck, moving]})
+    ticks = itertools.count(100_000, 1_000)  # each cycle its own start, so its own file
+    reader = FakeReader({("t", p, o): 1_000 * o + p for p in (0, 1) for o in range(12)})
+    snapshotter = Snapshotter(None, settings, str(tmp_path / "h"), burrow=burrow,
+                              clock=ticks.__next__, reader_factory=lambda _kafka: reader,
+                              retention_factory=lambda _kafka: NoRetention())
+    try:
+        first = snapshotter.run().snapshots[0]
+        asked = len(reader.requests)
+        second = snapshotter.run().snapshots[0]
+        assert asked > 0 and first.health.kafka_reads == asked
+        assert len(reader.requests) == asked  # nothing read again
+        assert (second.health.kafka_reads, second.health.cache_hits) == (0, asked)
+        assert (first.cycle_id, second.cycle_id) == (1, 2)
+        assert [r.record_timestamp_ms for r in second.partitions] == [
+            r.record_timestamp_ms for r in first.partitions]
+
+        burrow.groups["c"] = [stuck, group("c", "moving", lag(
+            consumer="moving", partition=0, committed=9, current_lag=1))]
+        third = snapshotter.run().snapshots[0]
+        assert {(r.partition, r.offset) for r in reader.requests[asked:]} == {(0, 9)}
+        assert third.health.kafka_reads == 1 and third.cycle_id == 3
+    finally:
+        snapshotter.close()
+    assert read_history(str(tmp_path / "h")).num_rows == 9

@@ -54,7 +54,8 @@ def test_spark_sql_equals_domain_slo_on_random_series(spark: Any, cycle_ms: int 
     data = {k: v for k, v in data.items() if v}
     rows = [("x", k, t, v) for k, series in data.items() for t, v in series]
     frame = spark.createDataFrame(rows, "cluster string, consumer string, t bigint, value bigint")
-    options = ReportOptions(start_ms=S, end_ms=E, gap_cycles=2.5, cycle_ms=cycle_ms)
+    options = ReportOptions(start_ms=S, end_ms=E, gap_cycles=2.5, cycle_ms=cycle_ms,
+                            min_coverage=Fraction(3, 4) if cycle_ms else Fraction(1, 2))
     judges = _judges(spark, [(k,) for k in data], objectives, ["consumer"])
     got = {r["consumer"]: r.asDict() for r in
            evaluate(frame, ["cluster", "consumer"], judges, options).collect()}
@@ -67,7 +68,8 @@ def test_spark_sql_equals_domain_slo_on_random_series(spark: Any, cycle_ms: int 
         want = evaluate_series(times, [v for _, v in series], window_start_ms=S, window_end_ms=E,
                                max_gap_ms=max(1, math.ceil(options.gap_cycles * cycle)),
                                objective_ms=o.freshness_ms if o else None,
-                               target=o.target if o else None)
+                               target=o.target if o else None,
+                               min_coverage=options.min_coverage)
         r = got[consumer]
         assert r["cycle_ms"] == cycle, consumer
         assert (r["samples"], r["p50_ms"], r["p95_ms"], r["p99_ms"], r["max_ms"]) == (
@@ -76,6 +78,7 @@ def test_spark_sql_equals_domain_slo_on_random_series(spark: Any, cycle_ms: int 
             want.measured_ms, want.no_data_ms, want.over_ms, want.good_ms), consumer
         assert (r["longest_breach_ms"], r["breaches"], r["met"], r["compliance"]) == (
             want.longest_breach_ms, len(want.episodes), want.met, want.compliance), consumer
+        assert r["verdict"] == want.verdict, consumer
         assert (r["over_share"], r["no_data_share"]) == (want.over_share, want.no_data_share)
         assert list(zip(r["breach_starts"], r["breach_ends"], r["breach_peaks"],
                         strict=True)) == [(e.start_ms, e.end_ms, e.peak_ms)

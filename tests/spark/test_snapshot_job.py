@@ -175,15 +175,42 @@ def test_a_slow_lookup_does_not_change_the_spark_jobs_values(
 @pytest.mark.usefixtures("restore_logging")
 def test_every_keeps_one_application_and_its_python_workers_warm(
         spark: Any, fleet: Fleet, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the cache (every cycle reads Kafka again): the same warm Python worker answers
+    every warm cycle, and the cycles count up."""
+    config = tmp_path / "nocache.conf"
+    config.write_text(fleet.config.read_text() + "lookup.cacheSize = 0\n")
     history = str(tmp_path / "history")
-    assert main(["spark", "snapshot", "--config", str(fleet.config), "--history", history,
+    assert main(["spark", "snapshot", "--config", str(config), "--history", history,
                  "--every", "1s", "--cycles", "3", "--max-tasks", "1"]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("cluster=")]
     assert len(lines) == 3 and all("up=true" in x for x in lines)
-    workers = [x.split("python_workers=")[1].split()[0] for x in lines]
+    assert [x.split()[1] for x in lines] == ["cycle=1", "cycle=2", "cycle=3"]
+    workers = [x.split("worker_pids=")[1].split()[0] for x in lines]
     assert workers[1] == workers[2] != "-"  # the same warm Python worker answered
     table = read_history(history)
     assert table.num_rows == 3 * 13 and len(set(table.column("cycle_id").to_pylist())) == 3
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_every_answers_unmoved_offsets_from_the_cache(
+        spark: Any, fleet: Fleet, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fleet's offsets do not move: the first cycle reads, the warm ones read nothing and
+    write the same values."""
+    history = str(tmp_path / "history")
+    assert main(["spark", "snapshot", "--config", str(fleet.config), "--history", history,
+                 "--every", "1s", "--cycles", "2", "--max-tasks", "1"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("cluster=")]
+    fields = [dict(f.split("=", 1) for f in x.split() if "=" in f) for x in lines]
+    assert [f["cycle"] for f in fields] == ["1", "2"]
+    assert int(fields[0]["reads"]) > 0 and fields[0]["cache_hits"] == "0"
+    assert (fields[1]["reads"], fields[1]["cache_hits"]) == ("0", fields[0]["reads"])
+    assert fields[1]["worker_pids"] == "-" and fields[1]["up"] == "true"
+    rows = read_history(history).to_pylist()
+    by_cycle: dict[str, set[tuple[Any, ...]]] = {}
+    for r in rows:
+        by_cycle.setdefault(r["cycle_id"], set()).add(
+            (r["consumer"], r["topic"], r["partition"], r["record_timestamp"]))
+    assert len(by_cycle) == 2 and len(set(map(frozenset, by_cycle.values()))) == 1
 
 
 def test_every_refuses_a_fixed_cycle_time(fleet: Fleet, capsys: pytest.CaptureFixture[str]

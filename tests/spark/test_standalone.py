@@ -101,7 +101,7 @@ def test_snapshot_on_the_cluster_equals_once_and_reads_in_executors(
     assert code == 0, f"{out}\n{err[-5000:]}"
     line = next(x for x in out.splitlines() if x.startswith("cluster="))
     assert "up=true groups=3 partitions=13 " in line, line
-    pids = {int(p) for p in re.search(r"python_workers=([\d,]+)", line).group(1).split(",")}  # type: ignore[union-attr]
+    pids = {int(p) for p in re.search(r"worker_pids=([\d,]+)", line).group(1).split(",")}  # type: ignore[union-attr]
 
     # Rows: the same as the live exporter's one cycle, value for value.
     def rows(path: Path) -> list[dict[str, Any]]:

@@ -11,6 +11,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from freshness_tracker.domain.slo import (
+    DEFAULT_MIN_COVERAGE,
+    INSUFFICIENT,
     Episode,
     Objective,
     Span,
@@ -62,7 +64,37 @@ def test_a_gap_longer_than_n_cycles_is_no_data_never_good() -> None:
     assert st_.no_data_ms == 5 * MIN  # the whole gap [1, 6)
     assert st_.no_data == (Span(1 * MIN, 6 * MIN, None),)
     assert st_.over_ms == 0 and st_.good_ms == 5 * MIN
-    assert st_.compliance == pytest.approx(0.5) and st_.met is False
+    # attainment is over the time with data; half the window has data: enough to judge
+    assert st_.compliance == 1.0 and st_.no_data_share == 0.5
+    assert (st_.verdict, st_.met) == ("met", True)
+
+
+def test_a_short_history_is_insufficient_data_not_missed() -> None:
+    """A group that kept up, measured for the last 5 % of the window: within its objective
+    all the time it was measured, so not missed; too little data to say it met it."""
+    times = [95 * MIN + i * MIN for i in range(5)]
+    kept_up = evaluate_series(times, [0] * 5, window_start_ms=0, window_end_ms=100 * MIN,
+                              max_gap_ms=3 * MIN, objective_ms=300 * S,
+                              target=Fraction(99, 100))
+    assert kept_up.no_data_share == pytest.approx(0.95) and kept_up.compliance == 1.0
+    assert (kept_up.verdict, kept_up.met) == (INSUFFICIENT, None)
+    # A group stuck over its objective for those same 5 %: the window's 1 % error budget is
+    # spent whatever the missing 95 % held, so that one is missed.
+    stuck = evaluate_series(times, [900 * S] * 5, window_start_ms=0, window_end_ms=100 * MIN,
+                            max_gap_ms=3 * MIN, objective_ms=300 * S, target=Fraction(99, 100))
+    assert stuck.compliance == 0.0 and (stuck.verdict, stuck.met) == ("missed", False)
+    # Just under half the window with data, and a breach within the budget: not judged.
+    under = evaluate_series([51 * MIN + i * MIN for i in range(49)], [0] * 48 + [900 * S],
+                            window_start_ms=0, window_end_ms=100 * MIN, max_gap_ms=3 * MIN,
+                            objective_ms=300 * S, target=Fraction(99, 100))
+    assert under.measured_ms == 49 * MIN and under.over_ms == 1 * MIN
+    assert under.verdict == INSUFFICIENT
+
+
+def test_no_data_at_all_is_insufficient() -> None:
+    r = evaluate_series([], [], window_start_ms=0, window_end_ms=MIN, max_gap_ms=MIN,
+                        objective_ms=0, target=Fraction(1, 2))
+    assert (r.compliance, r.verdict, r.met, r.no_data_share) == (None, INSUFFICIENT, None, 1.0)
 
 
 def test_a_gap_of_exactly_n_cycles_still_holds() -> None:
@@ -218,10 +250,40 @@ def test_accounting_identities(s: tuple[list[int], list[int | None], int, int, i
     assert 0 <= r.longest_breach_ms <= r.over_ms
     assert sum(e.duration_ms for e in r.episodes) == r.over_ms
     assert all(e.peak_ms > objective for e in r.episodes)
-    if r.window_ms:
-        assert r.met == (Fraction(r.good_ms, r.window_ms) >= target)
+    if not r.window_ms:
+        assert r.met is None and r.verdict is None
+        return
+    budget_spent = Fraction(r.over_ms, r.window_ms) > 1 - target
+    enough = r.measured_ms > 0 and Fraction(r.measured_ms, r.window_ms) >= DEFAULT_MIN_COVERAGE
+    attained = r.measured_ms > 0 and Fraction(r.good_ms, r.measured_ms) >= target
+    if budget_spent:
+        assert (r.verdict, r.met) == ("missed", False)
+    elif not enough:
+        assert (r.verdict, r.met) == (INSUFFICIENT, None)
     else:
-        assert r.met is None
+        assert (r.verdict, r.met) == (("met", True) if attained else ("missed", False))
+    assert r.compliance == (r.good_ms / r.measured_ms if r.measured_ms else None)
+
+
+@given(series(), st.integers(0, 10_000), st.fractions(Fraction(1, 1000), 1))
+def test_a_series_never_over_its_objective_is_never_missed(
+        s: tuple[list[int], list[int | None], int, int, int], objective: int,
+        target: Fraction) -> None:
+    """Whatever share of the window has no data, a series within its objective whenever it
+    was measured is met or has insufficient data; and one that is missed has measured time
+    over its objective, with enough data or more than the window's error budget of it."""
+    times, values, start, end, gap = s
+    assume(end > start)
+    within = [None if v is None else min(v, objective) for v in values]
+    r = evaluate_series(times, within, window_start_ms=start, window_end_ms=end,
+                        max_gap_ms=gap, objective_ms=objective, target=target)
+    assert r.over_ms == 0 and r.verdict in ("met", INSUFFICIENT)
+    raw = evaluate_series(times, values, window_start_ms=start, window_end_ms=end,
+                          max_gap_ms=gap, objective_ms=objective, target=target)
+    if raw.verdict == "missed":
+        assert raw.over_ms > 0
+        assert (Fraction(raw.measured_ms, raw.window_ms) >= DEFAULT_MIN_COVERAGE
+                or Fraction(raw.over_ms, raw.window_ms) > 1 - target)
 
 
 @given(series(), st.integers(0, 10_000), st.integers(0, 10_000))
