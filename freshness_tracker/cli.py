@@ -39,21 +39,29 @@ log = logging.getLogger("freshness_tracker")
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
 
+#: Every --config: both formats `load_settings` reads.
+CONFIG_HELP = ("config file: HOCON, or YAML in the Consumer Freshness Tracker's format "
+               "(`check --print-hocon` converts it)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="freshness-tracker",
         description="Export how far behind, in time, every Kafka consumer group is.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="serve /metrics and /healthz, measuring every cycle")
-    run.add_argument("--config", required=True, help="HOCON config file")
-    once = sub.add_parser("once", help="one cycle, print the result, exit")
-    once.add_argument("--config", required=True, help="HOCON config file")
+    run = sub.add_parser("run", help="measure every cycle and serve / (status page), /metrics, "
+                                     "/healthz and /readyz until SIGTERM; SIGHUP reloads the "
+                                     "config; appends to history.path when set")
+    run.add_argument("--config", required=True, help=CONFIG_HELP)
+    once = sub.add_parser("once", help="one cycle: print the result and exit (1 when a cluster "
+                                       "failed); appends to history.path when set")
+    once.add_argument("--config", required=True, help=CONFIG_HELP)
     once.add_argument("--format", choices=["prometheus", "json", "table"], default="prometheus",
                       help="prometheus: the text /metrics serves (default); json: the whole "
                            "snapshot, health included; table: one row per partition, to read")
     check = sub.add_parser("check", help="validate the config and reach Burrow and every cluster")
-    check.add_argument("--config", required=True, help="HOCON config file")
+    check.add_argument("--config", required=True, help=CONFIG_HELP)
     check.add_argument("--print-hocon", action="store_true", help="print the config file as "
                        "HOCON (a YAML file in the Consumer Freshness Tracker's format converted) "
                        "and exit")
@@ -87,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         "rules", help="print Prometheus recording rules and burn-rate alerts for freshness "
                       "objectives (the Spark report's objectives file)")
     rules.add_argument("--objectives", required=True,
-                       help="HOCON list of { consumer, topic?, freshness, target }")
+                       help="HOCON file listing { consumer, topic?, freshness, target }")
     rules.add_argument("--job", help="select only this Prometheus job's series (default: any)")
     rules.add_argument("--format", choices=["rules", "helm-values"], default="rules",
                        help="a Prometheus rules file (default), or chart values setting "

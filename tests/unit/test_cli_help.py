@@ -55,3 +55,34 @@ def test_the_walk_finds_an_option_without_help() -> None:
     once.add_argument("--format", choices=["a", "b"])
     sub.add_parser("bare")
     assert sorted(_undocumented(parser, "p")) == ["p bare (subcommand)", "p once --format"]
+
+
+def _help(parser: argparse.ArgumentParser, *path: str) -> tuple[str, argparse.ArgumentParser]:
+    """(the subcommand's line in its parent's --help, the subcommand's parser)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            line = next(c.help for c in action._choices_actions if c.dest == path[0])
+            sub = action.choices[path[0]]
+            return (line or "", sub) if len(path) == 1 else _help(sub, *path[1:])
+    raise AssertionError(path)
+
+
+def test_run_says_every_path_it_serves() -> None:
+    """`run --help` named /metrics and /healthz only; it serves the status page and /readyz
+    too (freshness_tracker/http.py), stops on SIGTERM and reloads on SIGHUP."""
+    line, _ = _help(cli_parser(), "run")
+    for path in ("/ (status page)", "/metrics", "/healthz", "/readyz", "SIGTERM", "SIGHUP"):
+        assert path in line, (path, line)
+
+
+def test_every_config_option_names_both_formats() -> None:
+    """Every --config reads HOCON and the Consumer Freshness Tracker's YAML alike."""
+    for path in (("run",), ("once",), ("check",), ("spark", "snapshot")):
+        _, sub = _help(cli_parser(), *path)
+        (config,) = [a for a in sub._actions if "--config" in a.option_strings]
+        assert "HOCON" in (config.help or "") and "YAML" in (config.help or ""), path
+
+
+def test_once_and_run_say_they_append_to_the_history_table() -> None:
+    for command in ("run", "once"):
+        assert "history.path" in _help(cli_parser(), command)[0], command
