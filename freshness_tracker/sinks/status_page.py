@@ -146,8 +146,8 @@ def _unmeasured(g: GroupResult) -> str:
 
 
 def _partition_rows(partitions: Iterable[PartitionResult]) -> Iterable[str]:
-    """One row per partition. Its "measurement" cell says only what went wrong measuring it
-    (ok is left blank), so it is never read as Burrow's status beside it."""
+    """One row per partition. Its "measurement" cell names how it was measured only when that
+    is not the ordinary way (ok is left blank), so it is never read as Burrow's status."""
     for r in partitions:
         measured = "" if r.status is PartitionStatus.OK else r.status.value
         lag = "-" if r.log_end_offset is None and r.committed_offset is not None else r.offset_lag
