@@ -49,12 +49,20 @@ def test_every_alert_has_a_firing_and_a_quiet_case(rules: dict[str, Any]) -> Non
     exprs = " ".join(c.get("expr", "") for case in tests["tests"]
                      for c in case.get("promql_expr_test", []))
     assert "cluster_consumer:kafka_consumer_freshness_ms:max" in exprs
+    for level in ("cluster_consumer", "cluster_consumer_topic", "cluster_topic"):
+        assert f"{level}:kafka_consumer_freshness_seconds:querytime_max" in exprs
 
 
 def test_the_issue_asks_for_these_alerts(rules: dict[str, Any]) -> None:
     by_name = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
-    assert "kafka_consumer_freshness_ms" in by_name["KafkaConsumerFreshnessObjectiveMissed"][
-        "expr"] and by_name["KafkaConsumerFreshnessObjectiveMissed"]["for"] == "10m"
+    # freshness at the alert's evaluation time, exactly as its recording rule computes it
+    freshness = by_name["KafkaConsumerFreshnessObjectiveMissed"]
+    recorded = {r["record"]: r["expr"] for g in rules["groups"] for r in g["rules"]
+                if "record" in r}
+    assert freshness["expr"] == recorded[
+        "cluster_consumer:kafka_consumer_freshness_seconds:querytime_max"].rstrip() + " > 300"
+    assert "time() - kafka_consumer_group_oldest_uncommitted_timestamp_seconds" in \
+        freshness["expr"] and freshness["for"] == "10m"
     assert "data_loss" in by_name["KafkaConsumerDataLoss"]["expr"]
     assert "retention_headroom" in by_name["KafkaConsumerRetentionHeadroomLow"]["expr"]
     assert "last_success" in by_name["FreshnessTrackerClusterNoSuccessfulCycle"]["expr"]
@@ -71,6 +79,15 @@ def test_recording_rules_are_named_after_their_aggregation(rules: dict[str, Any]
     assert records
     for rule in records:
         level, metric, operation = rule["record"].split(":")
+        if operation == "querytime_max":  # time() - a timestamp per series, then the worst
+            assert rule["expr"].startswith(f"max by ({level.replace('_', ', ')}) (\n"), rule
+            stamp, gauge = re.findall(r"kafka_consumer_\w+", rule["expr"])
+            assert f"clamp_min(time() - {stamp}, 0)" in rule["expr"], rule
+            assert stamp.endswith("_oldest_uncommitted_timestamp_seconds"), rule
+            assert gauge.endswith("_max_freshness_ms") and f"or\n    {gauge} / 1000" in \
+                rule["expr"], rule
+            assert metric == "kafka_consumer_freshness_seconds", rule
+            continue
         # a sum over target series takes one copy of a shard first (sharding.replicasPerShard)
         match = re.match(r"^(\w+) by \(([^)]*)\) \((?:max without \(instance, pod\) \()?(\w+)",
                          rule["expr"])
