@@ -211,9 +211,9 @@ def playable(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = [json.loads(json.dumps(d)) for d in docs if d["kind"] in PLAYABLE]
     for doc in out:
         if doc["kind"] == "Deployment":
-            template = doc["spec"]["template"]
-            template["metadata"].setdefault("annotations", {})[INIT_TYPE] = "always"
-            spec = template["spec"]
+            # podman 4.3 reads it from the Deployment's own annotations, not the pod template's
+            doc["metadata"].setdefault("annotations", {})[INIT_TYPE] = "always"
+            spec = doc["spec"]["template"]["spec"]
             spec["hostNetwork"] = True
             for ctr in spec["containers"]:
                 ctr.pop("ports", None)
