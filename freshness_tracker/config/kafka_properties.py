@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from freshness_tracker.config.settings import SECRET_WORDS, Settings
+from freshness_tracker.config.settings import Settings
 from freshness_tracker.errors import ConfigError
 
 __all__ = ["validate_kafka_properties"]
@@ -78,16 +78,24 @@ def _error(index: int, props: Mapping[str, str], message: str) -> ConfigError:
         unset = [n for n in _PROPERTY.findall(text) if n not in props]
         if unset:
             return ConfigError(f'clusters[{index}].kafka."{unset[0]}"', text, "set it")
+    java_store = "Java TrustStores" in text or "Java KeyStores" in text
+    if java_store:  # librdkafka names no property here, only the one to use instead
+        kind = "truststore" if "TrustStores" in text else "keystore"
+        named = sorted((n for n in props if kind in n), key=lambda n: not n.endswith("location"))
     if named:
         key = f'clusters[{index}].kafka."{named[0]}"'
     else:
         key = next((LOOKUP_KEYS[n] for n in quoted if n in LOOKUP_KEYS), f"clusters[{index}].kafka")
     for name, value in props.items():  # librdkafka quotes a rejected value: "garbage"
-        if value and any(w in name.lower() for w in SECRET_WORDS):
-            text = text.replace(f'"{value}"', '"***"')
+        if value and name not in _CONNECTING:  # it may have come from ${SOME_PASSWORD}
+            text = text.replace(f'"{value}"', f"(a value of {len(value)} characters)")
     if named and named[0].endswith(".location") and not os.path.exists(props[named[0]]):
         text += f" ({props[named[0]]!r} does not exist)"
-    if "No such configuration" in text:
+    if java_store:
+        fix = ("librdkafka reads PEM files, not Java stores: export the certificates "
+               "(keytool -exportcert -rfc) and set ssl.ca.location (ssl.certificate.location "
+               "and ssl.key.location for a keystore) instead")
+    elif "No such configuration" in text:
         fix = "check the name in librdkafka's CONFIGURATION.md"
     elif "callable" in text:
         fix = "remove it: a callback cannot be configured in HOCON"

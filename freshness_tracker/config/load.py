@@ -16,10 +16,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pyhocon import ConfigFactory, ConfigTree
+from pyhocon import ConfigTree
 from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
+from freshness_tracker.config.hocon import (
+    INCLUDE_LINE,
+    INCLUDE_PROBLEM,
+    MAX_CONFIG_BYTES,
+    NO_URL_FIX,
+    parse_hocon,
+    read_config_file,
+)
 from freshness_tracker.config.settings import Settings, settings_from_tree
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.reference import reference_text
@@ -31,7 +39,10 @@ log = logging.getLogger(__name__)
 
 #: A line only YAML writes: a block-sequence item (``- name: x``) or a key opening a nested
 #: block (``burrow:`` with nothing after it). HOCON writes ``key {`` / ``key = [``.
-_YAML_LINE = re.compile(r"^\s*(-\s+[\w.\"'-]+\s*:|[\w.\"'-]+\s*:\s*(#.*)?$)", re.MULTILINE)
+#: `[^\S\n]` (whitespace but a newline), never `\s`: `^\s*` spans lines, and a run of blank
+#: lines made the search quadratic (seconds for a few thousand of them).
+_YAML_LINE = re.compile(r"^[^\S\n]*(-[^\S\n]+[\w.\"'-]+[^\S\n]*:"
+                        r"|[\w.\"'-]+[^\S\n]*:[^\S\n]*(#.*)?$)", re.MULTILINE)
 #: The CFT's Burrow API prefix, the only one there is; dropped rather than warned about.
 _CFT_BURROW_API = "v3/kafka"
 
@@ -48,7 +59,13 @@ def _yaml_as_hocon(text: str, source: str) -> str:
     import yaml  # only YAML configs need it
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_loader())  # a SafeLoader without aliases
+    except _AliasRefused as exc:
+        raise ConfigError(source, f"uses a YAML alias (*{exc.name}) at line {exc.line}: a "
+                          "config never needs one, and aliases of aliases expand without "
+                          "bound", "write the value out where the alias is") from None
+    except RecursionError:
+        raise ConfigError(source, "nests too deeply", "flatten the YAML") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -64,8 +81,38 @@ def _yaml_as_hocon(text: str, source: str) -> str:
     burrow = data.get("burrow")
     if isinstance(burrow, dict) and str(burrow.get("api", "")).strip("/") == _CFT_BURROW_API:
         burrow.pop("api")
-    return "".join(f"{json.dumps(str(k))} = {_hocon(v)}\n" for k, v in data.items())
+    return "".join(f"{_quote(str(k))} = {_hocon(v)}\n" for k, v in data.items())
 
+
+class _AliasRefused(Exception):
+    def __init__(self, name: str, line: int) -> None:
+        super().__init__(name)
+        self.name, self.line = name, line
+
+
+def _loader() -> Any:
+    """yaml.SafeLoader refusing aliases: the only way a small YAML file expands into a huge
+    tree (a billion laughs), and nothing a config needs."""
+    import yaml
+
+    class NoAliases(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise _AliasRefused(str(event.anchor), event.start_mark.line + 1)
+            return super().compose_node(parent, index)
+
+    return NoAliases
+
+
+#: What pyhocon reads back in a quoted string: it knows no \uXXXX (JSON's escape for non-ASCII
+#: and control characters), so everything else is written as it is.
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _quote(text: str) -> str:
+    """`text` as a quoted HOCON string pyhocon reads back exactly, non-ASCII included."""
+    return '"' + re.sub(r'[\\"\n\r\t]', lambda m: _ESCAPES[m.group()], text) + '"'
 
 def _hocon(value: Any, indent: str = "") -> str:
     """Render plain YAML data as HOCON, every key and string quoted (JSON is valid HOCON)."""
@@ -73,7 +120,7 @@ def _hocon(value: Any, indent: str = "") -> str:
     if isinstance(value, dict):
         if not value:
             return "{}"
-        lines = [f"{inner}{json.dumps(str(k))} = {_hocon(v, inner)}" for k, v in value.items()]
+        lines = [f"{inner}{_quote(str(k))} = {_hocon(v, inner)}" for k, v in value.items()]
         return "{\n" + "\n".join(lines) + f"\n{indent}}}"
     if isinstance(value, list):
         if not value:
@@ -81,7 +128,7 @@ def _hocon(value: Any, indent: str = "") -> str:
         return "[\n" + "\n".join(f"{inner}{_hocon(v, inner)}" for v in value) + f"\n{indent}]"
     if value is None or isinstance(value, int | float):  # bool is an int
         return json.dumps(value)
-    return json.dumps(str(value))
+    return _quote(str(value))
 
 
 def user_config_as_hocon(path: str | Path) -> str:
@@ -103,13 +150,18 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
         file = Path(path)
         text = _read(file, source)
         basedir = str(file.parent)
+    elif text is not None and len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
+        raise ConfigError(source, f"is larger than {MAX_CONFIG_BYTES // 1024} KiB, more than any "
+                          "config needs", "check that this is the config")
     if text and is_yaml(text, path):
         text = _yaml_as_hocon(text, source)
     try:
-        merged: Any = ConfigFactory.parse_string(
-            reference_text() + "\n" + (text or ""), resolve=True, basedir=basedir)
+        merged: Any = parse_hocon(reference_text() + "\n" + (text or ""), source, basedir)
     except ParseBaseException as exc:
         line = exc.lineno - reference_text().count("\n") - 1
+        if INCLUDE_LINE.match(exc.line):
+            raise ConfigError(source, f"line {line} {INCLUDE_PROBLEM}",
+                              NO_URL_FIX) from None
         raise ConfigError(source, f"not valid HOCON at line {line}, column {exc.col}: {exc.msg}",
                           "check the syntax there") from exc
     except ConfigException as exc:
@@ -117,15 +169,9 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
         message = re.sub(r"line: (\d+)", lambda m: f"line: {int(m.group(1)) - offset}", str(exc))
         raise ConfigError(source, f"not valid HOCON: {message}", "check the keys and "
                           "substitutions it names") from exc
-    except OSError as exc:  # pyhocon opens `include required(...)` files and lets this through
-        name = exc.filename or "an included file"
-        raise ConfigError(source, f"cannot include {str(name)!r}: {exc.strerror or exc}",
-                          "fix the include's path, or drop required(...) if it is "
-                          "optional") from None
     except RecursionError:
-        raise ConfigError(source, "its includes form a cycle (a file includes itself, directly "
-                          "or through another file)", "remove the include that closes the "
-                          "cycle") from None
+        raise ConfigError(source, "nests objects or lists too deeply",
+                          "flatten the structure") from None
     if not isinstance(merged, ConfigTree):
         raise ConfigError(source, "the top level must be an object")
     return merged
@@ -138,14 +184,7 @@ def _read(file: Path, source: str) -> str:
                else f"{source!r} is not a regular file" if not file.is_file() else None)
     if problem is not None:
         raise ConfigError("--config", problem, "pass the path of a HOCON file")
-    try:
-        return file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(source, f"not UTF-8 text (byte {exc.start}: {exc.reason})",
-                          "save the file as UTF-8") from exc
-    except OSError as exc:
-        raise ConfigError(source, f"cannot be read: {exc.strerror or exc}",
-                          "check the path and its permissions") from exc
+    return read_config_file(str(file), source)
 
 
 def load_settings(path: str | Path | None = None, text: str | None = None) -> Settings:

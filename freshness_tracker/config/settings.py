@@ -194,7 +194,7 @@ class _Reader:
         except ValueError:
             number = None
         if number is None:
-            raise ConfigError(self.path(key), f"expected a whole number, got {value!r}")
+            raise ConfigError(self.path(key), f"expected a whole number, got {_described(value)}")
         if number < low or (high is not None and number > high):
             bound = f"between {low} and {high}" if high is not None else f"at least {low}"
             raise ConfigError(self.path(key), f"{number} is out of range", f"use a value {bound}")
@@ -202,7 +202,14 @@ class _Reader:
 
     def seconds(self, key: str, *, minimum: float, maximum: float = MAX_DURATION_S) -> float:
         """A duration of at least `minimum` (above 0) and at most `maximum`."""
-        value = parse_duration(self.raw(key), self.path(key))
+        raw = self.raw(key)
+        try:
+            value = parse_duration(raw, self.path(key))
+        except ConfigError as exc:  # its message quotes a text, which may be a secret
+            if not isinstance(raw, str):
+                raise
+            raise ConfigError(exc.key, f"expected a duration, got {_described(raw)}",
+                              exc.fix) from None
         if value < minimum:
             raise ConfigError(self.path(key), f"{_duration(value)} is too small",
                               f"use at least {_duration(minimum)}")
@@ -219,7 +226,7 @@ class _Reader:
             return True
         if str(value).lower() in ("false", "no", "off", "0"):
             return False
-        raise ConfigError(self.path(key), f"expected true or false, got {value!r}")
+        raise ConfigError(self.path(key), f"expected true or false, got {_described(value)}")
 
     def regexes(self, key: str) -> list[str]:
         value = self.raw(key)
@@ -231,14 +238,14 @@ class _Reader:
             try:
                 re.compile(str(pattern))
             except re.error as exc:
-                raise ConfigError(f"{self.path(key)}[{i}]", f"invalid regex {pattern!r}: {exc}",
+                raise ConfigError(f"{self.path(key)}[{i}]", f"invalid regex ({exc})",
                                   "fix the pattern (Python re syntax)") from exc
         return [str(p) for p in value]
 
     def choice(self, key: str, choices: Sequence[str]) -> str:
         value = self.text(key).lower()
         if value not in choices:
-            raise ConfigError(self.path(key), f"{value!r} is not valid",
+            raise ConfigError(self.path(key), f"{_described(value)} is not valid",
                               "valid values are " + ", ".join(repr(c) for c in choices))
         return value
 
@@ -248,7 +255,18 @@ def _kind(value: Any) -> str:
         return "an object"
     if isinstance(value, list):
         return "a list"
-    return repr(value)
+    return _described(value)
+
+
+def _described(value: Any) -> str:
+    """A value for an error, by its kind and length, never as written: a setting's value may
+    come from a substitution (`${SOME_PASSWORD}` in a numeric setting), and errors are
+    logged."""
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters" if value.strip() else "an empty string"
+    if value is None:
+        return "null"
+    return _scalar_kind(value)
 
 
 def _scalar_kind(value: Any) -> str:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import socket
+import tracemalloc
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -227,7 +230,7 @@ def test_the_minimum_frequency_is_said_in_the_error() -> None:
     ({"main.conf": 'include required("b.conf")\n' + MINIMAL,
       "b.conf": 'include required("main.conf")\n'}, "includes form a cycle"),
     ({"main.conf": 'include required(file("sub"))\n' + MINIMAL, "sub/": ""},
-     "Is a directory"),
+     "is a directory"),
 ])
 def test_include_errors_name_the_file(tmp_path: Path, files: dict[str, str], problem: str,
                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -292,7 +295,7 @@ def test_the_history_path_is_refused_at_startup_not_every_cycle(
     ('"bootstrap.server" = "k:9092"', 'clusters[1].kafka."bootstrap.server"',
      'No such configuration property: "bootstrap.server"'),
     ('"bootstrap.servers" = "k:9092", "security.protocol" = garbage',
-     'clusters[1].kafka."security.protocol"', 'Invalid value "garbage"'),
+     'clusters[1].kafka."security.protocol"', 'Invalid value (a value of 7 characters)'),
     ('"security.protocol" = SASL_SSL, "sasl.mechanism" = PLAIN',
      'clusters[1].kafka."sasl.username"', "sasl.username and sasl.password must be set"),
     ('"security.protocol" = SASL_SSL, "sasl.mechanism" = PLAIN, "sasl.username" = u',
@@ -348,3 +351,153 @@ def test_a_bad_librdkafka_property_exits_2_before_anything_runs(
                            'configuration property: "bootstrap.server"; check the name in '
                            "librdkafka's CONFIGURATION.md")
     assert out == ""
+
+
+# --- a config never reaches the network, and what it can expand to is bounded -----------------
+
+def _listener() -> socket.socket:
+    """A port that accepts and never answers: a fetch would hang on it, a connect shows."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    server.settimeout(0)
+    return server
+
+
+def _connected(server: socket.socket) -> bool:
+    try:
+        server.accept()[0].close()
+    except BlockingIOError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("include", [
+    'include url("http://{addr}/c.conf")',
+    'include required(url("http://{addr}/c.conf"))',
+    'include "http://{addr}/c.conf"',
+    'include"https://{addr}/c.conf"',
+    'INCLUDE url ( "HTTP://user:hunter2@{addr}/c.conf" )',
+    'include "file://{addr}/etc/c.conf"',
+    'include file("nested.conf")',  # which includes the URL itself
+    'include classpath("c.conf")',
+    'include package("freshness_tracker:config/reference.conf")',
+])
+@pytest.mark.parametrize("reader", ["config", "objectives"])
+def test_an_include_of_a_url_is_refused_before_any_connection(
+        tmp_path: Path, include: str, reader: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from freshness_tracker.spark.objectives import load_objectives
+
+    server = _listener()
+    with server:
+        addr = f"127.0.0.1:{server.getsockname()[1]}"
+        (tmp_path / "nested.conf").write_text(f'include url("http://{addr}/n.conf")\n')
+        conf = tmp_path / "main.conf"
+        conf.write_text(include.format(addr=addr) + "\n" + MINIMAL + "\n"
+                        'objectives = [{ consumer = ".*", freshness = 5m, target = 99% }]\n')
+        with pytest.raises(ConfigError) as info:
+            load_settings(conf) if reader == "config" else load_objectives(conf)
+        if reader == "config":
+            assert main(["check", "--config", str(conf)]) == 2
+            assert "hunter2" not in capsys.readouterr().err
+        assert not _connected(server)
+    assert info.value.key == str(conf)
+    assert "include" in str(info.value) and "hunter2" not in str(info.value)
+
+
+def test_local_includes_still_work_and_wildcards_and_devices_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "extra.conf").write_text("frequency_sec = 7\n")
+    conf = tmp_path / "main.conf"
+    conf.write_text('include "extra.conf"\n' + MINIMAL)
+    assert load_settings(conf).frequency_s == 7
+    for include, problem in (('include "/**/*.conf"', "wildcard"),
+                             ('include file("/dev/zero")', "not a regular file")):
+        conf.write_text(include + "\n" + MINIMAL)
+        with pytest.raises(ConfigError, match=problem):
+            load_settings(conf)
+
+
+def _hocon_bomb(levels: int = 9) -> str:
+    """Nine levels of eight references: 8 characters become 8**10, over a gigabyte."""
+    return 'x0 = "xxxxxxxx"\n' + "".join(
+        f"x{i} = {('${x' + str(i - 1) + '}') * 8}\n" for i in range(1, levels + 1))
+
+
+@pytest.mark.parametrize("bomb", [
+    _hocon_bomb(),
+    'x0 = [1, 1, 1, 1, 1, 1, 1, 1]\n' + "".join(  # the same with lists
+        f"x{i} = {('${x' + str(i - 1) + '} ') * 8}\n" for i in range(1, 10)),
+])
+@pytest.mark.parametrize("reader", ["config", "objectives"])
+def test_a_substitution_bomb_is_refused_without_growing(bomb: str, reader: str) -> None:
+    from freshness_tracker.spark.objectives import parse_objectives
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError, match="substitutions") as info:
+            load_settings(text=bomb + MINIMAL) if reader == "config" else parse_objectives(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, peak  # unbounded, it passes 780 MB
+    assert info.value.fix
+
+
+def test_a_large_config_is_refused_before_it_is_parsed(tmp_path: Path) -> None:
+    conf = tmp_path / "big.conf"
+    conf.write_text(MINIMAL + "\n" + "# padding\n" * 40_000)
+    with pytest.raises(ConfigError, match="larger than"):
+        load_settings(conf)
+
+
+@pytest.mark.parametrize(("setting", "key"), [
+    ("frequency_sec = ${SOME_SECRET}", "frequency_sec"),
+    ("port = ${SOME_SECRET}", "port"),
+    ("burrow.tlsVerify = ${SOME_SECRET}", "burrow.tlsVerify"),
+    ("granularity = ${SOME_SECRET}", "granularity"),
+    ("filters.groups.allow = ${SOME_SECRET}", "filters.groups.allow[0]"),
+    ('clusters = [{ name = "a", numConsumers = ${SOME_SECRET} }]', "clusters[0].numConsumers"),
+    ('clusters = [{ name = "a", kafka { "session.timeout.ms" = ${SOME_SECRET} } }]',
+     'clusters[0].kafka."session.timeout.ms"'),
+])
+def test_a_substituted_secret_is_never_echoed_in_an_error(
+        setting: str, key: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from freshness_tracker.config.kafka_properties import validate_kafka_properties
+
+    monkeypatch.setenv("SOME_SECRET", "hunter2[")
+    with pytest.raises(ConfigError) as info:
+        validate_kafka_properties(load_settings(text=MINIMAL + "\n" + setting))
+    assert info.value.key == key
+    assert "hunter2" not in str(info.value)
+
+
+def test_a_java_truststore_names_its_key_and_the_fix() -> None:
+    from freshness_tracker.config.kafka_properties import validate_kafka_properties
+
+    settings = load_settings(text='clusters = [{ name = "a", kafka { '
+                             '"ssl.truststore.location" = "/tmp/t.jks" } }]')
+    with pytest.raises(ConfigError) as info:
+        validate_kafka_properties(settings)
+    assert info.value.key == 'clusters[0].kafka."ssl.truststore.location"'
+    assert "ssl.ca.location" in info.value.fix
+
+
+def test_a_bomb_sent_as_a_reload_is_refused_and_the_next_valid_reload_applies(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The SIGHUP reloader is the main thread: a bomb must leave it free for the next one."""
+    from freshness_tracker import cli
+
+    applied: list[float] = []
+
+    class Service:  # what cli._reload asks of the running service
+        def reload(self, settings: Any) -> str:
+            applied.append(settings.frequency_s)
+            return "applied"
+
+    conf = tmp_path / "c.conf"
+    conf.write_text(_hocon_bomb() + MINIMAL)
+    cli._reload(cast(Any, Service()), str(conf))
+    assert applied == [] and "substitutions" in caplog.text
+    conf.write_text(MINIMAL + "\nfrequency_sec = 42\n")
+    cli._reload(cast(Any, Service()), str(conf))
+    assert applied == [42.0]

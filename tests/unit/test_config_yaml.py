@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.load import is_yaml, user_config_as_hocon
+from freshness_tracker.errors import ConfigError
 from freshness_tracker.reference import reference_text
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,3 +129,54 @@ def test_user_config_as_hocon_leaves_a_hocon_file_alone(tmp_path: Path) -> None:
     text = 'burrow.url = "http://b:8000"\n'
     path.write_text(text)
     assert user_config_as_hocon(path) == text
+
+
+@settings(max_examples=200)
+@given(text=st.text())
+def test_any_text_round_trips_through_the_yaml_to_hocon_conversion(text: str) -> None:
+    """Names and passwords come back exactly: non-ASCII, quotes, backslashes, control
+    characters (pyhocon knows no \\uXXXX, so nothing may be written that way)."""
+    from freshness_tracker.config.hocon import parse_hocon
+    from freshness_tracker.config.load import _hocon
+
+    tree = parse_hocon(f"cluster = {_hocon({'name': text, 'password': text})}\n", "t")
+    assert tree["cluster"]["name"] == text and tree["cluster"]["password"] == text
+
+
+def test_non_ascii_names_and_passwords_are_read_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("burrow:\n  url: http://b:8000\n  username: zoë\n  password: päss\n"
+                    "clusters:\n  - name: café\n    labels: {team: 日本}\n", encoding="utf-8")
+    loaded = load_settings(path)
+    assert loaded.clusters[0].name == "café"
+    assert (loaded.burrow.username, loaded.burrow.password) == ("zoë", "päss")
+    assert dict(loaded.clusters[0].labels) == {"team": "日本"}
+    path.write_text("burrow:\n  url: http://b:8000\nclusters:\n  - name: 'p\\u00e4ss'\n")
+    assert load_settings(path).clusters[0].name == "p\\u00e4ss"  # what YAML read, kept
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path: Path) -> None:
+    import tracemalloc
+
+    levels = "".join(f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n"
+                     for i in range(8))
+    path = tmp_path / "bomb.yaml"
+    path.write_text('a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'
+                    + levels + "clusters:\n  - name: x\n")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ConfigError, match=r"YAML alias \(\*a\) at line 2") as info:
+            load_settings(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20, peak
+    assert info.value.key == str(path) and "write the value out" in info.value.fix
+
+
+def test_a_yaml_value_that_looks_like_hocon_stays_a_value(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text('burrow:\n  url: http://b:8000\n  password: "${HOME}"\n  username: u\n'
+                    'include: "http://127.0.0.1:1/x.conf"\nclusters:\n  - name: x\n')
+    loaded = load_settings(path)
+    assert loaded.burrow.password == "${HOME}"
