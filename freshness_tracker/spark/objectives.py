@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import re2  # type: ignore[import-untyped]  # google-re2 ships no type information
-from pyhocon import ConfigFactory
 from pyhocon.exceptions import ConfigException
 from pyparsing import ParseBaseException
 
@@ -95,20 +94,32 @@ def check_regex(pattern: str, key: str) -> None:
 
 
 def load_objectives(path: str | Path) -> list[Objective]:
+    from freshness_tracker.config.hocon import read_config_file
+
     source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(source, f"cannot read the objectives file: {exc.strerror or exc}",
-                          "check the path") from exc
-    return parse_objectives(text, source)
+    text = read_config_file(source, source)  # a regular file, of a bounded size
+    return parse_objectives(text, source, basedir=str(Path(path).parent))
 
 
-def parse_objectives(text: str, source: str = "objectives") -> list[Objective]:
-    try:
-        parsed: Any = ConfigFactory.parse_string(text, resolve=True)
-    except (ConfigException, ParseBaseException) as exc:
+def parse_objectives(text: str, source: str = "objectives", *,
+                     basedir: str | None = None) -> list[Objective]:
+    from freshness_tracker.config.hocon import (
+        INCLUDE_LINE,
+        INCLUDE_PROBLEM,
+        NO_URL_FIX,
+        parse_hocon,
+    )
+
+    try:  # through the config's own reader: local includes only, bounded work
+        parsed: Any = parse_hocon(text, source, basedir)
+    except ParseBaseException as exc:
+        if INCLUDE_LINE.match(exc.line):
+            raise ConfigError(source, f"line {exc.lineno} {INCLUDE_PROBLEM}", NO_URL_FIX) from None
         raise ConfigError(source, f"not valid HOCON: {exc}", "check the syntax") from exc
+    except ConfigException as exc:
+        raise ConfigError(source, f"not valid HOCON: {exc}", "check the syntax") from exc
+    except RecursionError:
+        raise ConfigError(source, "nests objects or lists too deeply", "flatten it") from None
     entries = parsed.get("objectives", None) if isinstance(parsed, Mapping) else parsed
     if not isinstance(entries, list) or not entries:
         raise ConfigError(f"{source}: objectives", "expected a non-empty list",
