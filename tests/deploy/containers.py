@@ -28,6 +28,7 @@ from pathlib import Path
 
 from devstack.cache import cache_dir
 from tests.deploy.tools import require_tool
+from tests.stack_support import unavailable
 
 __all__ = ["BASE_PACKAGES", "Podman", "base_tarball", "debian_release", "podman"]
 
@@ -121,6 +122,8 @@ class Podman:
     """`podman` with runc, cgroupfs and no default ulimits (what runs containers here)."""
 
     def __init__(self) -> None:
+        if os.geteuid() != 0:  # rootful podman and debootstrap, as on the test machines
+            unavailable("the image tests run podman and debootstrap as root")
         self.binary = _tool("podman")
         self.runc = _tool("runc")
         conf = cache_dir() / "containers.conf"

@@ -116,7 +116,8 @@ def assert_real_freshness(base: str, seeded: Seeded, started_ms: int) -> Scrape:
         fresh = scrape.get("kafka_consumer_freshness_ms", **seeded.labels())
         return scrape if fresh is not None and fresh >= started_ms - seeded.record_ts else None
 
-    scrape = poll(measured, 90, f"{base}/metrics to show the group's freshness", interval_s=0.3)
+    scrape: Scrape = poll(measured, 90, f"{base}/metrics to show the group's freshness",
+                          interval_s=0.3)
     scraped = now_ms()
     fresh = scrape.get("kafka_consumer_freshness_ms", **seeded.labels())
     assert fresh is not None and 0 < started_ms - seeded.record_ts <= fresh
