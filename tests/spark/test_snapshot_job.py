@@ -96,7 +96,7 @@ def test_cli_snapshot_with_a_cycle_time_is_idempotent(
     assert main(args) == 0
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "cluster=local up=true groups=3 partitions=13" in out
+    assert "cluster=local cycle=1 up=true groups=3 partitions=13" in out
     table = read_history(history)
     assert table.num_rows == 13
     assert set(table.column("cycle_id").to_pylist()) == {"local@1767323045000"}
