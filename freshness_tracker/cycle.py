@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
+from typing import Protocol, runtime_checkable
 
 from freshness_tracker.config.settings import ClusterSettings, Settings
 from freshness_tracker.deadline import Deadline, cycle_deadline
@@ -40,6 +41,7 @@ from freshness_tracker.kafka.settings import ClusterKafkaSettings
 
 __all__ = [
     "ClusterMeasurer",
+    "ReachabilityProbe",
     "cluster_measurers",
     "ReaderFactory",
     "measure_partitions",
@@ -51,6 +53,19 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ReaderFactory = Callable[[ClusterKafkaSettings], RecordReader]
+
+
+@runtime_checkable
+class ReachabilityProbe(Protocol):
+    """A `RecordReader` that can confirm its cluster answers without reading a record.
+
+    A cycle that sends no read (every timestamp cached, or nothing but caught-up partitions)
+    asks it once, so a cluster with no broker left looks failed, not measured from memory. A
+    reader without it (the Spark job's) is trusted as before.
+    """
+
+    def confirm_reachable(self, topic: str | None = None) -> None:
+        """Return when a broker answered; raise a `FreshnessTrackerError` naming why not."""
 
 
 def now_ms() -> int:
@@ -102,6 +117,15 @@ def measure_partitions(
 def observed_times(lags: ClusterLags) -> dict[str, int]:
     """Consumer group → when Burrow's answer for it arrived (groups that carry the time)."""
     return {g.consumer: g.observed_ms for g in lags.groups if g.observed_ms is not None}
+
+
+def _confirm_reachable(reader: RecordReader, partitions: Sequence[PartitionLag]) -> None:
+    """A cycle that reads nothing from Kafka still proves a broker answers (one small metadata
+    request, for one topic of the cycle): the cache and Burrow's last offsets would otherwise
+    keep a cluster whose brokers are all stopped looking up. The cached timestamps themselves
+    need no re-read: a record's timestamp never changes."""
+    if isinstance(reader, ReachabilityProbe):
+        reader.confirm_reachable(min((p.key.topic for p in partitions), default=None))
 
 
 def _invalid_inputs(lags: ClusterLags, results: Sequence[PartitionResult]) -> list[str]:
@@ -238,6 +262,8 @@ class ClusterMeasurer:
         read_started = time.monotonic()
         self.phase = "reading Kafka"
         try:
+            if not plan.to_read:
+                _confirm_reachable(reader, partitions)
             answers, fresh = read_with_cache(plan, reader, self._cache)
         except FreshnessTrackerError as exc:
             answers, fresh, kafka_error = {}, [], str(exc)
@@ -331,7 +357,8 @@ class ClusterMeasurer:
             partitions=len(results),
             kafka_reads=len(fresh) if kafka_error is None else len(plan.to_read),
             kafka_read_failures=len(failures) if kafka_error is None else len(plan.to_read),
-            cache_hits=len(plan.from_cache) + len(plan.known_absent),
+            # a failed cycle serves nothing from the cache: the hits were not answers
+            cache_hits=0 if kafka_error else len(plan.from_cache) + len(plan.known_absent),
             burrow_errors=len(lags.failed_groups),
             filtered_groups=len(lags.filtered),
             invalid_inputs=len(invalid),

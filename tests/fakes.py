@@ -60,7 +60,8 @@ class FakeBurrow:
 class FakeReader:
     """Answers reads from {(topic, partition, offset): timestamp}; anything else is END.
 
-    `outcomes` overrides per request; `down=True` raises ClusterUnavailable.
+    `outcomes` overrides per request; `down=True` raises ClusterUnavailable, from a read and
+    from the reachability check (`probes`: the topic each check named).
     """
 
     def __init__(self, timestamps: dict[tuple[str, int, int], int] | None = None,
@@ -72,6 +73,12 @@ class FakeReader:
         self.down = False
         self.fail_all = False
         self.on_read = on_read
+        self.probes: list[str | None] = []
+
+    def confirm_reachable(self, topic: str | None = None) -> None:
+        self.probes.append(topic)
+        if self.down:
+            raise ClusterUnavailable("cluster c: no broker reachable at k:9092: timed out")
 
     def read(self, requests: Sequence[ReadRequest]) -> list[RecordRead]:
         if self.on_read:

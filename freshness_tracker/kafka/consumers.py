@@ -43,11 +43,14 @@ CLIENT_ID = "freshness-tracker"
 #: Settings that keep a lookup read-only and honest; user properties cannot override them.
 #: `auto.offset.reset=error` makes an offset below the log start surface as an error event
 #: instead of silently jumping to another record; EOF events tell "nothing there" from "slow".
+#: A lookup names topics Burrow reported (reads, the reachability check): on a broker with
+#: `auto.create.topics.enable` a deleted one must not be created again by asking for it.
 FORCED_SETTINGS: Mapping[str, str] = {
     "enable.auto.commit": "false",
     "enable.auto.offset.store": "false",
     "auto.offset.reset": "error",
     "enable.partition.eof": "true",
+    "allow.auto.create.topics": "false",
 }
 
 

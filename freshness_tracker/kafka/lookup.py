@@ -111,6 +111,20 @@ class KafkaRecordReader:
         self._count(results, len(batches))
         return results
 
+    def confirm_reachable(self, topic: str | None = None) -> None:
+        """Raise `ClusterUnavailable` unless a broker answers one metadata request now.
+
+        A cycle whose every answer comes from the timestamp cache sends no read, and Burrow
+        keeps answering with its last offsets when the brokers stop: without this, a cluster
+        with no broker left would still look measured. librdkafka sends an application's
+        metadata request to a connected broker (never answers it from its cache), and `topic`
+        keeps the answer to one topic's partitions however large the cluster.
+        """
+        timeout = bound(self._lookup.timeout_s, current_deadline())
+        if timeout <= 0:
+            raise ClusterUnavailable(f"cluster {self.cluster}: {_DEADLINE_REACHED}")
+        cluster_metadata(self._pool, self.cluster, timeout, topic=topic)
+
     def stats(self) -> dict[str, int]:
         """Cumulative counters: reads, batches, fetch_requests, failures and per outcome."""
         with self._lock:

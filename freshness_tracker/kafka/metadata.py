@@ -23,15 +23,16 @@ def cluster_metadata(
     timeout_s: float,
     *,
     seen: Callable[[LookupConsumer, Any], None] | None = None,
+    topic: str | None = None,
 ) -> Any:
-    """Every topic's metadata, from one pooled consumer (`seen(consumer, metadata)` is told
-    which). A failure means the cluster is down, not the consumer: it stays in the pool, and
-    ClusterUnavailable names the servers tried."""
+    """Every topic's metadata (or only `topic`'s: a far smaller answer), from one pooled
+    consumer (`seen(consumer, metadata)` is told which). A failure means the cluster is down,
+    not the consumer: it stays in the pool, and ClusterUnavailable names the servers tried."""
     error: Exception
     try:
         with pool.borrow(timeout=timeout_s) as consumer:
             try:
-                metadata = consumer.list_topics(timeout=timeout_s)
+                metadata = consumer.list_topics(topic=topic, timeout=timeout_s)
             except KafkaException as exc:  # the brokers' answer; the consumer itself is fine
                 error = exc
             else:

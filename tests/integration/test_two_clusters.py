@@ -13,10 +13,10 @@ a value read from the wrong cluster cannot pass for the right one:
 broker is stopped: alpha stays measured, beta is down and serves no freshness; it is restarted on
 the same ports and log dir, and a commit made after its return is measured exactly.
 
-The exporter runs with ``lookup.cacheSize = 0``, as the Kafka fault matrix does: with the
-timestamp cache on, a partition whose offsets did not move needs no read, so an outage of a
-cluster where nothing moved goes unseen (docs/reliability.md, "Known limits"); the last test
-shows that limit on this stack and fails the day it is lifted.
+The exporter runs with ``lookup.cacheSize = 0``, as the Kafka fault matrix does, so every cycle
+reads. A second exporter with the default timestamp cache sees the same outage: there nothing
+moved, every timestamp is cached and no read is needed, so only its per-cycle reachability check
+(one metadata request) can tell the stopped brokers; the last test shows it does.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from devstack.proxy import API_FETCH
 from devstack.stack import now_ms
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
-from freshness_tracker.domain.model import ClusterHealth, ClusterSnapshot, PartitionStatus
+from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
 from tests.stack_support import poll, running_multi_cluster_stack
 from tests.support.config import cluster_entry, exporter_config
 from tests.support.scrape import FRESHNESS, LAST_SUCCESS, PARTITIONS, READ_FAILURES, Scrape
@@ -54,8 +54,9 @@ class Rig:
     cached: Exporter  # the default timestamp cache
     lagging: dict[str, Commit]  # cluster -> its lagging commit
     caught_up: Commit  # alpha p1
-    #: How the cached exporter saw each cluster in a cycle while beta's broker was stopped.
-    cached_during_outage: dict[str, ClusterHealth] | None = None
+    #: How the cached exporter saw each cluster in a cycle while beta's broker was stopped,
+    #: and the /metrics it then served.
+    cached_during_outage: tuple[dict[str, ClusterSnapshot], Scrape] | None = None
 
     def __getitem__(self, cluster: str) -> RealStack:
         return self.stacks[cluster]
@@ -175,7 +176,9 @@ def test_one_cluster_down_leaves_the_other_measured_then_it_returns(rig: Rig) ->
 
         beta.stop_broker()  # every node of beta: a real JVM shutdown
         try:
-            rig.cached_during_outage = {c.cluster: c.health for c in rig.cached.run_once().clusters}
+            outage = rig.cached.run_once().clusters
+            rig.cached_during_outage = ({c.cluster: c for c in outage},
+                                        Scrape.of(rig.cached.registry))
             for _ in range(2):  # down, and still down a cycle later (nothing frozen in between)
                 snaps, down = rig.cycle()
                 # alpha: up and exact beside it
@@ -215,15 +218,29 @@ def test_one_cluster_down_leaves_the_other_measured_then_it_returns(rig: Rig) ->
 
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "known limit (docs/reliability.md): with the timestamp cache on, a cluster whose brokers are "
-    "all stopped and whose offsets did not move needs no read, so it stays cluster_up 1"))
 def test_with_the_cache_a_stopped_cluster_is_seen_down_too(rig: Rig) -> None:
     """The outage above, as an exporter with the default cache saw it (no second outage: one
-    broker restart is enough for CI's 2 cores)."""
-    seen = rig.cached_during_outage
-    if seen is None:
+    broker restart is enough for CI's 2 cores): beta down with the reason and nothing served
+    from the cache, alpha measured; back up once beta's broker returned."""
+    if rig.cached_during_outage is None:
         pytest.fail("runs after test_one_cluster_down_leaves_the_other_measured_then_it_returns")
-    if not seen[ALPHA].up:  # not the limit: a real failure
-        pytest.fail(f"alpha down beside a stopped beta: {seen[ALPHA]}")
-    assert not seen[BETA].up, seen[BETA]  # the limit: beta, its broker stopped, is still "up"
+    with rig.logs_on_failure():
+        snaps, scrape = rig.cached_during_outage
+        assert snaps[ALPHA].health.up, snaps[ALPHA].health
+        assert_exact(snaps[ALPHA], rig.lagging[ALPHA], scrape)
+        health = snaps[BETA].health
+        assert not health.up and "no broker reachable" in (health.error or ""), health
+        assert health.cache_hits == 0 and health.kafka_reads == 0, health  # nothing from memory
+        assert scrape.get("freshness_tracker_cluster_up", cluster=BETA) == 0
+        assert not scrape.series(FRESHNESS, cluster=BETA), scrape.text
+        (r,) = [r for r in snaps[BETA].partitions if r.key.topic == TOPIC]
+        assert r.status is PartitionStatus.LOOKUP_FAILED and r.freshness_ms is None, r
+
+        def measured() -> tuple[dict[str, ClusterSnapshot], Scrape] | None:
+            snaps = {c.cluster: c for c in rig.cached.run_once().clusters}
+            return (snaps, Scrape.of(rig.cached.registry)) if snaps[BETA].health.up else None
+
+        snaps, back = poll(measured, RETURN_BUDGET_S,
+                           lambda: f"{BETA} measured again by the cached exporter",
+                           interval_s=0.5)  # fmt: skip
+        assert_both_exact(rig, snaps, back)

@@ -116,6 +116,7 @@ class FakeBroker:
     delivered: dict[tuple[str, int], list[int]] = field(default_factory=dict)
     watermark_calls: int = 0
     metadata_calls: int = 0
+    metadata_asked: list[tuple[str | None, float]] = field(default_factory=list)  # topic, timeout
     consumers: list[FakeConsumer] = field(default_factory=list)
     client_errors: list[FakeError] = field(default_factory=list)  # as consume() events
     callback_errors: list[FakeError] = field(default_factory=list)  # via error_cb
@@ -153,6 +154,7 @@ class FakeConsumer:
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         self.broker.metadata_calls += 1
+        self.broker.metadata_asked.append((topic, timeout))
         if self.broker.unreachable:
             raise KafkaException(RdKafkaError(RdKafkaError._TRANSPORT))
         return self.broker.metadata()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from freshness_tracker.config.settings import ClusterSettings
 from freshness_tracker.cycle import ClusterMeasurer
 from freshness_tracker.domain.filters import NameFilter, Shard
@@ -135,6 +137,69 @@ def test_partial_failure_keeps_cluster_up_and_drops_only_failed_value() -> None:
     by = {(r.key.consumer, r.key.partition): r for r in snap.partitions}
     assert by[("slow", 1)].freshness_ms is None
     assert by[("slow", 0)].freshness_ms == 10_000
+
+
+def test_a_cluster_served_from_the_cache_is_failed_when_no_broker_answers() -> None:
+    """Every timestamp cached and the offsets unmoved: no read is needed, and Burrow keeps
+    answering with its last offsets while the brokers are stopped. One metadata request per
+    such cycle tells the outage; the cluster is then down, with no value from the cache."""
+    reader = FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000, ("t", 1, 6): 97_000,
+                         ("t", 1, 7): 98_000, ("t", 0, 9): 99_500})
+    m, _, _ = setup(reader, cache=TimestampCache(100))
+    assert m.measure().health.up and reader.probes == []  # it read: no extra request
+    reader.requests.clear()
+    warm = m.measure()
+    assert warm.health.up and reader.requests == [] and reader.probes == ["t"]  # one, one topic
+
+    reader.down = True  # every broker stopped
+    snap = m.measure()
+    assert not snap.health.up
+    assert "no broker reachable" in (snap.health.error or "")
+    assert snap.health.last_success_ms == warm.health.last_success_ms  # frozen
+    assert snap.health.cache_hits == 0  # nothing was answered from it
+    by = {(r.key.consumer, r.key.partition): r for r in snap.partitions}
+    for key in (("slow", 0), ("slow", 1)):  # the lagging ones: no freshness from memory
+        assert by[key].status is PartitionStatus.LOOKUP_FAILED and by[key].freshness_ms is None
+    assert by[("fast", 0)].commit_lag_ms is None  # its cached last record is not served either
+    assert all(g.max_freshness_ms is None for g in snap.groups if g.consumer == "slow")
+
+    reader.down = False  # back: measured from the cache again, without a read
+    back = m.measure()
+    assert back.health.up and reader.requests == []
+    assert [r.freshness_ms for r in back.partitions] == [r.freshness_ms for r in warm.partitions]
+
+
+def test_a_cycle_with_nothing_to_read_still_proves_a_broker_answers() -> None:
+    """Only caught-up partitions and no commit lag asked for: no read at all, not even a
+    cached one; the brokers' outage is still seen."""
+    burrow = FakeBurrow({"c": [group("c", "fast", lag(consumer="fast", committed=10,
+                                                      current_lag=0))]})
+    reader = FakeReader()
+    m = ClusterMeasurer(cluster(), burrow, lambda _k: reader, clock=lambda: NOW,
+                        commit_lag_when_caught_up=False)
+    assert m.measure().health.up and reader.requests == [] and reader.probes == ["t"]
+    reader.down = True
+    snap = m.measure()
+    assert not snap.health.up and "no broker reachable" in (snap.health.error or "")
+
+
+def test_a_reader_without_a_reachability_check_is_trusted_as_before() -> None:
+    """The Spark job's reader has no check: its warm cycles stay as they were."""
+
+    class PlainReader:
+        def __init__(self) -> None:
+            self.inner = FakeReader({("t", 0, 4): 90_000, ("t", 0, 3): 80_000})
+
+        def read(self, requests: Sequence[ReadRequest]) -> list[RecordRead]:
+            return self.inner.read(requests)
+
+    burrow = FakeBurrow({"c": [group("c", "slow", lag(consumer="slow", committed=4,
+                                                      current_lag=6))]})
+    m = ClusterMeasurer(cluster(), burrow, lambda _k: PlainReader(), clock=lambda: NOW,
+                        cache=TimestampCache(100))
+    assert m.measure().health.up
+    warm = m.measure()
+    assert warm.health.up and warm.health.kafka_reads == 0 and warm.health.cache_hits == 2
 
 
 def test_vanished_group_has_no_series_next_cycle() -> None:

@@ -380,6 +380,36 @@ def test_cluster_unreachable_raises_cluster_unavailable(
     assert not broker.consumers[0].closed
 
 
+def test_reachability_check_asks_one_topic_within_the_cycle_deadline(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.add_topic("t", [make_log(5)])
+    reader, _ = make_reader(broker, executor)
+    with cycle_deadline(Deadline.after(2.0)):
+        reader.confirm_reachable("t")
+    [(topic, timeout)] = broker.metadata_asked
+    assert topic == "t" and 0 < timeout <= 2.0  # one topic's metadata, not the cluster's
+    assert broker.assignments == []  # no read
+
+    with cycle_deadline(Deadline.after(0.0)), pytest.raises(ClusterUnavailable, match="deadline"):
+        reader.confirm_reachable("t")  # no time left: failed at once, nothing asked
+    assert len(broker.metadata_asked) == 1
+
+
+def test_reachability_check_fails_without_secrets_and_keeps_the_consumer(
+    broker: FakeBroker, executor: ThreadPoolExecutor
+) -> None:
+    broker.unreachable = True
+    settings = ClusterKafkaSettings(CLUSTER, {"bootstrap.servers": "b1:9092",
+                                              "sasl.password": "hunter2"})
+    reader, _ = fake_reader(broker, executor, settings, LookupSettings(timeout_s=1.0))
+    with pytest.raises(ClusterUnavailable, match=r"cluster c1: no broker reachable at b1:9092"
+                       ) as raised:
+        reader.confirm_reachable("t")
+    assert "hunter2" not in str(raised.value)
+    assert len(broker.consumers) == 1 and not broker.consumers[0].closed
+
+
 def test_deadline_error_names_the_client_error(
     broker: FakeBroker, executor: ThreadPoolExecutor
 ) -> None:
@@ -539,6 +569,15 @@ def test_config_forces_safety_settings_over_user_properties() -> None:
     assert config["statistics.interval.ms"] == "1000"
     assert config["max.partition.fetch.bytes"] == "65536"
     assert config["queued.max.messages.kbytes"] == "8192"
+
+
+def test_lookups_never_ask_for_topics_to_be_created() -> None:
+    """A lookup names topics Burrow reported, which may have been deleted since: asking for
+    one must not create it on a broker with auto.create.topics.enable."""
+    settings = ClusterKafkaSettings(CLUSTER, {"allow.auto.create.topics": "true"})
+    config, overridden = build_consumer_config(settings, LookupSettings())
+    assert config["allow.auto.create.topics"] == "false"
+    assert overridden == ["allow.auto.create.topics"]
 
 
 def test_pool_warns_once_about_overridden_forced_settings(
