@@ -76,7 +76,7 @@ SECURITY = """\
 | Burrow over HTTPS | `burrow.url = "https://..."`; `burrow.caFile` for a private CA (passed with every request, so `REQUESTS_CA_BUNDLE` cannot replace it); `burrow.tlsVerify = false` only for tests |
 | Burrow basic auth | `burrow.username` / `burrow.password`, from `FRESHNESS_TRACKER_BURROW_USERNAME` / `_PASSWORD` or an `include`d file; credentials written into `burrow.url` end at its last `@` (so `#`, `/`, `?` in the password work), are used as basic auth and stripped from the URL, so no message carries them; a password without a user is refused |
 | Kafka SASL / SSL | any librdkafka property under `clusters[].kafka` (`security.protocol`, `sasl.*`, `ssl.*`) reaches the consumers and the admin client untouched; put secrets in the environment with `"sasl.password" = ${?KAFKA_PASSWORD}` |
-| the listener | `listenAddress` and `port`; `web.tlsCertFile` + `web.tlsKeyFile` for HTTPS; `web.basicAuthUsername` + `web.basicAuthPassword` (`FRESHNESS_TRACKER_WEB_PASSWORD`) guard `/metrics`, `/readyz` and `/`, while `/healthz` stays open for probes; one of the two without the other is refused at startup |
+| the listener | `listenAddress` and `port`; `web.tlsCertFile` + `web.tlsKeyFile` for HTTPS; `web.basicAuthUsername` + `web.basicAuthPassword` (`FRESHNESS_TRACKER_WEB_PASSWORD`) guard `/metrics`, `/readyz` and `/`, while `/healthz` stays open for probes (without credentials it says only its status; the per-cluster details need them: [security.md](security.md)); one of the two without the other is refused at startup |
 | secrets in output | values of secret-looking keys are redacted wherever settings are printed; the fault suite runs at DEBUG through failures and asserts no secret reaches the log, `/metrics` or `/healthz` |
 
 A missing `burrow.caFile`, `web.tlsCertFile` or `web.tlsKeyFile`, an unusable certificate, an
@@ -98,10 +98,11 @@ LIMITS = """\
 - **Committed offset beyond the log end** (a recreated or truncated topic): Burrow 1.2.1 reports
   `current_lag` 0, so freshness is 0 and no read is made; the group will reset when it next
   fetches. The exporter cannot see this without Burrow's help.
-- **The timestamp cache** answers unchanged offsets without Kafka, so with the cache on a broker
-  outage is only visible where offsets moved, and a deleted topic that a stale Burrow still lists
-  keeps its (correct, growing) freshness until Burrow drops it; the matrix's Kafka rows run with
-  `lookup.cacheSize = 0` to exercise the reads.
+- **The timestamp cache** answers unchanged offsets without Kafka. A cycle that needs no read
+  (everything cached or caught up) still asks one metadata request of the cluster, so a cluster
+  whose brokers are all down is `cluster_up` 0 and serves nothing from the cache. A deleted topic
+  that a stale Burrow still lists keeps its (correct, growing) freshness until Burrow drops it;
+  the matrix's Kafka rows run with `lookup.cacheSize = 0` to exercise the reads.
 - **Kafka TLS** in this matrix is a TLS terminator taking over the broker's advertised client
   address (plaintext to Kafka behind it): it proves the exporter's SSL properties and CA
   verification against a real broker, not Kafka's own TLS listener.
