@@ -88,7 +88,10 @@ def parse_target(value: object) -> Fraction:
 class Objective:
     """`freshness_ms` must hold for `target` of the time, for consumers (and topics) matched.
 
-    Patterns fully match (as in `filters`); `topic` None means every topic of the consumer.
+    Patterns fully match and `.` matches a newline too, exactly as the group filters
+    (`filters.NameFilter`) and Prometheus 3 (`^(?s:…)$`) read the same regex: a group id may
+    hold a newline, and `.*` must judge it rather than leave it without an objective.
+    `topic` None means every topic of the consumer.
     """
 
     consumer: str
@@ -103,9 +106,9 @@ class Objective:
             raise ValueError(f"objective freshness must not be negative: {self.freshness_ms}")
         if not 0 < self.target <= 1:
             raise ValueError(f"objective target must be in (0, 1]: {self.target}")
-        object.__setattr__(self, "_consumer_re", re.compile(self.consumer))
-        object.__setattr__(self, "_topic_re",
-                           re.compile(self.topic) if self.topic is not None else None)
+        object.__setattr__(self, "_consumer_re", re.compile(self.consumer, re.DOTALL))
+        object.__setattr__(self, "_topic_re", re.compile(self.topic, re.DOTALL)
+                           if self.topic is not None else None)
 
     def matches_consumer(self, consumer: str) -> bool:
         return self._consumer_re.fullmatch(consumer) is not None

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from freshness_tracker.domain.filters import NameFilter
 from freshness_tracker.domain.slo import (
     DEFAULT_MIN_COVERAGE,
     INSUFFICIENT,
@@ -201,6 +202,30 @@ def test_objective_matching_first_wins_full_match() -> None:
     assert in_group_series(objectives, "billing", "anything")
     assert in_group_series(objectives[:2], "billing", "anything")  # no objective: all topics
     assert "99.9%" in objectives[0].label
+
+
+def test_a_newline_in_a_group_name_is_matched_like_the_filters_and_prometheus() -> None:
+    """Kafka allows a newline in a group id; `.` matches it in the filters and in Prometheus
+    3 (`^(?s:…)$`), so an objective must judge that group too, not leave it unjudged."""
+    objectives = [Objective("orders-.*", 60 * S, Fraction(99, 100), topic="pay.*"),
+                  Objective(".*", 3600 * S, Fraction(9, 10))]
+    assert objective_for_topic(objectives, "orders-\napp", "pay\nments") == 0
+    assert objective_for_group(objectives, "orders-\napp") == 0
+    assert objective_for_group(objectives, "\n") == 1
+    # an explicit (?-s:…) still keeps `.` off newlines, as in RE2
+    assert objective_for_group([Objective("(?-s:.*)", S, Fraction(1))], "a\nb") is None
+
+
+_PATTERNS = [".*", ".+", "orders-.*", "a.b", "(?-s:.*)", "x|.*y", "[^a]*", r"\w.\w"]
+
+
+@given(st.sampled_from(_PATTERNS), st.text(alphabet=st.sampled_from("ab\nxy-\r\t\x85"),
+                                           max_size=8) | st.text(max_size=8))
+def test_an_objective_selects_exactly_the_names_the_filters_select(
+        pattern: str, name: str) -> None:
+    assert Objective(pattern, S, Fraction(1)).matches_consumer(name) \
+        == NameFilter.compile([pattern])(name)
+    assert Objective(".*", S, Fraction(1)).matches_consumer(name)
 
 
 def test_objective_validation() -> None:
