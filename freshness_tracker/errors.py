@@ -1,4 +1,4 @@
-"""The exception hierarchy, nothing else.
+"""The exception hierarchy, and how an error describes a configured value (`described`).
 
     FreshnessTrackerError
     ├── ConfigError             key path + problem + fix; the CLI exits 2
@@ -12,6 +12,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from typing import Any
+
+from dateutil.relativedelta import relativedelta
+
 __all__ = [
     "BurrowError",
     "BurrowNotFound",
@@ -21,6 +26,8 @@ __all__ = [
     "ConfigError",
     "FreshnessTrackerError",
     "KafkaError",
+    "described",
+    "scalar_kind",
 ]
 
 
@@ -36,6 +43,28 @@ class ConfigError(FreshnessTrackerError):
         self.problem = problem
         self.fix = fix
         super().__init__(f"{key}: {problem}" + (f"; {fix}" if fix else ""))
+
+
+def described(value: Any) -> str:
+    """A value for an error, by its kind and length, never as written: a setting's value may
+    come from a substitution (`${SOME_PASSWORD}` in a numeric setting), and errors are
+    logged. The one way every config reader names a value it refuses."""
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters" if value.strip() else "an empty string"
+    if value is None:
+        return "null"
+    return scalar_kind(value)
+
+
+def scalar_kind(value: Any) -> str:
+    """What an unquoted value was read as, without the value (it may be a secret)."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, relativedelta | timedelta):
+        return "a duration"
+    return f"a {type(value).__name__}"
 
 
 class BurrowError(FreshnessTrackerError):

@@ -19,7 +19,7 @@ from typing import Any
 from dateutil.relativedelta import relativedelta
 from pyhocon import ConfigFactory, ConfigTree
 
-from freshness_tracker.errors import ConfigError
+from freshness_tracker.errors import ConfigError, described
 
 __all__ = ["default", "default_seconds", "parse_duration", "reference_text", "reference_tree"]
 
@@ -60,7 +60,10 @@ def default_seconds(key: str) -> float:
 
 
 def parse_duration(value: Any, key: str) -> float:
-    """Seconds from a number or a HOCON duration ("10s", "500ms", "5m")."""
+    """Seconds from a number or a HOCON duration ("10s", "500ms", "5m").
+
+    A refused value is described by its kind and length, never quoted: it may have come from
+    a substitution of a secret, and the error is logged."""
     if isinstance(value, relativedelta):
         if value.months or value.years:  # pyhocon keeps them apart: they have no fixed length
             raise ConfigError(key, "months and years have no fixed length",
@@ -70,10 +73,12 @@ def parse_duration(value: Any, key: str) -> float:
     if isinstance(value, timedelta):
         return value.total_seconds()
     if isinstance(value, bool):
-        raise ConfigError(key, f"{value!r} is not a duration", 'write e.g. 10s, 500ms or 5m')
+        raise ConfigError(key, f"expected a duration, got {described(value)}",
+                          "write e.g. 10s, 500ms or 5m")
     if isinstance(value, int | float):
         return float(value)
     match = _DURATION.match(str(value))
     if match and match.group(2).lower() in _UNITS:
         return float(match.group(1)) * _UNITS[match.group(2).lower()]
-    raise ConfigError(key, f"{value!r} is not a duration", "write e.g. 10s, 500ms or 5m")
+    raise ConfigError(key, f"expected a duration, got {described(value)}",
+                      "write e.g. 10s, 500ms or 5m")

@@ -25,6 +25,8 @@ from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.burrow.url import BurrowUrlError, parse_burrow_url
 from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.errors import described as _described
+from freshness_tracker.errors import scalar_kind as _scalar_kind
 from freshness_tracker.http import WebSettings
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from freshness_tracker.reference import (
@@ -202,14 +204,7 @@ class _Reader:
 
     def seconds(self, key: str, *, minimum: float, maximum: float = MAX_DURATION_S) -> float:
         """A duration of at least `minimum` (above 0) and at most `maximum`."""
-        raw = self.raw(key)
-        try:
-            value = parse_duration(raw, self.path(key))
-        except ConfigError as exc:  # its message quotes a text, which may be a secret
-            if not isinstance(raw, str):
-                raise
-            raise ConfigError(exc.key, f"expected a duration, got {_described(raw)}",
-                              exc.fix) from None
+        value = parse_duration(self.raw(key), self.path(key))  # its errors never echo it
         if value < minimum:
             raise ConfigError(self.path(key), f"{_duration(value)} is too small",
                               f"use at least {_duration(minimum)}")
@@ -256,28 +251,6 @@ def _kind(value: Any) -> str:
     if isinstance(value, list):
         return "a list"
     return _described(value)
-
-
-def _described(value: Any) -> str:
-    """A value for an error, by its kind and length, never as written: a setting's value may
-    come from a substitution (`${SOME_PASSWORD}` in a numeric setting), and errors are
-    logged."""
-    if isinstance(value, str):
-        return f"a string of {len(value)} characters" if value.strip() else "an empty string"
-    if value is None:
-        return "null"
-    return _scalar_kind(value)
-
-
-def _scalar_kind(value: Any) -> str:
-    """What an unquoted value was read as, without the value (it may be a secret)."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, relativedelta | timedelta):
-        return "a duration"
-    return f"a {type(value).__name__}"
 
 
 def _duration(seconds: float) -> str:

@@ -30,19 +30,22 @@ _RELATIVE = re.compile(r"^now\s*(?:-\s*(.+))?$")
 def parse_time_ms(text: str, *, now_ms: int | None = None) -> int:
     """Epoch ms from ISO 8601 (naive means UTC), epoch milliseconds, `now` or `now-7d`."""
     value = text.strip()
+    wrong = argparse.ArgumentTypeError(
+        f"{text!r} is not a time; use ISO 8601 (2024-01-31T12:00Z), epoch ms, now or now-7d")
     relative = _RELATIVE.match(value.lower())
     if relative:
         now = now_ms if now_ms is not None else time.time_ns() // 1_000_000
         back = relative.group(1)
-        return now - int(parse_duration(back, "time") * 1000) if back else now
+        try:
+            return now - int(parse_duration(back, "time") * 1000) if back else now
+        except ConfigError:
+            raise wrong from None
     if value.isdigit():
         return int(value)
     try:
         parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a time; use ISO 8601 (2024-01-31T12:00Z), epoch ms, now or now-7d"
-        ) from None
+        raise wrong from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.UTC)
     return int(parsed.timestamp() * 1000)
@@ -51,8 +54,8 @@ def parse_time_ms(text: str, *, now_ms: int | None = None) -> int:
 def _duration_ms(text: str) -> int:
     try:
         return int(parse_duration(text, "duration") * 1000)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    except ConfigError as exc:  # the person's own command line: quoting it back helps
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration; {exc.fix}") from None
 
 
 def _share(text: str) -> Fraction:

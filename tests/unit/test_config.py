@@ -471,6 +471,36 @@ def test_a_substituted_secret_is_never_echoed_in_an_error(
     assert "hunter2" not in str(info.value)
 
 
+def test_a_duration_error_describes_the_value_never_quotes_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """parse_duration is every duration's reader (settings, objectives files, the defaults):
+    its own error must not echo a secret a substitution put there, whoever calls it."""
+    from freshness_tracker.spark.objectives import parse_objectives
+
+    with pytest.raises(ConfigError) as info:
+        parse_duration("hunter2[", "k")
+    assert str(info.value) == ("k: expected a duration, got a string of 8 characters; "
+                               "write e.g. 10s, 500ms or 5m")
+    monkeypatch.setenv("SOME_SECRET", "hunter2[")
+    with pytest.raises(ConfigError) as info:
+        parse_objectives('objectives = [{ consumer = ".*", freshness = ${SOME_SECRET}, '
+                         "target = 99% }]")
+    assert info.value.key == "objectives: objectives[0].freshness"
+    assert "hunter2" not in str(info.value) and "8 characters" in str(info.value)
+
+
+def test_a_bad_relative_time_on_the_spark_command_line_is_a_usage_error() -> None:
+    """`--from now-xyz` is argparse's one line naming the option and the text typed (the
+    person's own command line), not a traceback."""
+    import argparse
+
+    from freshness_tracker.spark.cli import parse_time_ms
+
+    with pytest.raises(argparse.ArgumentTypeError, match="'now-xyz' is not a time"):
+        parse_time_ms("now-xyz")
+    assert parse_time_ms("now-1m", now_ms=120_000) == 60_000
+
+
 def test_a_java_truststore_names_its_key_and_the_fix() -> None:
     from freshness_tracker.config.kafka_properties import validate_kafka_properties
 
