@@ -76,7 +76,8 @@ def parse_target(value: object) -> Fraction:
     try:
         number = Fraction(Decimal(text))
     except (InvalidOperation, ValueError):
-        raise ValueError(f"{value!r} is not a share; write e.g. 99.9% or 0.999") from None
+        # not quoted: the text may come from a substitution of a secret; the caller names it
+        raise ValueError("not a share; write e.g. 99.9% or 0.999") from None
     if percent or number > 1:
         number /= 100
     if not 0 < number <= 1:

@@ -487,6 +487,11 @@ def test_a_duration_error_describes_the_value_never_quotes_it(
                          "target = 99% }]")
     assert info.value.key == "objectives: objectives[0].freshness"
     assert "hunter2" not in str(info.value) and "8 characters" in str(info.value)
+    with pytest.raises(ConfigError) as info:  # a target is no duration, but the same rule
+        parse_objectives('objectives = [{ consumer = ".*", freshness = 1m, '
+                         "target = ${SOME_SECRET} }]")
+    assert info.value.key == "objectives: objectives[0].target"
+    assert "hunter2" not in str(info.value)
 
 
 def test_a_bad_relative_time_on_the_spark_command_line_is_a_usage_error() -> None:
