@@ -15,7 +15,10 @@ is selected by one objective at most.
 1 while the group's freshness is strictly over the objective (exactly at it is within), 0 while
 within; and 1 while the exporter reports the group but not its freshness (a read failed, or none
 of the objective's topics has a value), because the report counts no data against the
-objective. Its averages over 5m, 30m, 1h, 2h, 6h, 1d and 3d
+objective. The freshness is the one at the rule's evaluation time (docs/querytime.md): a stuck
+group crosses its objective when it truly does, not a cycle and a scrape later.
+
+Its averages over 5m, 30m, 1h, 2h, 6h, 1d and 3d
 (`freshness_tracker:objective_bad:ratio_rate<window>`) are the shares of time over objective,
 sampled at the rule evaluation interval: the report's "time over objective ÷ window".
 
@@ -51,8 +54,10 @@ from freshness_tracker.domain.slo import Objective
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.sinks.prometheus import (
     GROUP_MAX_FRESHNESS,
+    GROUP_OLDEST_UNCOMMITTED,
     GROUP_STATUS,
     TOPIC_MAX_FRESHNESS,
+    TOPIC_OLDEST_UNCOMMITTED,
 )
 from freshness_tracker.spark.objectives import check_regex
 
@@ -143,18 +148,27 @@ def _selectors(objectives: Sequence[Objective], i: int, job: str | None) -> str:
                       *(f"consumer!~{_promql_string(o.consumer)}" for o in objectives[:i])])
 
 
+def _freshness_now(stamp: str, gauge: str, selector: str) -> str:
+    """The worst freshness in ms at the rule's evaluation time: per series, time() minus the
+    oldest uncommitted record's timestamp (0 if it is ahead), or the gauge where no record
+    waits (its 0 must not age) or the exporter exports no timestamp; then the worst copy."""
+    return (f"max by (cluster, consumer) (\n    clamp_min(time() - {stamp}{{{selector}}}, 0) "
+            f"* 1000\n  or\n    {gauge}{{{selector}}}\n)")
+
+
 def _sli(objectives: Sequence[Objective], i: int, job: str | None) -> dict[str, Any]:
     o = objectives[i]
     sel = _selectors(objectives, i, job)
     if o.topic is None:
-        worst = f"max by (cluster, consumer) ({GROUP_MAX_FRESHNESS.name}{{{sel}}})"
+        worst = _freshness_now(GROUP_OLDEST_UNCOMMITTED.name, GROUP_MAX_FRESHNESS.name, sel)
     else:
-        worst = (f"max by (cluster, consumer) ({TOPIC_MAX_FRESHNESS.name}"
-                 f"{{{sel}, topic=~{_promql_string(o.topic)}}})")
+        worst = _freshness_now(TOPIC_OLDEST_UNCOMMITTED.name, TOPIC_MAX_FRESHNESS.name,
+                               f"{sel}, topic=~{_promql_string(o.topic)}")
     reported = f"max by (cluster, consumer) ({GROUP_STATUS.name}{{{sel}}})"
     return {
         "record": BAD,
-        "expr": f"(\n  {worst} > bool {o.freshness_ms}\n)\nor\n(\n  {reported} * 0 + 1\n)\n",
+        "expr": (f"(\n  {worst.replace(chr(10), chr(10) + '  ')} > bool {o.freshness_ms}\n)\n"
+                 f"or\n(\n  {reported} * 0 + 1\n)\n"),
         "labels": {"objective": str(i)},
     }
 
