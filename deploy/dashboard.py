@@ -25,14 +25,18 @@ from freshness_tracker.sinks.prometheus import (
     GROUP_DATA_LOSS_PARTITIONS,
     GROUP_MAX_FRESHNESS,
     GROUP_OFFSET_LAG,
+    GROUP_OLDEST_UNCOMMITTED,
     GROUP_STATUS,
     GROUP_UNMEASURED,
     HEADROOM,
     LOST,
     OFFSET_LAG,
+    OLDEST_UNCOMMITTED,
     PARTITION_STATUS,
     TOPIC_MAX_FRESHNESS,
     TOPIC_OFFSET_LAG,
+    TOPIC_OLDEST_UNCOMMITTED,
+    Family,
 )
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
@@ -46,6 +50,22 @@ def one_copy(selector: str) -> str:
     series comes from each copy, differing only in `instance` and `pod`, so sums over them
     would count it twice. (Without copies this changes nothing.)"""
     return f"max without (instance, pod) ({selector})"
+
+
+def freshness_now(stamp: Family, gauge: Family, selector: str) -> str:
+    """Freshness in ms as of the query (docs/querytime.md): now minus the oldest uncommitted
+    record's append time, per series, never below 0; where no timestamp is exported (nothing
+    waits, so the gauge is 0, or the family is not exported: per partition it is opt-in) the
+    gauge's own value."""
+    return (f"1000 * clamp_min(time() - {stamp.name}{{{selector}}}, 0) "
+            f"or {gauge.name}{{{selector}}}")
+
+
+GROUP_NOW = freshness_now(GROUP_OLDEST_UNCOMMITTED, GROUP_MAX_FRESHNESS, GROUP)
+TOPIC_NOW = freshness_now(TOPIC_OLDEST_UNCOMMITTED, TOPIC_MAX_FRESHNESS, TOPIC)
+PARTITION_NOW = freshness_now(OLDEST_UNCOMMITTED, FRESHNESS, TOPIC)
+_NOW = (" As of the query: the oldest uncommitted record's age now, so a stuck group grows "
+        "with the clock between cycles.")
 
 # Burrow's own status indexes (the exporter exports them as is).
 GROUP_STATUS_NAMES = {0: ("NOTFOUND", "text"), 1: ("OK", "green"), 2: ("WARN", "yellow"),
@@ -146,8 +166,8 @@ def _panels() -> list[dict[str, Any]]:
     y += 1
     ps += [
         stat("Worst group freshness",
-             f"max({GROUP_MAX_FRESHNESS.name}{{{GROUP}}})", "dtdurationms", 0, y,
-             "Age of the oldest uncommitted record over the selected groups.",
+             f"max({GROUP_NOW})", "dtdurationms", 0, y,
+             "Age of the oldest uncommitted record over the selected groups." + _NOW,
              [(None, "green"), (60_000, "yellow"), (300_000, "red")]),
         stat("Groups measured",
              f"count(count by (cluster, consumer) ({GROUP_STATUS.name}{{{GROUP}}}))"
@@ -177,29 +197,32 @@ def _panels() -> list[dict[str, Any]]:
     objective = [(None, "green"), (300_000, "red")]
     ps += [
         panel("timeseries", "Freshness per group (worst partition)", [target(
-            f"max by (cluster, consumer) ({GROUP_MAX_FRESHNESS.name}{{{GROUP}}})",
+            f"max by (cluster, consumer) ({GROUP_NOW})",
             "{{cluster}} / {{consumer}}")], unit="ms", w=12, h=9, x=0, y=y,
             thresholds=objective,
             description="now − timestamp of the oldest uncommitted record, worst partition of "
-                        "each group; 0 when caught up. The red line is the 5 min objective."),
+                        "each group; 0 when caught up. The red line is the 5 min objective."
+                        + _NOW),
         panel("timeseries", "Freshness per topic", [target(
-            "max by (cluster, consumer, topic) "
-            f"({TOPIC_MAX_FRESHNESS.name}{{{TOPIC}}})",
+            f"max by (cluster, consumer, topic) ({TOPIC_NOW})",
             "{{consumer}} / {{topic}}")], unit="ms", w=12, h=9, x=12, y=y,
-            thresholds=objective, description="Worst partition per group and topic."),
+            thresholds=objective, description="Worst partition per group and topic." + _NOW),
     ]
     y += 9
     ps += [
         panel("timeseries", "Freshness per partition", [target(
-            one_copy(f"{FRESHNESS.name}{{{TOPIC}}}"),
+            one_copy(PARTITION_NOW),
             "{{consumer}} / {{topic}} [{{partition}}]")], unit="ms", w=12, h=9, x=0, y=y,
             thresholds=objective,
-            description=f"A lower bound where {DATA_LOSS.name} is 1."),
+            description=f"A lower bound where {DATA_LOSS.name} is 1. As of the query where "
+                        f"{OLDEST_UNCOMMITTED.name} is exported (partitionMetrics), else the "
+                        "last cycle's value."),
         panel("table", "Worst partitions now", [target(
-            f"topk(20, {one_copy(f'{FRESHNESS.name}{{{TOPIC}}}')})",
+            f"topk(20, {one_copy(PARTITION_NOW)})",
             "{{cluster}} {{consumer}} {{topic}} {{partition}}", instant=True, table=True)],
             unit="dtdurationms", w=12, h=9, x=12, y=y,
-            description="The 20 partitions with the oldest uncommitted record.",
+            description="The 20 partitions with the oldest uncommitted record (as of the query "
+                        f"where {OLDEST_UNCOMMITTED.name} is exported).",
             options={"showHeader": True, "sortBy": [{"displayName": "Value", "desc": True}]},
             transformations=[{"id": "organize", "options": {
                 "excludeByName": {"Time": True, "__name__": True, "job": True,
@@ -257,8 +280,7 @@ def _panels() -> list[dict[str, Any]]:
     y += 1
     ps += [
         panel("timeseries", "Freshness beside offset lag", [
-            target(f"max by (cluster, consumer) ({GROUP_MAX_FRESHNESS.name}{{{GROUP}}})",
-                   "freshness {{consumer}}", "A"),
+            target(f"max by (cluster, consumer) ({GROUP_NOW})", "freshness {{consumer}}", "A"),
             target(f"sum by (cluster, consumer) "
                    f"({one_copy(f'{GROUP_OFFSET_LAG.name}{{{GROUP}}}')})",
                    "offset lag {{consumer}}", "B")],

@@ -5,13 +5,15 @@ is also run against a real Prometheus in tests/integration/test_prometheus_queri
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from deploy import dashboard
 from tests.deploy.promql import _panels, dashboard_queries, selectors
-from tests.deploy.tools import DASHBOARD_FILES
+from tests.deploy.tools import DASHBOARD_FILES, promtool
 
 TIME_UNITS = {"ms", "dtdurationms"}
 SECOND_UNITS = {"s", "dtdurations"}
@@ -166,3 +168,81 @@ def test_the_catch_up_table_names_its_columns_and_highlights_not_catching_up(
     stat = _panel(board, "Groups not catching up")
     steps = stat["fieldConfig"]["defaults"]["thresholds"]["steps"]
     assert steps[-1] == {"color": "red", "value": 1}
+
+
+#: The freshness panels, each as of the query: (title, the timestamp family it ages).
+FRESHNESS_NOW = {
+    "Worst group freshness": "kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
+    "Freshness per group (worst partition)":
+        "kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
+    "Freshness beside offset lag": "kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
+    "Freshness per topic": "kafka_consumer_topic_oldest_uncommitted_timestamp_seconds",
+    "Freshness per partition": "kafka_consumer_oldest_uncommitted_timestamp_seconds",
+    "Worst partitions now": "kafka_consumer_oldest_uncommitted_timestamp_seconds",
+}
+
+
+def test_freshness_panels_age_the_oldest_uncommitted_record_at_query_time(
+        board: dict[str, Any], tmp_path: Path) -> None:
+    """promtool evaluates each freshness panel's query (variables set to All) between two
+    5-minutely scrapes: a stuck group is as old as its record now (not as the last cycle said),
+    a caught-up one 0, an unmeasured one absent; per partition without the opt-in timestamp,
+    the gauge."""
+    group = 'job="freshness-tracker",instance="a:8081",cluster="prod"'
+    inputs = [
+        (f'kafka_consumer_group_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck"}}',
+         "60x2"),
+        (f'kafka_consumer_group_max_freshness_ms{{{group},consumer="stuck"}}', "0 240000 540000"),
+        (f'kafka_consumer_group_max_freshness_ms{{{group},consumer="idle"}}', "0x2"),
+        (f'kafka_consumer_group_offset_lag{{{group},consumer="stuck"}}', "5x2"),
+        (f'kafka_consumer_topic_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck",'
+         'topic="t"}', "60x2"),
+        (f'kafka_consumer_topic_max_freshness_ms{{{group},consumer="stuck",topic="t"}}',
+         "0 240000 540000"),
+        (f'kafka_consumer_topic_max_freshness_ms{{{group},consumer="idle",topic="t"}}', "0x2"),
+        (f'kafka_consumer_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck",'
+         'topic="t",partition="0"}', "60x2"),
+        (f'kafka_consumer_freshness_ms{{{group},consumer="stuck",topic="t",partition="0"}}',
+         "0 240000 540000"),
+        # per-partition timestamps not exported for this one: its gauge, frozen at the 5m scrape
+        (f'kafka_consumer_freshness_ms{{{group},consumer="stuck",topic="t",partition="1"}}',
+         "0 120000 420000"),
+        (f'kafka_consumer_freshness_ms{{{group},consumer="idle",topic="t",partition="0"}}', "0x2"),
+        (f'kafka_consumer_group_unmeasured_partitions{{{group},consumer="unknown"}}', "1x2"),
+    ]
+    now_ms = (8 * 60 - 60) * 1000  # at 8m: the record appended at 60 s waited 420 s
+    stuck_partition = {"consumer": "stuck", "topic": "t", "partition": "0"}
+    expected: dict[str, list[tuple[dict[str, str], float]]] = {
+        "Worst group freshness": [({}, now_ms)],
+        "Freshness per group (worst partition)": [
+            ({"cluster": "prod", "consumer": "stuck"}, now_ms),
+            ({"cluster": "prod", "consumer": "idle"}, 0)],
+        "Freshness beside offset lag": [
+            ({"cluster": "prod", "consumer": "stuck"}, now_ms),
+            ({"cluster": "prod", "consumer": "idle"}, 0)],
+        "Freshness per topic": [
+            ({"cluster": "prod", "consumer": "stuck", "topic": "t"}, now_ms),
+            ({"cluster": "prod", "consumer": "idle", "topic": "t"}, 0)],
+        "Freshness per partition": [
+            ({"job": "freshness-tracker", "cluster": "prod", **stuck_partition}, now_ms),
+            ({"job": "freshness-tracker", "cluster": "prod", **stuck_partition,
+              "partition": "1"}, 120_000),
+            ({"job": "freshness-tracker", "cluster": "prod", "consumer": "idle", "topic": "t",
+              "partition": "0"}, 0)],
+    }
+    expected["Worst partitions now"] = expected["Freshness per partition"]
+    tests = []
+    for title, stamp in FRESHNESS_NOW.items():
+        (target, *_) = _panel(board, title)["targets"]
+        assert f"clamp_min(time() - {stamp}{{" in target["expr"], title
+        expr = target["expr"].replace("$job", ".*").replace("$cluster", ".*").replace(
+            "$consumer", ".*").replace("$topic", ".*")
+        tests.append({"expr": expr, "eval_time": "8m", "exp_samples": [
+            {"labels": "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}",
+             "value": value} for labels, value in expected[title]]})
+    unit = {"rule_files": [], "evaluation_interval": "1m", "tests": [{
+        "interval": "5m", "input_series": [{"series": s, "values": v} for s, v in inputs],
+        "promql_expr_test": tests}]}
+    test_file = tmp_path / "dashboard.test.yml"
+    test_file.write_text(yaml.safe_dump(unit))
+    assert "SUCCESS" in promtool("test", "rules", str(test_file), cwd=tmp_path)
