@@ -1,7 +1,10 @@
 """The status page at `/`: what is behind right now, worst first, for a person without Grafana.
 
 Rendered on the server from the current snapshot (no script, no CDN, no build step), so it shows
-exactly what /metrics serves. It refreshes itself with a meta refresh. `?cluster=C&group=G`
+what /metrics serves, with freshness as of the request: a lagging partition's (and group's)
+oldest uncommitted record ages from its append time with the clock, as the query-time rules
+compute it (docs/querytime.md), so a stuck group grows on every refresh, not once a cycle; a
+caught-up one stays 0. It refreshes itself with a meta refresh. `?cluster=C&group=G`
 drills down to one group's partitions. Every name is escaped: topic and group names come from
 Burrow, which is as hostile as anything else it sends.
 """
@@ -67,6 +70,24 @@ def _duration(ms: int | None) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+_WAITING = frozenset({PartitionStatus.OK, PartitionStatus.GAP, PartitionStatus.DATA_LOSS})
+
+
+def _partition_now(r: PartitionResult, now_ms: int) -> int | None:
+    """The partition's freshness at `now_ms`: its waiting record's age then (0 if the record is
+    ahead of our clock), or the cycle's value when nothing waits (0) or it is unknown."""
+    if r.freshness_ms is None or r.record_timestamp_ms is None or r.status not in _WAITING:
+        return r.freshness_ms
+    return max(now_ms - r.record_timestamp_ms, 0)
+
+
+def _group_now(g: GroupResult, now_ms: int) -> int | None:
+    """The group's max freshness at `now_ms` (its oldest uncommitted record's age then)."""
+    if g.max_freshness_ms is None or g.oldest_uncommitted_ms is None:
+        return g.max_freshness_ms
+    return max(now_ms - g.oldest_uncommitted_ms, 0)
+
+
 def _freshness(ms: int | None, lower_bound: bool) -> str:
     """`_duration`, marked "≥" when the value is a lower bound (data loss)."""
     return ("≥" if lower_bound and ms is not None else "") + _duration(ms)
@@ -124,13 +145,13 @@ def _cluster_rows(clusters: Iterable[ClusterSnapshot], now_ms: int) -> Iterable[
                f'<td class="n">{h.partitions}</td><td>{error}</td></tr>')
 
 
-def _group_rows(groups: Iterable[GroupResult]) -> Iterable[str]:
+def _group_rows(groups: Iterable[GroupResult], now_ms: int) -> Iterable[str]:
     for g in groups:
         loss = g.data_loss_partitions > 0
         link = "/?" + urlencode({"cluster": g.cluster, "group": g.consumer})
         yield (f'<tr class="{"loss" if loss else "group"}"><td>{_e(g.cluster)}</td>'
                f'<td><a href="{_e(link)}">{_e(g.consumer)}</a></td>'
-               f'<td class="n">{_freshness(g.max_freshness_ms, loss)}</td>'
+               f'<td class="n">{_freshness(_group_now(g, now_ms), loss)}</td>'
                f'<td class="n">{"-" if g.offset_lag is None else g.offset_lag}</td>'
                f"<td>{_e(g.burrow_status)}</td>"
                f'<td class="n">{g.data_loss_partitions or ""}</td>'
@@ -145,18 +166,19 @@ def _unmeasured(g: GroupResult) -> str:
     return str(g.unmeasured_partitions or "")
 
 
-def _partition_rows(partitions: Iterable[PartitionResult]) -> Iterable[str]:
+def _partition_rows(partitions: Iterable[PartitionResult], now_ms: int) -> Iterable[str]:
     """One row per partition. Its "measurement" cell names how it was measured only when that
     is not the ordinary way (ok is left blank), so it is never read as Burrow's status."""
     for r in partitions:
         measured = "" if r.status is PartitionStatus.OK else r.status.value
         lag = "-" if r.log_end_offset is None and r.committed_offset is not None else r.offset_lag
         lost = f"{r.lost_records} lost" if r.data_loss else ""
+        freshness = _freshness(_partition_now(r, now_ms), r.freshness_is_lower_bound)
         yield (f'<tr class="{"loss" if r.data_loss else "partition"}"><td>{_e(r.key.topic)}</td>'
                f'<td class="n">{r.key.partition}</td>'
                f'<td class="n">{"-" if r.committed_offset is None else r.committed_offset}</td>'
                f'<td class="n">{lag}</td>'
-               f'<td class="n">{_freshness(r.freshness_ms, r.freshness_is_lower_bound)}</td>'
+               f'<td class="n">{freshness}</td>'
                f'<td class="n">{_duration(r.commit_lag_ms)}</td>'
                f'<td class="n">{_duration(r.retention_headroom_ms)}</td>'
                f"<td>{_e(measured)}</td><td>{_e(r.burrow_status)}</td><td>{lost}</td></tr>")
@@ -166,22 +188,22 @@ def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
     # Worst first: data loss, groups not measured at all, then the oldest unconsumed data,
     # then unmeasured partitions.
     groups = sorted((g for c in snapshot.clusters for g in c.groups), key=lambda g: (
-        -(g.data_loss_partitions > 0), -(g.error is not None), -(g.max_freshness_ms or 0),
+        -(g.data_loss_partitions > 0), -(g.error is not None), -(_group_now(g, now_ms) or 0),
         -g.unmeasured_partitions))
     behind = sum(1 for g in groups if (g.max_freshness_ms or 0) > 0)
     down = sum(1 for c in snapshot.clusters if not c.health.up)
     yield "<h1>freshness-tracker</h1>"
     yield (f'<p class="meta">{_count(len(groups), "consumer group")}, {behind} with unconsumed '
            f"data; {_count(len(snapshot.clusters), 'cluster')}, {down} down. Freshness is the "
-           "age of the oldest record a group has not committed, as of each cluster's last "
-           "completed cycle.</p>")
+           "age now of the oldest record a group has not committed, as each cluster's last "
+           "completed cycle found it.</p>")
     yield "<h2>Clusters</h2>"
     yield _table(CLUSTER_COLUMNS, _cluster_rows(snapshot.clusters, now_ms))
     yield "<h2>Consumer groups, worst first</h2>"
     if not groups:
         yield '<p class="meta">No consumer group measured yet.</p>'
         return
-    yield _table(GROUP_COLUMNS, _group_rows(groups[:GROUP_ROWS]))
+    yield _table(GROUP_COLUMNS, _group_rows(groups[:GROUP_ROWS], now_ms))
     if len(groups) > GROUP_ROWS:
         yield (f'<p class="meta">{_count(len(groups) - GROUP_ROWS, "more group")}, all fresher '
                "than these; /metrics has every one.</p>")
@@ -197,14 +219,15 @@ def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> It
                'current snapshot. <a href="/">Back to every group</a>.</p>')
         return
     yield (f'<p class="meta">cluster {_e(cluster)}: max freshness '
-           f"{_freshness(summary.max_freshness_ms, summary.data_loss_partitions > 0)}, "
+           f"{_freshness(_group_now(summary, now_ms), summary.data_loss_partitions > 0)}, "
            f"Burrow status {_e(summary.burrow_status)}; "
            + ("" if summary.error is None else f"unmeasured: {_e(summary.error)}; ")
            + "cycle finished "
            f'{_ago(now_ms, found.finished_ms)}. <a href="/">Back to every group</a>.</p>')
     partitions = sorted((p for p in found.partitions if p.key.consumer == group),
-                        key=lambda p: (-(p.freshness_ms or 0), p.key.topic, p.key.partition))
-    yield _table(PARTITION_COLUMNS, _partition_rows(partitions))
+                        key=lambda p: (-(_partition_now(p, now_ms) or 0), p.key.topic,
+                                       p.key.partition))
+    yield _table(PARTITION_COLUMNS, _partition_rows(partitions, now_ms))
 
 
 def render_status_page(snapshot: Snapshot, now_ms: int, query: Mapping[str, str] | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html.parser import HTMLParser
 
 import pytest
@@ -188,3 +189,36 @@ def test_counts_are_pluralised() -> None:
     two = "".join(_parse(render_status_page(_snapshot([_group("g", 0), _group("h", 5)]),
                                             NOW)).text)
     assert "2 consumer groups, 1 with unconsumed data; 1 cluster, 0 down." in two
+
+
+def test_freshness_is_as_of_the_request_so_a_stuck_group_grows_between_cycles() -> None:
+    """The same snapshot rendered 90 s later: the lagging group's oldest uncommitted record
+    (and each lagging partition's) is 90 s older, a caught-up group still 0, an unknown one
+    still unknown, and a data-loss partition's lower bound ages too."""
+    parts = (_partition("stuck", "orders", 0, 5_000), _partition("stuck", "orders", 1, 0,
+                                                                 PartitionStatus.CAUGHT_UP),
+             _partition("stuck", "audit", 0, 100, PartitionStatus.DATA_LOSS))
+    parts = (parts[0], parts[1]._replace(record_timestamp_ms=None), parts[2])
+    stuck = replace(_group("stuck", 5_000, loss=1), oldest_uncommitted_ms=NOW - 5_000)
+    snap = _snapshot([stuck, _group("fresh", 0), _group("unknown", None, unmeasured=1),
+                      _group("slow", 60_000)], parts)
+    at_cycle = _parse(render_status_page(snap, NOW)).tables[1][1:]
+    later = _parse(render_status_page(snap, NOW + 90_000)).tables[1][1:]
+    assert [(r[1], r[2]) for r in at_cycle] == [
+        ("stuck", "≥5.0s"), ("slow", "1m 0s"), ("unknown", "-"), ("fresh", "0ms")]
+    # "slow" has no timestamp in this snapshot (an exporter that read none): its cycle's value
+    assert [(r[1], r[2]) for r in later] == [
+        ("stuck", "≥1m 35s"), ("slow", "1m 0s"), ("unknown", "-"), ("fresh", "0ms")]
+    drill = _parse(render_status_page(snap, NOW + 90_000, {"cluster": "east", "group": "stuck"}))
+    assert [(r[0], r[1], r[4]) for r in drill.tables[0][1:]] == [
+        ("orders", "0", "1m 35s"), ("audit", "0", "≥1m 30s"), ("orders", "1", "0ms")]
+    assert "1m 35s" in "".join(drill.text)  # the group's max in the summary line
+
+
+def test_a_record_ahead_of_the_clock_is_0_old_never_negative() -> None:
+    ahead = _partition("g", "t", 0, 0)._replace(record_timestamp_ms=NOW + 30_000)
+    group = replace(_group("g", 0), oldest_uncommitted_ms=NOW + 30_000)
+    snap = _snapshot([group], (ahead,))
+    assert _parse(render_status_page(snap, NOW)).tables[1][1][2] == "0ms"
+    drill = _parse(render_status_page(snap, NOW + 40_000, {"cluster": "east", "group": "g"}))
+    assert drill.tables[0][1][4] == "10.0s"
