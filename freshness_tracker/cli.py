@@ -16,14 +16,13 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
 from freshness_tracker import __version__
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.kafka_properties import validate_kafka_properties
-from freshness_tracker.config.load import is_yaml, user_config_as_hocon
+from freshness_tracker.config.load import user_config_as_hocon
 from freshness_tracker.config.settings import Settings, require_files
 from freshness_tracker.errors import ConfigError, FreshnessTrackerError
 from freshness_tracker.logs import configure_logging
@@ -117,7 +116,7 @@ def _settings(path: str, *, log_warnings: bool = True) -> Settings:
     configure_logging(settings.log_level, settings.log_format)
     for warning in settings.warnings if log_warnings else ():
         log.warning("config %s", warning)
-    if is_yaml(Path(path).read_text(encoding="utf-8"), path):
+    if settings.from_yaml:  # known from the loader's one bounded read of the file
         log.info("config %s is YAML (the Consumer Freshness Tracker's format), read as such; "
                  "`freshness-tracker check --config %s --print-hocon` prints it as HOCON",
                  path, path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +145,11 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
     wins, objects merge, and `key = "x"` followed by `key = ${?UNSET}` keeps "x" (pyhocon's
     `with_fallback` would drop it).
     """
+    return _load_tree(path, text)[0]
+
+
+def _load_tree(path: str | Path | None, text: str | None) -> tuple[ConfigTree, bool]:
+    """`load_tree`, and whether the user's config was YAML: the file is read once, bounded."""
     source = str(path) if path is not None else "<text>"
     basedir = "."
     if path is not None:
@@ -153,8 +159,9 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
     elif text is not None and len(text.encode("utf-8")) > MAX_CONFIG_BYTES:
         raise ConfigError(source, f"is larger than {MAX_CONFIG_BYTES // 1024} KiB, more than any "
                           "config needs", "check that this is the config")
-    if text and is_yaml(text, path):
-        text = _yaml_as_hocon(text, source)
+    yaml = bool(text) and is_yaml(text or "", path)
+    if yaml:
+        text = _yaml_as_hocon(text or "", source)
     try:
         merged: Any = parse_hocon(reference_text() + "\n" + (text or ""), source, basedir)
     except ParseBaseException as exc:
@@ -174,7 +181,7 @@ def load_tree(path: str | Path | None = None, text: str | None = None) -> Config
                           "flatten the structure") from None
     if not isinstance(merged, ConfigTree):
         raise ConfigError(source, "the top level must be an object")
-    return merged
+    return merged, yaml
 
 
 def _read(file: Path, source: str) -> str:
@@ -189,4 +196,6 @@ def _read(file: Path, source: str) -> str:
 
 def load_settings(path: str | Path | None = None, text: str | None = None) -> Settings:
     """Load, merge, resolve and validate: the one entry point for configuration."""
-    return settings_from_tree(load_tree(path, text))
+    tree, yaml = _load_tree(path, text)
+    settings = settings_from_tree(tree)
+    return replace(settings, from_yaml=True) if yaml else settings

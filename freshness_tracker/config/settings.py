@@ -91,6 +91,9 @@ class Settings:
     cycle_timeout_s: float = default_seconds("cycleTimeout")
     #: The per-partition families exported at partition granularity (`partitionMetrics`).
     partition_metrics: tuple[str, ...] = DEFAULT_PARTITION_METRICS
+    #: The file was the Consumer Freshness Tracker's YAML (known when it was read, so nothing
+    #: reads it again to say so). Not a setting: equal settings from either format are equal.
+    from_yaml: bool = field(default=False, compare=False)
 
 
 def require_files(settings: Settings) -> None:

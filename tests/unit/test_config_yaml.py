@@ -57,6 +57,30 @@ def test_yaml_is_recognised_by_content_without_the_extension(tmp_path: Path) -> 
     assert load_settings(path).clusters[1].name == "metrics-cluster"
 
 
+@pytest.mark.usefixtures("restore_logging")
+def test_the_cli_reads_the_config_once_through_the_bounded_reader(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Whether the file was YAML is known from the loader's one read (size-bounded, regular
+    files only); the CLI never opens the file again to say so."""
+    from freshness_tracker import cli
+
+    yaml_file, hocon_file = tmp_path / "freshness.conf", tmp_path / "h.conf"
+    yaml_file.write_text(CFT_README.replace("http://burrow.example.com", "http://127.0.0.1:1"))
+    hocon_file.write_text('clusters = [{ name = "a", kafka { "bootstrap.servers" = "k:1" } }]')
+
+    def second_read(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the config file was opened a second time")
+
+    monkeypatch.setattr(Path, "read_text", second_read)
+    monkeypatch.setattr(Path, "open", second_read)
+    assert cli._settings(str(yaml_file)).from_yaml  # its logging goes to stderr, at INFO
+    assert "is YAML (the Consumer Freshness Tracker's format)" in capsys.readouterr().err
+    assert not cli._settings(str(hocon_file)).from_yaml
+    assert "is YAML" not in capsys.readouterr().err
+    assert load_settings(yaml_file) == load_settings(text=user_config_as_hocon(yaml_file))
+
+
 def test_the_cft_burrow_api_prefix_is_accepted_and_any_other_is_named(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(CFT_README.replace('  url: "http://burrow.example.com"\n',
