@@ -148,13 +148,35 @@ class Podman:
     def image_exists(self, name: str) -> bool:
         return self.run("image", "exists", name, check=False).returncode == 0
 
+    @staticmethod
+    def base_name() -> str:
+        """The Python base's image name (its tarball's release and recipe key as the tag)."""
+        return f"localhost/freshness-tracker-pybase:{base_tarball().stem.removeprefix('pybase-')}"
+
     def base_image(self) -> str:
         """The Python base, imported from the cached tarball (built first if missing)."""
         tarball = build_base_tarball()
-        name = f"localhost/freshness-tracker-pybase:{tarball.stem.removeprefix('pybase-')}"
+        name = self.base_name()
         if not self.image_exists(name):
             self.run("import", str(tarball), name, timeout_s=600)
         return name
+
+    def versions(self, base: str) -> dict[str, str]:
+        """podman's and runc's versions, the base's image id, Debian release and Python: what
+        a run record says it ran on."""
+        runc = subprocess.run([self.runc, "--version"], capture_output=True, text=True,
+                              check=False, timeout=30).stdout.split("\n")[0]
+        inside = self.run("run", "--rm", "--network", "none", base, "sh", "-c",
+                          "cat /etc/debian_version; python3 -c "
+                          "'import platform; print(platform.python_version())'").stdout.split()
+        return {
+            "podman": self.run("version", "--format", "{{.Client.Version}}").stdout.strip(),
+            "runc": runc.removeprefix("runc version ").strip(),
+            "base image": self.run("image", "inspect", "--format", "{{.Id}}",
+                                   base).stdout.strip()[:12],
+            "debian": f"{inside[0]} ({debian_release()})",
+            "python": inside[1],
+        }
 
     def build(self, tag: str, context: Path, *, containerfile: Path | None = None,
               build_args: dict[str, str] | None = None, timeout_s: float = 900) -> str:

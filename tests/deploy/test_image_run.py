@@ -7,7 +7,9 @@ made from Debian's `burrow` package; the pod's /metrics shows real freshness, th
 answer, and the ConfigMap the chart renders is the file the exporter reads.
 
 The chart's pods are marked `containers` (tests/deploy/conftest.py): a suite of its own that CI
-leaves out, run with `-m containers`; CI runs the image test."""
+leaves out, run with `-m containers`; CI runs the image test. With FT_RECORD_DIR set, the run
+writes its record (versions, machine, each step's time, each test's outcome) for docs/deploy.md:
+`python -m tests.deploy.render_records` renders the page's figures from it."""
 
 from __future__ import annotations
 
@@ -28,10 +30,11 @@ import yaml
 from devstack import RealStack
 from freshness_tracker.cycle import now_ms
 from tests.deploy.chart import config_data, container, pod_spec, render
-from tests.deploy.containers import Podman, wait_exited
+from tests.deploy.containers import Podman, base_tarball, wait_exited
 from tests.deploy.tools import ROOT, free_port
 from tests.stack_support import poll, require_managed
 from tests.support.config import stack_config
+from tests.support.record import Recorder, recorder
 from tests.support.scrape import Scrape
 from tests.support.seeding import Commit, Topic, commit_all, seed_topic
 
@@ -80,15 +83,37 @@ def _seed(stack: RealStack, tag: str) -> Seeded:
     return Seeded(stack, topic, commit)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def run_record(request: pytest.FixtureRequest) -> Recorder:
+    """The run's record, docs/records/containers.json when FT_RECORD_DIR=docs/records."""
+    return recorder(request, "containers")
+
+
 @pytest.fixture(scope="module")
 def engine() -> Podman:
     return Podman()
 
 
 @pytest.fixture(scope="module")
-def image(engine: Podman) -> str:
+def base(engine: Podman, run_record: Recorder) -> str:
+    """The Python base image: debootstrapped when its tarball is not cached (cold), imported
+    when podman does not have it yet."""
+    note = ("cold: debootstrap and import" if not base_tarball().exists()
+            else "cached" if engine.image_exists(engine.base_name())
+            else "import of the cached tarball")
+    with run_record.step("base", note):
+        name = engine.base_image()
+    if run_record.active:
+        for key, value in engine.versions(name).items():
+            run_record.fact(key, value)
+    return name
+
+
+@pytest.fixture(scope="module")
+def image(engine: Podman, base: str, run_record: Recorder) -> str:
     """The Dockerfile as it is, its base given through PYTHON_IMAGE."""
-    return engine.build(IMAGE, ROOT, build_args={"PYTHON_IMAGE": engine.base_image()})
+    with run_record.step("image build"):
+        return engine.build(IMAGE, ROOT, build_args={"PYTHON_IMAGE": base})
 
 
 def http_get(url: str, timeout_s: float = 5) -> tuple[int, str]:
@@ -189,12 +214,19 @@ def test_image_runs_read_only_as_uid_10001_against_the_stack(
 
 
 @pytest.fixture(scope="module")
-def burrow_image(engine: Podman, tmp_path_factory: pytest.TempPathFactory) -> str:
+def burrow_image(engine: Podman, base: str, run_record: Recorder,
+                 tmp_path_factory: pytest.TempPathFactory) -> str:
     """Debian's `burrow` package on the same base, where the chart's Burrow container runs it."""
     context = tmp_path_factory.mktemp("burrow-image")
     (context / "Containerfile").write_text(BURROW_CONTAINERFILE)
-    return engine.build(BURROW_IMAGE, context, containerfile=context / "Containerfile",
-                        build_args={"BASE": engine.base_image()})
+    with run_record.step("Burrow image"):
+        engine.build(BURROW_IMAGE, context, containerfile=context / "Containerfile",
+                     build_args={"BASE": base})
+    if run_record.active:
+        run_record.fact("burrow", engine.run(
+            "run", "--rm", "--network", "none", BURROW_IMAGE,
+            "dpkg-query", "-W", "-f=${Version}", "burrow").stdout.strip())
+    return BURROW_IMAGE
 
 
 #: What `podman kube play` runs of the chart's output; the rest is said in docs/deploy.md.

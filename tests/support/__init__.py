@@ -11,6 +11,8 @@
 - :mod:`tests.support.history`, :mod:`tests.support.golden`: domain results for sink tests.
 - :mod:`tests.support.kafka_wire`: a raw ApiVersions round trip, below any Kafka client.
 - :mod:`tests.support.memory`: a process's peak RSS while a block runs.
+- :mod:`tests.support.record`: a run's record (versions, machine, timed steps, outcomes) as
+  JSON for the page that quotes it, written when ``FT_RECORD_DIR`` is set.
 - :mod:`tests.support.fake_burrow`: a fault-injecting HTTP front of Burrow (or a Burrow of its
   own), for the fault and unit suites; :mod:`tests.support.http_burrow`: a recording HTTP(S)
   server with scripted answers, for the Burrow client's tests.
