@@ -3,6 +3,10 @@
 - freshness over time of the worst consumers: one panel each, the held (step) freshness, the
   objective as a dashed line, breaches shaded red and no-data stretches grey;
 - the breach timeline: one lane per consumer, red where over its objective, grey for no data.
+
+Names come from Burrow: every text carrying one is drawn as written (`parse_math=False`: a
+group named `$\\foo$` is no mathtext, which would fail the whole report) with its control
+characters escaped (`printable`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import io
 from typing import Any
 
 import pandas as pd
+
+from freshness_tracker.domain.names import printable
 
 __all__ = ["breach_timeline", "freshness_over_time"]
 
@@ -120,14 +126,14 @@ def freshness_over_time(consumers: pd.DataFrame, samples: pd.DataFrame,
                (options.end_ms - options.start_ms) / 1500, color=_RED, alpha=0.18, lw=0)
         _bands(ax, _spans(row, "no_data_starts", "no_data_ends"), facecolor=_GREY, alpha=0.45,
                lw=0, hatch="//")
-        title = f"{key[0]} / {key[1]}"
+        title = printable(f"{key[0]} / {key[1]}")
         if row is not None and pd.notna(row.objective_ms):
             ax.axhline(row.objective_ms / scale, color=_RED, ls="--", lw=1)
             attained = "-" if pd.isna(row.compliance) else f"{row.compliance * 100:.2f}%"
             title += (f"   objective ≤ {row.objective_ms / scale:g} {unit} for "
                       f"{row.target * 100:g}% of the time: {attained} within over the time "
                       f"with data ({row.no_data_share * 100:.1f}% without), {row.verdict}")
-        ax.set_title(title, loc="left", fontsize=10)
+        ax.set_title(title, loc="left", fontsize=10, parse_math=False)
         ax.set_ylabel(f"freshness ({unit})", fontsize=9)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
@@ -163,7 +169,7 @@ def breach_timeline(consumers: pd.DataFrame, options: Any, lanes: int = 30) -> b
     labels = []
     for lane, r in enumerate(rows.itertuples(index=False)):
         y = len(rows) - 1 - lane
-        labels.append((y, f"{r.cluster} / {r.consumer}"))
+        labels.append((y, printable(f"{r.cluster} / {r.consumer}")))
         ax.broken_barh([(_num(start), (end - start) / _DAY_MS)], (y - 0.35, 0.7), color=_GREEN)
         for starts, ends, color in ((r.no_data_starts, r.no_data_ends, _GREY),
                                     (r.breach_starts, r.breach_ends, _RED)):
@@ -171,7 +177,8 @@ def breach_timeline(consumers: pd.DataFrame, options: Any, lanes: int = 30) -> b
                     for s, e in zip(starts, ends, strict=True)]
             if bars:
                 ax.broken_barh(bars, (y - 0.35, 0.7), color=color)
-    ax.set_yticks([y for y, _ in labels], [label for _, label in labels], fontsize=8)
+    ax.set_yticks([y for y, _ in labels], [label for _, label in labels], fontsize=8,
+                  parse_math=False)
     ax.set_xlim(_num(start), _num(end))
     ax.set_ylim(-0.6, len(rows) - 0.4)
     _date_axis(ax)

