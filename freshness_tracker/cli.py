@@ -24,6 +24,7 @@ from freshness_tracker.config import load_settings
 from freshness_tracker.config.kafka_properties import validate_kafka_properties
 from freshness_tracker.config.load import user_config_as_hocon
 from freshness_tracker.config.settings import Settings, require_files
+from freshness_tracker.domain.names import printable
 from freshness_tracker.errors import ConfigError, FreshnessTrackerError
 from freshness_tracker.logs import configure_logging
 
@@ -254,6 +255,15 @@ def _history_sinks(settings: Settings) -> list[SnapshotSink]:
     return [HistorySink(settings.history_path, shard=settings.shard)]
 
 
+def _for_terminal(text: str) -> str:
+    """`text` as written into a pipe or a file; on a terminal, every line with its control
+    characters escaped (`printable`), as `ls` and git show names: a label value may hold an
+    escape sequence from a Burrow name, which the exposition format carries as it is."""
+    if not sys.stdout.isatty():
+        return text
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def cmd_once(args: argparse.Namespace) -> int:
     from freshness_tracker.app import Exporter
     from freshness_tracker.sinks.render import render_json, render_table
@@ -269,7 +279,7 @@ def cmd_once(args: argparse.Namespace) -> int:
     elif args.format == "table":
         print(render_table(snapshot))
     else:  # the bytes /metrics serves: the same render (sinks/exposition.py), text 0.0.4
-        print(exporter.exposition.answer().body.decode(), end="")
+        print(_for_terminal(exporter.exposition.answer().body.decode()), end="")
     return EXIT_OK if all(c.health.up for c in snapshot.clusters) else EXIT_FAILED
 
 
@@ -282,7 +292,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     settings = _settings(args.config, log_warnings=False)  # check prints them as results
     counts = {"ok": 0, "warn": 0, "FAIL": 0}
     for result in run_checks(settings):
-        print(f"{result.outcome:<6}{result.message}")
+        print(f"{result.outcome:<6}{printable(result.message)}")  # names from Burrow
         counts[result.outcome] += 1
     warned = f" ({counts['warn']} warning(s))" if counts["warn"] else ""
     if counts["FAIL"]:
@@ -336,11 +346,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return EXIT_FAILED
             return int(handler(args))
         return commands[args.command](args)
-    except ConfigError as exc:
-        print(f"config error: {exc}", file=sys.stderr)
+    except ConfigError as exc:  # one line each: a name or a body excerpt in it is escaped
+        print(f"config error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_CONFIG
     except FreshnessTrackerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
         return EXIT_OK

@@ -149,3 +149,42 @@ def test_every_outcome_is_one_of_three(tmp_path: Path, burrow: RecordingBurrow) 
     results = _results(_config(tmp_path, burrow.url, _refused_port(), extra="nope = 1"))
     assert [r.outcome for r in results] == ["ok", "warn", "ok", "ok", "FAIL"], json.dumps(
         [r.message for r in results])
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_names_from_burrow_cannot_act_on_the_terminal(
+    tmp_path: Path, burrow: RecordingBurrow, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`check` lists Burrow's clusters when the configured one is missing: a name carrying an
+    escape sequence or a newline is shown escaped, never run by the terminal nor a forged
+    `ok` line."""
+    burrow.route("/v3/kafka", ok({"error": False,
+                                  "clusters": ["\x1b]0;pwned\x07", "x\nok    forged"]}))
+    assert main(["check", "--config", str(_config(tmp_path, burrow.url, _refused_port()))]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "Burrow has: \\x1b]0;pwned\\x07, x\\nok    forged)" in out
+    assert not any(line.startswith("ok    forged") for line in out.splitlines())
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_an_error_line_and_a_terminal_exposition_escape_what_they_carry(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The one stderr line of a failed command, and `once`'s exposition when stdout is a
+    terminal (into a pipe or a file it stays the exact bytes /metrics serves)."""
+    import sys
+
+    from freshness_tracker import cli
+    from freshness_tracker.errors import FreshnessTrackerError
+
+    def failing(_args: object) -> int:
+        raise FreshnessTrackerError("group \x1b[2Jx\nerror: forged")
+
+    monkeypatch.setattr(cli, "cmd_history", failing)
+    assert main(["history", "compact", "--history", "/nonexistent"]) == 1
+    assert capsys.readouterr().err == "error: group \\x1b[2Jx\\nerror: forged\n"
+    body = 'a{consumer="\x1b[2J\\n"} 1\nb 2\n'
+    assert cli._for_terminal(body) == body  # captured: not a terminal
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert cli._for_terminal(body) == 'a{consumer="\\x1b[2J\\n"} 1\nb 2\n'
