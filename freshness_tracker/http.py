@@ -10,11 +10,13 @@ connection's own thread), every phase of a connection has a hard deadline enforc
 that shuts the socket down whatever the thread is blocked in (a per-read timeout alone never
 cuts a client that drips a byte at a time), and the number of connection threads is capped.
 Held connections cannot starve the probes: a connection that has not sent a byte within a few
-seconds is cut, one client address holds at most a share of the cap, and a new connection
-arriving at a full table takes the slot of the oldest that has not finished its request head
-(from the address holding the most), as a proxy drops its idlest upstream connection.
-Failed basic-auth attempts slow that address's next checks down, and are logged at most once
-a minute.
+seconds is cut, one client address holds at most a share of the cap (and a smaller share of
+the connections being answered), a new connection arriving at a full table takes the slot of
+the oldest that has not finished its request head (from the address holding the most), as a
+proxy drops its idlest upstream connection, and an answer the client stops reading is cut at
+the first send timeout. A request head is bounded in bytes before anything parses it.
+Failed basic-auth attempts make that client's next checks wait (refused at once meanwhile:
+no request thread ever sleeps), and are logged at most once a minute.
 """
 
 from __future__ import annotations
@@ -22,36 +24,39 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import enum
 import gzip
 import hashlib
 import hmac
-import io
+import http.client
 import ipaddress
 import json
 import logging
 import math
+import select
 import socket
 import ssl
 import struct
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from socketserver import ThreadingMixIn
 from typing import Any
 from urllib.parse import parse_qs
 from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import choose_encoder
 
 from freshness_tracker.reference import default
 from freshness_tracker.sinks.exposition import (
     Answer,
     CachedExposition,
     gzip_wanted,
-    negotiable_accept,
+    negotiate,
     only_named,
 )
 from freshness_tracker.sinks.status_page import CONTENT_SECURITY_POLICY
@@ -107,6 +112,11 @@ COMMON_HEADERS = [("X-Content-Type-Options", "nosniff")]
 HTML_HEADERS = [("Content-Security-Policy", CONTENT_SECURITY_POLICY), ("X-Frame-Options", "DENY"),
                 ("Referrer-Policy", "no-referrer")]
 ALLOWED_METHODS = ("GET", "HEAD")
+#: A request line longer than this is refused (414), as Go's and nginx's default of 8 KiB.
+MAX_REQUEST_LINE_BYTES = 8192
+#: The whole request head (request line and headers) is refused beyond this (431): counted as
+#: it is read, so a connection buffers no more than this before it is answered.
+MAX_REQUEST_HEAD_BYTES = 32768
 
 LANDING = b"""<html><head><title>freshness-tracker</title></head><body>
 <h1>freshness-tracker</h1><p>How far behind, in time, every Kafka consumer group is.</p>
@@ -125,6 +135,9 @@ class ListenerLimits:
     max_connections: int = 128  # connection threads; beyond, new connections are closed
     first_byte_timeout_s: float = 3.0  # from accept to the client's first byte
     max_connections_per_client: int = 64  # per client address (an IPv6 /64): a share of the cap
+    #: requests one address may have answered at once (Prometheus uses one connection per
+    #: target); beyond, its request gets 503 at once
+    max_answering_per_client: int = 16
 
 
 def _shown(text: object, limit: int = 200) -> str:
@@ -149,8 +162,10 @@ def _client_key(address: str) -> str:
 class _Occasional:
     """Counts an event; says when to log it: at most once per interval, with the count since."""
 
-    def __init__(self, interval_s: float = REJECT_LOG_INTERVAL_S) -> None:
+    def __init__(self, interval_s: float = REJECT_LOG_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._interval_s = interval_s
+        self._clock = clock
         self._lock = threading.Lock()
         self._count = 0
         self._logged_at = -math.inf
@@ -159,7 +174,7 @@ class _Occasional:
         """Count one; the count to log now, or 0 (logged recently)."""
         with self._lock:
             self._count += 1
-            now = time.monotonic()
+            now = self._clock()
             if now - self._logged_at < self._interval_s:
                 return 0
             count, self._count, self._logged_at = self._count, 0, now
@@ -184,90 +199,107 @@ class _Failures:
     next_check_s: float = -math.inf
 
 
+#: Who the throttle counts failures against: a client address (_client_key) and a digest of
+#: the user name tried.
+ThrottleKey = tuple[str, bytes]
+
+
 class AuthThrottle:
-    """Basic-auth checks per client address after failures: each failure doubles the wait
-    before that address's next check (`FIRST_DELAY_S` up to `MAX_DELAY_S`); attempts arriving
-    together queue one behind another, and one that would wait past `MAX_WAIT_S` is refused
-    (429) unchecked. The wait comes before the check, so an answer's timing says nothing about
-    the password, and no lock is held while waiting: another address is never slowed down.
-    A correct password clears its address; failures are forgotten after `FORGET_S` of quiet."""
+    """Basic-auth checks after failures, per client address and user name tried: each failure
+    doubles the time before that key's next check (`FIRST_DELAY_S` up to `MAX_DELAY_S`), and
+    an attempt before then is refused (429) at once with its password unchecked. No request
+    thread ever waits, so guessing holds no connection slot, and an answer's timing says
+    nothing about the password. Keyed by user name too, so a guesser behind a scraper's
+    address (NAT, a proxy) does not lock out the scraper unless it tries the scraper's own
+    user name. A correct password clears its key; failures are forgotten after `FORGET_S`
+    without a new one. The table is ordered by last failure: expired records, and past
+    `MAX_TRACKED` the oldest, leave from its front, O(1) per failure."""
 
     FIRST_DELAY_S = 0.1
     MAX_DELAY_S = 1.0
-    MAX_WAIT_S = 2.0
     FORGET_S = 60.0
     MAX_TRACKED = 4096
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._sleep = sleep
         self._lock = threading.Lock()
-        self._failures: dict[str, _Failures] = {}
-        self._log = _Occasional()
+        self._failures: OrderedDict[ThrottleKey, _Failures] = OrderedDict()
+        self._log = _Occasional(clock=clock)
 
     def _delay(self, failures: int) -> float:
         return float(min(self.FIRST_DELAY_S * 2.0 ** min(failures - 1, 30), self.MAX_DELAY_S))
 
-    def turn(self, client: str, wait: bool = True) -> bool:
-        """Wait for `client`'s turn to have credentials checked; False: no check now (the
-        queue is too long, or `wait` is off and a wait would be needed)."""
+    def wait(self, key: ThrottleKey) -> float:
+        """0.0: check `key`'s credentials now; else the seconds before it may try again.
+        A check given now holds off the next one for a delay, however many arrive together."""
         with self._lock:
             now = self._clock()
-            entry = self._failures.get(client)
+            entry = self._failures.get(key)
             if entry is None or now - entry.last_s > self.FORGET_S:
-                return True
-            slot = max(now, entry.next_check_s)
-            if slot - now > (self.MAX_WAIT_S if wait else 0.0):
-                return False
-            entry.next_check_s = slot + self._delay(entry.count)
-        if slot > now:
-            self._sleep(slot - now)
-        return True
+                return 0.0
+            if entry.next_check_s > now:
+                return entry.next_check_s - now
+            entry.next_check_s = now + self._delay(entry.count)
+            return 0.0
 
-    def failed(self, client: str, address: str) -> None:
+    def failed(self, key: ThrottleKey, address: str) -> None:
         with self._lock:
             now = self._clock()
-            entry = self._failures.pop(client, None)
+            entry = self._failures.pop(key, None)
             if entry is None or now - entry.last_s > self.FORGET_S:
                 entry = _Failures()
             entry.count += 1
             entry.last_s = now
             entry.next_check_s = max(entry.next_check_s, now + self._delay(entry.count))
-            self._failures[client] = entry  # the newest last
-            if len(self._failures) > self.MAX_TRACKED:
-                self._failures = {k: v for k, v in self._failures.items()
-                                  if now - v.last_s <= self.FORGET_S}
-                while len(self._failures) > self.MAX_TRACKED:
-                    del self._failures[next(iter(self._failures))]
+            failures = self._failures
+            failures[key] = entry  # the newest last
+            while len(failures) > self.MAX_TRACKED or (
+                    now - next(iter(failures.values())).last_s > self.FORGET_S):
+                failures.popitem(last=False)
         count = self._log.note()
         if count:
             log.warning("http: %d failed basic-auth attempt(s) (the latest from %s); checks "
-                        "for that address are slowed down", count, _shown(address))
+                        "for that address and user name are slowed down", count,
+                        _shown(address))
 
-    def succeeded(self, client: str) -> None:
+    def succeeded(self, key: ThrottleKey) -> None:
         with self._lock:
-            self._failures.pop(client, None)
+            self._failures.pop(key, None)
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
 
 
 class _BasicAuth:
-    """web.basicAuthUsername / web.basicAuthPassword, compared in constant time: both digests
-    are always compared (a wrong user name takes as long as a wrong password)."""
+    """web.basicAuthUsername / web.basicAuthPassword, compared as digests in constant time:
+    both are always compared (a wrong user name takes as long as a wrong password)."""
 
     def __init__(self, username: str, password: str) -> None:
-        self._user = hashlib.sha256(username.encode()).digest()
-        self._password = hashlib.sha256(password.encode()).digest()
+        self._user = _digest(username.encode())
+        self._password = _digest(password.encode())
 
-    def matches(self, header: str) -> bool:
+    @staticmethod
+    def presented(header: str) -> tuple[bytes, bytes] | None:
+        """Digests of the user name and the password of a Basic Authorization header; None
+        for another scheme or a malformed one."""
         scheme, _, token = header.strip().partition(" ")
         try:
             decoded = base64.b64decode(token.strip(), validate=True)
         except (binascii.Error, ValueError):
-            decoded = b""
+            return None
         user, colon, password = decoded.partition(b":")
-        same_user = hmac.compare_digest(hashlib.sha256(user).digest(), self._user)
-        same_password = hmac.compare_digest(hashlib.sha256(password).digest(), self._password)
-        return bool(scheme.lower() == "basic" and colon) & same_user & same_password
+        return (_digest(user), _digest(password)) if scheme.lower() == "basic" and colon else None
+
+    def matches(self, presented: tuple[bytes, bytes]) -> bool:
+        same_user = hmac.compare_digest(presented[0], self._user)
+        return same_user & hmac.compare_digest(presented[1], self._password)
+
+
+class _Auth(enum.Enum):
+    GRANTED = "granted"  # valid credentials, or no basic auth configured
+    REFUSED = "refused"  # none, malformed or wrong
+    THROTTLED = "throttled"  # not checked: that client failed too recently
 
 
 def _secured(start: StartResponse) -> StartResponse:
@@ -286,10 +318,7 @@ def _registry_app(registry: CollectorRegistry) -> WsgiApp:
     """/metrics from a plain registry (tests, small tools), negotiated as the cached one."""
 
     def app(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
-        try:
-            encoder, content_type = choose_encoder(negotiable_accept(environ.get("HTTP_ACCEPT")))
-        except (ValueError, TypeError, LookupError):
-            encoder, content_type = choose_encoder("")
+        encoder, content_type = negotiate(environ.get("HTTP_ACCEPT"))
         names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]")
         body = encoder(registry if names is None else only_named(registry, names))
         headers = [("Content-Type", content_type)]
@@ -336,35 +365,35 @@ def make_app(
             if web is not None and web.basic_auth_username else None)
     guard = throttle or AuthThrottle()
 
-    def authorized(environ: dict[str, Any], wait: bool) -> bool | None:
-        """True: valid credentials; False: none or wrong; None: not checked now (throttled)."""
-        header = environ.get("HTTP_AUTHORIZATION")
+    def authorized(environ: dict[str, Any]) -> _Auth:
         if auth is None:
-            return True
-        if not header:
-            return False
+            return _Auth.GRANTED
+        header = environ.get("HTTP_AUTHORIZATION")
+        presented = _BasicAuth.presented(header) if header else None
+        if presented is None:
+            return _Auth.REFUSED
         address = str(environ.get("REMOTE_ADDR", ""))
-        client = _client_key(address)
-        if not guard.turn(client, wait):
-            return None
-        if auth.matches(header):
-            guard.succeeded(client)
-            return True
-        guard.failed(client, address)
-        return False
+        key = (_client_key(address), presented[0][:16])
+        if guard.wait(key):
+            return _Auth.THROTTLED
+        if auth.matches(presented):
+            guard.succeeded(key)
+            return _Auth.GRANTED
+        guard.failed(key, address)
+        return _Auth.REFUSED
 
     def route(environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
+        verdict = authorized(environ)
         if path == "/healthz":  # probes carry no credentials: they get the status, no more
             healthy, details = health()
-            if not authorized(environ, wait=False):
+            if verdict is not _Auth.GRANTED:
                 details = {"status": details.get("status", "ok" if healthy else "failing")}
             return _json(start, healthy, details)
-        verdict = authorized(environ, wait=True)
-        if verdict is None:
+        if verdict is _Auth.THROTTLED:
             return _text(start, "429 Too Many Requests", b"Too many failed logins; retry later\n",
-                         [("Retry-After", str(math.ceil(AuthThrottle.MAX_WAIT_S)))])
-        if not verdict:
+                         [("Retry-After", str(math.ceil(AuthThrottle.MAX_DELAY_S)))])
+        if verdict is _Auth.REFUSED:
             return _text(start, "401 Unauthorized", b"Unauthorized\n",
                          [("WWW-Authenticate", 'Basic realm="freshness-tracker"')])
         if path == "/metrics":
@@ -389,7 +418,9 @@ def make_app(
                          [("Allow", ", ".join(ALLOWED_METHODS))])
         if method == "GET":
             return route(environ, start)
-        # HEAD: the GET answer's status and headers, no body
+        # HEAD: the GET answer's status and headers (Content-Length included, as clients
+        # checking a size expect), no body. The answer is made once, as for a GET (the
+        # status page too): a HEAD never costs more than the GET anyone may send.
         answered: list[tuple[str, list[tuple[str, str]]]] = []
         body = route({**environ, "REQUEST_METHOD": "GET"},
                      lambda status, headers, *exc: answered.append((status, list(headers))))
@@ -436,9 +467,11 @@ class _Reaper:
     no longer in the table (evicted or past its deadline) is cut whenever it is armed again.
     """
 
-    def __init__(self, max_connections: int = 128, max_per_client: int = 64) -> None:
+    def __init__(self, max_connections: int = 128, max_per_client: int = 64,
+                 max_answering_per_client: int = 16) -> None:
         self._max = max_connections
         self._max_per_client = max_per_client
+        self._max_answering = max_answering_per_client
         self._cond = threading.Condition()
         self._conns: dict[socket.socket, _Conn] = {}
         self._per_client: dict[str, int] = {}
@@ -451,24 +484,16 @@ class _Reaper:
     def admit(self, sock: socket.socket, client: str, seconds: float) -> str | None:
         """Give `sock` a slot, cut at `seconds` unless armed again: "admitted", "evicted" (the
         slot of a connection that had not sent its request head was taken), or None (every
-        slot answering a request: refused)."""
+        slot it could take is answering a request: refused)."""
         with self._cond:
             if self._closed:
                 return None
             victim = None
-            if self._per_client.get(client, 0) >= self._max_per_client:
-                victim = min((c for c in self._conns.values()
-                              if c.client == client and not c.answering),
-                             key=lambda c: (c.spoke, c.opened_s), default=None)
+            at_share = self._per_client.get(client, 0) >= self._max_per_client
+            if at_share or len(self._conns) >= self._max:
+                victim = self._victim(client if at_share else None)
                 if victim is None:
                     return None
-            elif len(self._conns) >= self._max:
-                victim = max((c for c in self._conns.values() if not c.answering),
-                             key=lambda c: (self._per_client[c.client], not c.spoke,
-                                            -c.opened_s), default=None)
-                if victim is None:
-                    return None
-            if victim is not None:
                 self._remove(victim)
                 _cut(victim.sock)
             now = time.monotonic()
@@ -476,6 +501,15 @@ class _Reaper:
             self._per_client[client] = self._per_client.get(client, 0) + 1
             self._wake()
             return "admitted" if victim is None else "evicted"
+
+    def _victim(self, client: str | None) -> _Conn | None:
+        """The connection that gives its slot: one whose request head is not in (of `client`
+        if given), of the address holding the most, first one that has sent nothing, then
+        the oldest."""
+        return max((c for c in self._conns.values()
+                    if not c.answering and client in (None, c.client)),
+                   key=lambda c: (self._per_client[c.client], not c.spoke, -c.opened_s),
+                   default=None)
 
     def _remove(self, conn: _Conn) -> None:
         del self._conns[conn.sock]
@@ -491,19 +525,29 @@ class _Reaper:
             self._thread.start()
         self._cond.notify()
 
-    def arm(self, sock: socket.socket, seconds: float, *, spoke: bool = False,
-            answering: bool = False) -> None:
-        """`sock` is cut `seconds` from now; `spoke`: its first byte arrived; `answering`: its
-        request head is in."""
+    def arm(self, sock: socket.socket, seconds: float, *, spoke: bool = False) -> None:
+        """`sock` is cut `seconds` from now; `spoke`: its first byte arrived."""
         with self._cond:
             conn = self._conns.get(sock)
             if conn is None:
                 _cut(sock)
                 return
             conn.due_s = time.monotonic() + seconds
-            conn.spoke = conn.spoke or spoke or answering
-            conn.answering = conn.answering or answering
+            conn.spoke = conn.spoke or spoke
             self._cond.notify()
+
+    def answer(self, sock: socket.socket, seconds: float) -> bool:
+        """`sock`'s request head is in: it is no longer evicted, and cut `seconds` from now.
+        False (nothing changes) if its address has its share of answers in progress."""
+        with self._cond:
+            conn = self._conns.get(sock)
+            if conn is None or sum(c.answering and c.client == conn.client
+                                   for c in self._conns.values()) >= self._max_answering:
+                return False
+            conn.due_s = time.monotonic() + seconds
+            conn.spoke = conn.answering = True
+            self._cond.notify()
+            return True
 
     def swap(self, old: socket.socket, new: socket.socket) -> None:
         """The connection of `old` goes on as `new` (wrapped in TLS, which detaches `old`)."""
@@ -546,28 +590,30 @@ class _Reaper:
                 self._cond.wait(None if soonest is None else max(soonest - now, 0.0))
 
 
-class _ErrorLog(io.StringIO):
-    """wsgiref prints a failed request's traceback to stderr: one log line instead (a scraper
-    that stopped reading is worth a line, not a traceback); the traceback at DEBUG."""
-
-    def flush(self) -> None:
-        text = self.getvalue().strip()
-        if text:
-            log.warning("http request failed: %s", _shown(text.splitlines()[-1]))
-            log.debug("http request failed:\n%s", text)
-        self.seek(0)
-        self.truncate()
-
-
-def send_all(sock: socket.socket, chunks: Iterable[bytes]) -> int:
+def send_all(sock: socket.socket, chunks: Iterable[bytes], stall_s: float | None = None) -> int:
     """Send `chunks` with vectored writes: one syscall, and one wait for the GIL after it, per
     socket buffer's worth instead of per chunk (a scrape must not queue for the interpreter
-    hundreds of times while cycles keep it busy). Returns the bytes sent."""
+    hundreds of times while cycles keep it busy). Returns the bytes sent.
+
+    The first write does not wait: it fills the socket buffer. Each later one waits (up to
+    `stall_s`) until the client has taken a third of the buffer (POLLOUT, the progress nginx's
+    send_timeout counts; the kernel growing the buffer is none), then blocks while the client
+    keeps reading, for at most the socket's own send timeout. A client that takes nothing for
+    `stall_s` raises TimeoutError: it is cut at that first timeout."""
     views = [memoryview(c) for c in chunks if c]
     total = 0
     first = 0
+    writable = select.poll()
+    writable.register(sock, select.POLLOUT)
+    flags: int = socket.MSG_DONTWAIT
     while first < len(views):
-        sent = sock.sendmsg(views[first:first + IOV_MAX])
+        if not flags and stall_s is not None and not writable.poll(math.ceil(stall_s * 1000)):
+            raise TimeoutError("the client took nothing of its answer within the send timeout")
+        try:
+            sent = sock.sendmsg(views[first:first + IOV_MAX], [], flags)
+        except BlockingIOError:  # the buffer was full, or the send timeout ran out
+            sent = 0
+        flags = 0
         total += sent
         while sent:
             size = len(views[first])
@@ -592,53 +638,87 @@ class _ServerHandler(ServerHandler):
         return isinstance(self.result, Answer) and not isinstance(
             self.request_handler.connection, ssl.SSLSocket)
 
+    def log_exception(self, exc_info: Any) -> None:
+        """An answer a client stopped reading or hung up on: one line a minute with the count
+        (a flood of them must not flood the log); the traceback at DEBUG."""
+        server = self.request_handler.server
+        count = server.undelivered.note()
+        if count:
+            log.warning("http: %d answer(s) not delivered, the client stopped reading or went "
+                        "away (the latest to %s: %s)", count,
+                        _shown(self.request_handler.client_address[0]),
+                        _shown(f"{exc_info[0].__name__}: {exc_info[1]}"))
+        log.debug("http answer failed", exc_info=exc_info)
+
     def sendfile(self) -> bool:
         assert isinstance(self.result, Answer)
         self.send_headers()
         self._flush()
         conn = self.request_handler.connection
-        with _kernel_send_timeout(conn):
-            self.bytes_sent = send_all(conn, self.result.chunks)
+        with _kernel_send_timeout(conn) as stall_s:
+            self.bytes_sent = send_all(conn, self.result.chunks, stall_s)
         return True
 
 
 @contextlib.contextmanager
-def _kernel_send_timeout(sock: socket.socket) -> Iterator[None]:
+def _kernel_send_timeout(sock: socket.socket) -> Iterator[float | None]:
     """The socket's timeout applied by the kernel (SO_SNDTIMEO) instead of by Python, for one
-    answer. With a Python timeout a send is a poll plus a non-blocking write of what the socket
-    buffer holds, each followed by a wait for the interpreter; a blocking write moves the whole
-    answer in one call, as long as the client reads. The kernel's timer restarts with each
-    write that moved bytes: a client that stops reading is cut after two or three timeouts
-    (the last write moves nothing: EAGAIN), one that reads slowly but steadily is served until
-    the reaper's response deadline, which bounds every answer."""
+    answer; yields that timeout, the longest `send_all` lets a client take nothing. With a
+    Python timeout a send is a poll plus a non-blocking write of what the socket buffer holds,
+    each followed by a wait for the interpreter; a blocking write moves the whole answer in
+    one call, as long as the client reads. Each write blocks a quarter of the timeout at most,
+    so a client that stops reading midway is cut within 1.25 timeouts; one that reads slowly
+    but steadily is served until the reaper's response deadline, which bounds every answer."""
     timeout = sock.gettimeout()
     if timeout is None:
-        yield
+        yield None
         return
-    seconds = max(timeout, 0.001)
+    seconds = max(timeout / 4, 0.001)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,
                     struct.pack("ll", int(seconds), int(seconds % 1 * 1e6)))
     sock.settimeout(None)
     try:
-        yield
+        yield timeout
     finally:
         sock.settimeout(timeout)
+
+
+class _HeadReader:
+    """A connection's input while its request head is read: a read past the head's byte
+    budget raises LineTooLong (answered 431) before more is buffered, so a head costs at most
+    the budget, whatever its lines."""
+
+    def __init__(self, raw: Any, budget: int) -> None:
+        self._raw = raw
+        self._left = budget
+
+    def readline(self, size: int = -1) -> bytes:
+        line: bytes = self._raw.readline(self._left + 1 if size < 0 else
+                                         min(size, self._left + 1))
+        self._left -= len(line)
+        if self._left < 0:
+            raise http.client.LineTooLong("request head")
+        return line
 
 
 class _Handler(WSGIRequestHandler):
     server: _Server
 
     def handle(self) -> None:
-        """WSGIRequestHandler.handle, with the handler above."""
-        self.raw_requestline = self.rfile.readline(65537)
-        if len(self.raw_requestline) > 65536:
-            self.requestline = ""
-            self.request_version = ""
-            self.command = ""
-            self.send_error(414)
-            return
-        if not self.parse_request():
-            return
+        """WSGIRequestHandler.handle, with the handler above and a request head of bounded
+        size (counted before anything parses it)."""
+        body = self.rfile
+        self.rfile = _HeadReader(body, MAX_REQUEST_HEAD_BYTES)  # type: ignore[assignment]
+        try:
+            self.raw_requestline = self.rfile.readline(MAX_REQUEST_LINE_BYTES + 1)
+            if len(self.raw_requestline) > MAX_REQUEST_LINE_BYTES:
+                self.requestline = self.command = ""
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                return
+            if not self.parse_request():
+                return
+        finally:
+            self.rfile = body
         handler = _ServerHandler(self.rfile, self.wfile,  # type: ignore[arg-type]
                                  self.get_stderr(), self.get_environ(), multithread=False)
         handler.request_handler = self
@@ -646,17 +726,37 @@ class _Handler(WSGIRequestHandler):
         assert app is not None
         handler.run(app)
 
-    #: Errors answered before the WSGI app (a malformed request line, oversized headers): plain
-    #: text, never HTML built from what the client sent.
-    error_content_type = "text/plain; charset=utf-8"
-    error_message_format = "%(code)d %(message)s\n"
-
     def parse_request(self) -> bool:
-        parsed = super().parse_request()
-        if parsed:  # the head is in: the answer gets its own, longer deadline
-            self.server.reaper.arm(self.connection, self.server.limits.response_timeout_s,
-                                   answering=True)
-        return parsed
+        if len(self.raw_requestline.split()) == 2:  # HTTP/0.9: no headers, no status line
+            self.requestline = self.command = ""
+            self.send_error(HTTPStatus.BAD_REQUEST)
+            return False
+        if not super().parse_request():
+            return False
+        # the head is in: the answer gets its own, longer deadline, within the address' share
+        if self.server.reaper.answer(self.connection, self.server.limits.response_timeout_s):
+            return True
+        self.server.busy(self.client_address)
+        self.send_error(HTTPStatus.SERVICE_UNAVAILABLE)
+        return False
+
+    def send_error(self, code: int, message: str | None = None,
+                   explain: str | None = None) -> None:
+        """Errors answered before the WSGI app (a malformed or HTTP/0.9 request line, an
+        oversized head, a busy address): an HTTP/1.0 status line whatever the client sent,
+        and fixed plain text, never the client's own text."""
+        self.close_connection = True
+        self.request_version = "HTTP/1.0"  # BaseHTTPRequestHandler omits the status line for 0.9
+        body = f"{code} {HTTPStatus(code).phrase}\n".encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        if code == HTTPStatus.SERVICE_UNAVAILABLE:
+            self.send_header("Retry-After", "1")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     def version_string(self) -> str:
         return SERVER_NAME
@@ -665,9 +765,6 @@ class _Handler(WSGIRequestHandler):
         for name, value in COMMON_HEADERS:
             self.send_header(name, value)
         super().end_headers()
-
-    def get_stderr(self) -> _ErrorLog:
-        return _ErrorLog()
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http %s", _shown(format % args, 1000))
@@ -685,9 +782,12 @@ class _Server(ThreadingMixIn, WSGIServer):
                  limits: ListenerLimits) -> None:
         self.tls = tls
         self.limits = limits
-        self.reaper = _Reaper(limits.max_connections, limits.max_connections_per_client)
+        self.reaper = _Reaper(limits.max_connections, limits.max_connections_per_client,
+                              limits.max_answering_per_client)
         self._rejected = _Occasional()
         self._evicted = _Occasional()
+        self._busy = _Occasional()
+        self.undelivered = _Occasional()
         super().__init__(address, _Handler)
 
     @property
@@ -736,6 +836,12 @@ class _Server(ThreadingMixIn, WSGIServer):
         finally:
             self.reaper.release(conn)
             self.shutdown_request(conn)
+
+    def busy(self, client_address: Any) -> None:
+        if count := self._busy.note():
+            log.warning("http: %d request(s) answered 503 (the latest from %s): that address "
+                        "already had %d answers in progress", count, _shown(client_address[0]),
+                        self.limits.max_answering_per_client)
 
     def _reject(self, client_address: Any) -> None:
         count = self._rejected.note()

@@ -36,7 +36,6 @@ immutable.
 
 from __future__ import annotations
 
-import logging
 import re
 import struct
 import threading
@@ -55,9 +54,7 @@ from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.prometheus import Family, Level, SeriesSet, SkipLog
 
-__all__ = ["Answer", "CachedExposition", "gzip_wanted", "negotiable_accept", "only_named"]
-
-log = logging.getLogger(__name__)
+__all__ = ["Answer", "CachedExposition", "gzip_wanted", "negotiate", "only_named"]
 
 #: zlib level of the cached gzip bytes. 1 deflates /metrics 4× faster than 6 (0.05 s instead of
 #: 0.19 s per 100,000 partitions) for 13 % more bytes (0.9 MB instead of 0.8 MB): the time is
@@ -95,50 +92,63 @@ _KNOWN_VERSIONS = {"text/plain": frozenset({"0.0.4", "1.0.0"}),
                    "application/openmetrics-text": frozenset({"0.0.1", "1.0.0", "2.0.0"})}
 
 
-def negotiable_accept(accept: str | None) -> str:
-    """`accept` without the elements prometheus_client cannot negotiate safely: a
-    `version=A` or `version=1.0.x` made its `choose_encoder` raise (HTTP 500), and a version it
-    does not know was echoed into the Content-Type. What is left negotiates as before; nothing
-    left means the text format, as prometheus_client and Go answer a client they do not
-    understand."""
+def negotiate(accept: str | None) -> tuple[Callable[[Collector], bytes], str]:
+    """The encoder and Content-Type for `accept`: prometheus_client's `choose_encoder` on the
+    elements it can serve. An element whose version (read as prometheus_client reads it) is
+    not one it writes is skipped, as Go's expfmt.Negotiate skips it: `version=A` or
+    `version=1.0.x` made `choose_encoder` raise (HTTP 500), and an unknown version was echoed
+    into the Content-Type. So nothing left can raise; nothing left at all means the text
+    format, as prometheus_client and Go answer a client they do not understand."""
     kept = []
     for element in (accept or "").split(","):
         media, *params = element.split(";")
         known = _KNOWN_VERSIONS.get(media.strip())
-        if known is not None:
-            versions = [p.split("=", 1)[1] for p in params
-                        if "=" in p and p.split("=", 1)[0].strip() == "version"]
-            if any(v.strip() not in known for v in versions[:1]):
-                continue
-        kept.append(element)
-    return ",".join(kept)
+        version = next((value for key, eq, value in (p.strip().partition("=") for p in params)
+                        if eq and key == "version"), None)
+        if known is None or version is None or version in known:
+            kept.append(element)
+    return choose_encoder(",".join(kept))
 
 
 _CODING = re.compile(r"\s*([!#$%&'*+.^_`|~0-9A-Za-z-]+)\s*(?:;(.*))?$")
-_QVALUE = re.compile(r"\s*q\s*=\s*(0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)\s*$", re.IGNORECASE)
+_QVALUE = re.compile(r"0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?")
+
+
+def _quality(params: str) -> float | None:
+    """The q-value among an Accept-Encoding element's parameters (1 without one); None if it
+    does not parse. Only a parameter named exactly `q` is one."""
+    quality = 1.0
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            if not _QVALUE.fullmatch(value.strip()):
+                return None
+            quality = float(value)
+    return quality
 
 
 def gzip_wanted(accept_encoding: str | None) -> bool:
-    """Whether the client asked for gzip with a q-value above 0 (RFC 9110 12.5.3):
-    `gzip;q=0` refuses it. An element that does not parse counts for nothing; identity is
-    always acceptable, so a client is never left without an answer."""
+    """Whether to gzip (RFC 9110 12.5.3): `gzip` (or `x-gzip`, the same coding) is listed with
+    a q-value above 0, and nowhere with q=0 — "not acceptable" wins over a repeat, whichever
+    comes first. An element that does not parse counts for nothing; `*` is not taken as
+    gzip: identity is always acceptable, so a client is never left without an answer."""
+    qualities = []
     for element in (accept_encoding or "").split(","):
         match = _CODING.match(element)
-        if match is None or match.group(1).lower() not in ("gzip", "x-gzip"):
-            continue
-        params = [p for p in (match.group(2) or "").split(";") if p.strip()]
-        q_params = [p for p in params if p.strip().lower().startswith("q")]
-        if not q_params:
-            return True
-        q = _QVALUE.match(q_params[0])
-        return q is not None and float(q.group(1)) > 0
-    return False
+        if match is not None and match.group(1).lower() in ("gzip", "x-gzip"):
+            quality = _quality(match.group(2) or "")
+            if quality is not None:
+                qualities.append(quality)
+    return bool(qualities) and min(qualities) > 0
 
 
 class _OnlyNamed:
-    """A registry's families cut to the samples named in `name[]` (prometheus_client's
-    semantics). Its own `restricted_registry` only finds collectors that describe themselves,
-    so the process collector's families were never served."""
+    """A registry's samples whose sample name is listed, as prometheus_client serves `name[]`:
+    a family is served with those of its samples that are named (so a counter is selected by
+    `x_total` or `x_created`, not by its family name `x`), and not at all without one. Unlike
+    prometheus_client's `restricted_registry`, every collector is asked (it only finds those
+    that describe themselves: the process collector's families were never served), and a
+    family keeps its unit."""
 
     def __init__(self, registry: Collector, names: Sequence[str]) -> None:
         self._registry = registry
@@ -146,8 +156,7 @@ class _OnlyNamed:
 
     def collect(self) -> Iterator[Metric]:
         for metric in self._registry.collect():
-            samples = [s for s in metric.samples
-                       if s.name in self._names or metric.name in self._names]
+            samples = [s for s in metric.samples if s.name in self._names]
             if samples:
                 kept = Metric(metric.name, metric.documentation, metric.type, metric.unit)
                 kept.samples = samples
@@ -155,7 +164,7 @@ class _OnlyNamed:
 
 
 def only_named(registry: Collector, names: Sequence[str]) -> Collector:
-    """`registry` restricted to `names`: a family is kept when its name or a sample's is named."""
+    """`registry` restricted to the samples named in `names` (prometheus_client's `name[]`)."""
     return _OnlyNamed(registry, names)
 
 
@@ -550,23 +559,13 @@ class CachedExposition:
     # --- scrapes -------------------------------------------------------------------------
 
     def _format(self, accept: str | None) -> _Format:
-        """The format `accept` negotiates; the text format for one that cannot be served (a
-        client's header is no reason for a 500, nor for a log line per request)."""
-        try:
-            encoder, content_type = choose_encoder(negotiable_accept(accept))
-            fmt = self._formats.get(content_type)
-            if fmt is None:
-                fmt = _Format(encoder, content_type, self._families)
-        except (ValueError, TypeError, LookupError):
-            log.debug("exposition: Accept %r negotiates nothing servable; text format",
-                      (accept or "")[:200])
-            if accept is None:
-                raise
-            return self._format(None)
-        if content_type not in self._formats:
+        """The format `accept` negotiates (`negotiate`), learnt once per Content-Type."""
+        encoder, content_type = negotiate(accept)
+        fmt = self._formats.get(content_type)
+        if fmt is None:
             if len(self._formats) >= _MAX_FORMATS:
                 self._formats.clear()
-            self._formats[content_type] = fmt
+            fmt = self._formats[content_type] = _Format(encoder, content_type, self._families)
         return fmt
 
     def answer(self, accept: str | None = None, accept_encoding: str | None = None,
@@ -606,7 +605,7 @@ class CachedExposition:
     def _filtered(self, fmt: _Format, renders: Sequence[_ClusterRender], names: Sequence[str],
                   accept_encoding: str | None) -> Answer:
         """`?name[]=...`: only the named families (rare: federation, debugging), not cached."""
-        wanted = set(names)
+        wanted = set(names)  # the snapshot's families are gauges: a sample is named as its family
         segments = _interleave(fmt, self._families, renders, self.counts,
                                lambda f: f.name in wanted)
         body = b"".join(s.plain(self.counts) for s in segments)

@@ -24,7 +24,14 @@ from typing import Any, NamedTuple
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, Counter, ProcessCollector, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
@@ -48,7 +55,12 @@ from freshness_tracker.errors import ConfigError
 from freshness_tracker.http import SWITCH_INTERVAL_S, MetricsServer, WebSettings, make_app, send_all
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks import exposition as exposition_module
-from freshness_tracker.sinks.exposition import CachedExposition, crc_combine, crc_shift
+from freshness_tracker.sinks.exposition import (
+    CachedExposition,
+    crc_combine,
+    crc_shift,
+    only_named,
+)
 from freshness_tracker.sinks.prometheus import (
     ALL_PARTITION_METRICS,
     DEFAULT_PARTITION_METRICS,
@@ -278,12 +290,30 @@ def test_an_accept_header_that_negotiates_nothing_gets_the_text_format(
 @pytest.mark.parametrize(("encoding", "zipped"), [
     ("gzip", True), ("gzip;q=0", False), ("gzip; q=0.000, deflate", False), ("GZIP;q=0.5", True),
     ("identity;q=0, gzip;q=1", True), ("deflate, br", False), ("gzip;q=abc", False),
-    ("x-gzip", True), ("*", False), (None, False)])
+    ("x-gzip", True), ("*", False), (None, False),
+    # only a parameter named exactly q is a q-value; an explicit q=0 wins over a repeat
+    ("gzip;qux=1", True), ("gzip;quality=0", True), ("gzip, gzip;q=0", False),
+    ("gzip;q=0, gzip", False), ("x-gzip;q=0, gzip;q=0.5", False), ("gzip;q=0.5, gzip;q=1", True)])
 def test_gzip_is_sent_only_when_asked_for_with_a_q_value_above_zero(
         encoding: str | None, zipped: bool) -> None:
     _holder, exposition, *_ = published(snapshot())
     assert exposition.answer(None, encoding).gzip is zipped
     assert exposition.answer(None, encoding, ["kafka_consumer_freshness_ms"]).gzip is zipped
+
+
+@pytest.mark.parametrize("names", [
+    ["scrapes"], ["scrapes_total"], ["scrapes_created"], ["depth"], ["latency"],
+    ["latency_bucket", "latency_count"], ["scrapes_total", "depth", "absent"]])
+def test_name_filter_serves_what_prometheus_client_serves(names: list[str]) -> None:
+    # A family's own name selected all of its samples: `name[]=scrapes` served a counter's
+    # scrapes_total and scrapes_created, where prometheus_client serves nothing.
+    registry = CollectorRegistry()
+    Counter("scrapes", "scrapes", registry=registry).inc()
+    Gauge("depth", "depth", registry=registry).set(3)
+    Histogram("latency", "latency", buckets=(1.0,), registry=registry).observe(0.5)
+    expected = generate_latest(registry.restricted_registry(names))
+    assert sorted(generate_latest(only_named(registry, names)).splitlines()) == sorted(
+        expected.splitlines())
 
 
 def test_name_filter_covers_the_process_collectors_families() -> None:
@@ -656,8 +686,9 @@ def test_the_listener_serves_cached_bytes_with_their_length(
                            web).start()
     vectored: list[int] = []
 
-    def counted(sock: socket.socket, chunks: Iterable[bytes]) -> int:
-        vectored.append(sent := send_all(sock, chunks))
+    def counted(sock: socket.socket, chunks: Iterable[bytes],
+                stall_s: float | None = None) -> int:
+        vectored.append(sent := send_all(sock, chunks, stall_s))
         return sent
 
     monkeypatch.setattr(http_module, "send_all", counted)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import redact
 from freshness_tracker.errors import BurrowUnavailable, ConfigError
-from freshness_tracker.http import WebSettings, make_app
+from freshness_tracker.http import AuthThrottle, WebSettings, make_app
 from freshness_tracker.kafka import consumers as consumers_module
 from freshness_tracker.kafka.consumers import FORCED_SETTINGS, ConsumerPool, build_consumer_config
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
@@ -216,9 +217,11 @@ def _call(app: Any, path: str, auth: str | None = None) -> tuple[str, bytes]:
 
 def test_listener_basic_auth_guards_everything_but_healthz() -> None:
     web = WebSettings(basic_auth_username="prom", basic_auth_password="s3cret")
+    ticks = itertools.count(step=10.0)  # each check 10 s later: no failure holds the next back
     app = make_app(CollectorRegistry(), lambda: (True, {"status": "ok"}),
                    lambda: (True, {"status": "ready"}), web,
-                   status_page=lambda query: b"<html>the status page</html>")
+                   status_page=lambda query: b"<html>the status page</html>",
+                   throttle=AuthThrottle(clock=lambda: next(ticks)))
     assert _call(app, "/healthz")[0].startswith("200")
     assert _call(app, "/", "prom:s3cret")[1] == b"<html>the status page</html>"
     assert b"status page" not in _call(app, "/")[1]
