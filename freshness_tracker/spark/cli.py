@@ -18,6 +18,7 @@ from typing import Any
 
 from freshness_tracker.domain.slo import DEFAULT_MIN_COVERAGE, parse_target
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.logs import logfmt_value
 from freshness_tracker.reference import parse_duration
 
 __all__ = ["add_spark_commands", "parse_time_ms"]
@@ -224,15 +225,21 @@ def _snapshot_once(snapshotter: Any, cycle_time_ms: int | None) -> int:
     workers that answered its Kafka reads (`-` when every read came from the cache)."""
     result = snapshotter.run(cycle_time_ms)
     for snap in result.snapshots:
-        h = snap.health
-        error = f" error={h.error!r}" if h.error else ""
         pids = result.lookups.get(snap.cluster, {}).get("worker_pids", [])
-        print(f"cluster={snap.cluster} cycle={snap.cycle_id} up={str(h.up).lower()} "  # noqa: T201
-              f"groups={h.groups} partitions={h.partitions} reads={h.kafka_reads} "
-              f"cache_hits={h.cache_hits} failures={h.kafka_read_failures}"
-              f" worker_pids={','.join(map(str, pids)) or '-'}"
-              f" file={result.files.get(snap.cluster)}{error}")
+        print(cycle_line(snap, pids, result.files.get(snap.cluster)))  # noqa: T201
     return 0 if result.ok else 1
+
+
+def cycle_line(snap: Any, pids: list[int], file: str | None) -> str:
+    """One cluster's cycle as one logfmt line: the cluster name (a config's or Burrow's), the
+    file and the error are logfmt values, so no name can split or forge the line."""
+    h = snap.health
+    error = f" error={logfmt_value(h.error)}" if h.error else ""
+    return (f"cluster={logfmt_value(snap.cluster)} cycle={snap.cycle_id} "
+            f"up={str(h.up).lower()} groups={h.groups} partitions={h.partitions} "
+            f"reads={h.kafka_reads} cache_hits={h.cache_hits} failures={h.kafka_read_failures}"
+            f" worker_pids={','.join(map(str, pids)) or '-'}"
+            f" file={logfmt_value(str(file))}{error}")
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from freshness_tracker.errors import KafkaError
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from freshness_tracker.logs import configure_logging, logfmt_value
 
 __all__ = [
     "REQUEST_SCHEMA",
@@ -84,9 +85,13 @@ def _build(payload: Mapping[str, Any]) -> _Engine:
     lookup = LookupSettings(**payload["lookup"])
     pool = ConsumerPool(kafka, lookup)
     executor = ThreadPoolExecutor(kafka.num_consumers, thread_name_prefix=f"lookup-{kafka.name}")
-    # To stderr, which Spark keeps as the executor's log: where each engine was built.
+    # To stderr, which Spark keeps as the executor's log: where each engine was built. The
+    # worker's own log records go there too, through the exporter's formatter (names escaped).
+    if not logging.getLogger().handlers:
+        configure_logging("WARNING")
     print(f"freshness-tracker python worker pid={os.getpid()}: lookup engine for "  # noqa: T201
-          f"cluster={kafka.name} consumers={kafka.num_consumers}", file=sys.stderr, flush=True)
+          f"cluster={logfmt_value(kafka.name)} consumers={kafka.num_consumers}",
+          file=sys.stderr, flush=True)
     return _Engine(pool, executor, KafkaRecordReader(kafka, lookup, pool, executor))
 
 

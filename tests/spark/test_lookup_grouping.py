@@ -104,3 +104,35 @@ def test_a_warm_cycle_reads_unmoved_offsets_from_the_cache(tmp_path: Any) -> Non
     finally:
         snapshotter.close()
     assert read_history(str(tmp_path / "h")).num_rows == 9
+
+
+@pytest.mark.usefixtures("restore_logging")  # a worker without handlers gets the formatter
+def test_the_snapshot_and_worker_lines_keep_names_inside_their_values(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The cycle line `spark snapshot` prints and the line a Python worker writes to the
+    executor's log carry a cluster name and an error: as logfmt values, a newline or an escape
+    sequence in them cannot forge a second line nor act on a terminal."""
+    from freshness_tracker.domain.model import ClusterHealth, ClusterSnapshot
+    from freshness_tracker.logs import logfmt_value
+    from freshness_tracker.spark import worker
+    from freshness_tracker.spark.cli import cycle_line
+
+    name = "east\ncluster=forged up=true \x1b[2J"
+    health = ClusterHealth(name, False, 1, None, 0, error="Burrow said \x1b]0;x\x07\nok")
+    line = cycle_line(ClusterSnapshot(name, 3, 1, 2, health), [7], "/h/a b.parquet")
+    assert "\n" not in line and "\x1b" not in line and "\x07" not in line
+    assert line.startswith(f"cluster={logfmt_value(name)} cycle=3 up=false ")
+    assert line.endswith(' worker_pids=7 file="/h/a b.parquet" '
+                         f"error={logfmt_value(health.error or '')}")
+
+    class Stub:
+        def __init__(self, *_args: Any) -> None:
+            pass
+
+    monkeypatch.setattr(worker, "ConsumerPool", Stub)
+    monkeypatch.setattr(worker, "KafkaRecordReader", Stub)
+    kafka = ClusterKafkaSettings(name, MappingProxyType({"bootstrap.servers": "k:1"}), 1)
+    engine = worker._build(worker.engine_payload(kafka, LookupSettings()))
+    engine.executor.shutdown()
+    (written,) = capsys.readouterr().err.splitlines()
+    assert written.endswith(f"lookup engine for cluster={logfmt_value(name)} consumers=1")
