@@ -36,7 +36,7 @@ from tests.stack_support import poll, require_managed
 from tests.support.config import stack_config
 from tests.support.record import Recorder, recorder
 from tests.support.scrape import Scrape
-from tests.support.seeding import Commit, Topic, commit_all, seed_topic
+from tests.support.seeding import Seeded, seed_lagging
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -53,34 +53,6 @@ RUN apt-get update -qq \\
  && mkdir -p /app && ln -s /usr/bin/Burrow /app/burrow
 USER 10001:10001
 """
-
-
-@dataclass
-class Seeded:
-    stack: RealStack
-    topic: Topic
-    commit: Commit  # lagging: offset 2 of 5 records
-
-    @property
-    def group(self) -> str:
-        return self.commit.group
-
-    def labels(self) -> dict[str, str]:
-        return {"cluster": self.stack.cluster, "consumer": self.group,
-                "topic": self.topic.name, "partition": "0"}  # fmt: skip
-
-    @property
-    def record_ts(self) -> int:
-        """CreateTime of the group's next unconsumed record (offset 2)."""
-        return self.topic.ts(0, 2)
-
-
-def _seed(stack: RealStack, tag: str) -> Seeded:
-    t = now_ms()
-    topic = seed_topic(stack, f"{tag}-t", {0: [t - 50_000 + 10_000 * i for i in range(5)]})
-    commit = Commit(f"{tag}-g", topic, 0, 2)
-    commit_all(stack, [commit])
-    return Seeded(stack, topic, commit)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -168,7 +140,7 @@ def test_image_runs_read_only_as_uid_10001_against_the_stack(
     engine: Podman, image: str, stack: RealStack, tmp_path: Path, container_name: str
 ) -> None:
     require_managed(stack, "reads the stack's ground truth")
-    seeded = _seed(stack, f"img-{os.getpid()}-{now_ms() % 1_000_000}")
+    seeded = seed_lagging(stack, f"img-{os.getpid()}-{now_ms() % 1_000_000}", now_ms())
     port = free_port()
     config = tmp_path / "freshness-tracker.conf"
     config.write_text(stack_config(stack, seeded.group, port=port, frequency_sec=1))
@@ -325,7 +297,7 @@ def test_chart_pod_with_the_stacks_burrow(
     engine: Podman, image: str, stack: RealStack, tmp_path: Path
 ) -> None:
     require_managed(stack, "reads the stack's ground truth")
-    seeded = _seed(stack, f"kube-ext-{os.getpid()}-{now_ms() % 1_000_000}")
+    seeded = seed_lagging(stack, f"kube-ext-{os.getpid()}-{now_ms() % 1_000_000}", now_ms())
     values = _chart_values(stack, seeded, free_port())
     values["burrow"] = {"enabled": False, "url": stack.burrow_url}
     started = now_ms()
@@ -339,7 +311,7 @@ def test_chart_pod_with_a_burrow_sidecar(
 ) -> None:
     require_managed(stack, "reads the stack's ground truth")
     assert stack.zookeeper is not None, "Burrow 1.x needs the stack's ZooKeeper"
-    seeded = _seed(stack, f"kube-side-{os.getpid()}-{now_ms() % 1_000_000}")
+    seeded = seed_lagging(stack, f"kube-side-{os.getpid()}-{now_ms() % 1_000_000}", now_ms())
     values = _chart_values(stack, seeded, free_port())
     repository, tag = burrow_image.rsplit(":", 1)
     values["burrow"] = {

@@ -10,7 +10,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -23,43 +22,16 @@ from tests.stack_support import poll, require_managed
 from tests.support.config import stack_config
 from tests.support.exporter import ExporterProcess, run_all
 from tests.support.scrape import Scrape
-from tests.support.seeding import Commit, Topic, commit_all, seed_topic
+from tests.support.seeding import Seeded, seed_lagging
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
-
-
-@dataclass
-class Seeded:
-    stack: RealStack
-    topic: Topic
-    commit: Commit  # lagging: offset 2 of 5 records
-
-    @property
-    def group(self) -> str:
-        return self.commit.group
-
-    def labels(self) -> dict[str, str]:
-        return {"cluster": self.stack.cluster, "consumer": self.group,
-                "topic": self.topic.name, "partition": "0"}  # fmt: skip
-
-    @property
-    def commit_lag_ms(self) -> int:
-        return self.commit.commit_lag_ms
-
-    @property
-    def record_ts(self) -> int:
-        return self.topic.ts(0, 2)
 
 
 @pytest.fixture(scope="module")
 def seeded(stack: RealStack) -> Seeded:
     require_managed(stack, "cuts the broker off")
     tag = f"cli-{os.getpid()}-{now_ms() % 1_000_000}"
-    t = now_ms()
-    topic = seed_topic(stack, f"{tag}-t", {0: [t - 50_000 + 10_000 * i for i in range(5)]})
-    commit = Commit(f"{tag}-g", topic, 0, 2)
-    commit_all(stack, [commit])
-    return Seeded(stack, topic, commit)
+    return seed_lagging(stack, tag, now_ms())
 
 
 def write_config(tmp_path: Path, seeded: Seeded, name: str = "ft.conf", **kw: object) -> Path:

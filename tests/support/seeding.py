@@ -89,6 +89,41 @@ def commit_all(stack: RealStack, commits: Sequence[Commit], timeout_s: float = 6
     return parts
 
 
+@dataclass
+class Seeded:
+    """One lagging group on one partition: 5 records a second to a minute old, committed at
+    offset 2 (freshness is the age of record 2; commit lag and offset lag are exact)."""
+
+    stack: RealStack
+    topic: Topic
+    commit: Commit
+
+    @property
+    def group(self) -> str:
+        return self.commit.group
+
+    def labels(self) -> dict[str, str]:
+        return {"cluster": self.stack.cluster, "consumer": self.group,
+                "topic": self.topic.name, "partition": "0"}  # fmt: skip
+
+    @property
+    def commit_lag_ms(self) -> int:
+        return self.commit.commit_lag_ms
+
+    @property
+    def record_ts(self) -> int:
+        """CreateTime of the group's next unconsumed record (offset 2)."""
+        return self.topic.ts(0, 2)
+
+
+def seed_lagging(stack: RealStack, tag: str, now: int) -> Seeded:
+    """Topic ``{tag}-t`` and group ``{tag}-g`` committed at offset 2 of 5 records."""
+    topic = seed_topic(stack, f"{tag}-t", {0: [now - 50_000 + 10_000 * i for i in range(5)]})
+    commit = Commit(f"{tag}-g", topic, 0, 2)
+    commit_all(stack, [commit])
+    return Seeded(stack, topic, commit)
+
+
 def wait_for_burrow(
     stack: RealStack, commits: Sequence[Commit], timeout_s: float = 60
 ) -> list[dict[str, Any]]:
