@@ -217,11 +217,17 @@ def test_malformed_or_missing_key_is_one_line_and_exit_2(case: Case,
     assert not case.secret or case.secret not in out.stderr, out.stderr
 
 
-def test_matrix_row_for_config(outcomes: dict[str, Outcome], record: Record) -> None:
-    good = [o for o in outcomes.values() if o.code == 2 and len(o.stderr.strip().splitlines()) == 1]
-    examples = [outcomes[n].stderr.strip() for n in (
+def test_every_broken_config_exits_2_with_one_line(outcomes: dict[str, Outcome],
+                                                   record: Record) -> None:
+    """The matrix row's claim, checked: every case exits 2 with one line and no traceback, and
+    each quoted example is that case's own `config error: <key>:` line. The row is logged
+    first so that a failure marks it failed instead of dropping it."""
+    good = [o for o in outcomes.values() if o.code == 2 and len(o.stderr.strip().splitlines()) == 1
+            and "Traceback" not in o.stderr]
+    quoted = {n: outcomes[n] for n in (
         "numConsumers negative", "burrow.caFile does not exist", "port already in use",
-        "librdkafka property unknown", "listener password without username")]
+        "librdkafka property unknown", "listener password without username")}
+    examples = [o.stderr.strip() for o in quoted.values()]
     record(
         "Config", "malformed or missing keys",
         f"{len(CASES)} broken configs through `run --config` (syntax, encoding, substitution, "
@@ -230,6 +236,12 @@ def test_matrix_row_for_config(outcomes: dict[str, Outcome], record: Record) -> 
         f"{len(good)}/{len(CASES)} exit 2 with one line naming the key and no traceback, e.g. "
         + "; ".join(f"`{e}`" for e in examples),
         "n/a", "")
+    assert len(outcomes) == len(CASES) > 0
+    bad = sorted(set(outcomes) - {o.case.name for o in good})
+    assert not bad, "\n".join(f"{n}: exit {outcomes[n].code}\n{outcomes[n].stderr[-600:]}"
+                               for n in bad)
+    for name, out in quoted.items():
+        assert out.stderr.strip().startswith(f"config error: {out.case.key}:"), (name, out.stderr)
 
 
 def test_unknown_keys_warn_and_the_exporter_runs(tmp_path: Path, record: Record) -> None:
