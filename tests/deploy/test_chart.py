@@ -563,7 +563,9 @@ def test_restrictive_security_context_everywhere(
     assert pod["runAsNonRoot"] is True and pod["runAsUser"] != 0
     assert pod["seccompProfile"] == {"type": "RuntimeDefault"}
     assert spec["automountServiceAccountToken"] is False
-    for c in _containers(docs):
+    containers = _containers(docs)
+    assert containers, name
+    for c in containers:
         sc = c["securityContext"]
         assert sc["readOnlyRootFilesystem"] is True, (name, c["name"])
         assert sc["allowPrivilegeEscalation"] is False

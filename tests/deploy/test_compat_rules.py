@@ -96,7 +96,9 @@ def test_burrow_exporter_status_is_ours_plus_one(rules: dict[str, Any]) -> None:
 
 def test_every_rule_takes_one_copy_and_renames_without_inventing_labels(
         rules: dict[str, Any]) -> None:
-    for name, rule in _records(rules).items():
+    records = _records(rules)
+    assert records, "no recording rules to check"
+    for name, rule in records.items():
         expr = rule["expr"]
         assert expr.startswith("max without (instance, pod, "), name
         assert '"group", "$1", "consumer", "(.*)"' in expr, name

@@ -81,7 +81,9 @@ def test_the_panels_the_issue_asks_for(board: dict[str, Any]) -> None:
 
 
 def test_units_turn_milliseconds_into_durations(board: dict[str, Any]) -> None:
-    for panel in _panels(board):
+    panels = list(_panels(board))
+    assert panels, "no panels to check"
+    for panel in panels:
         if panel["type"] == "row":
             continue
         unit = panel["fieldConfig"]["defaults"]["unit"]
@@ -113,8 +115,12 @@ def test_units_turn_milliseconds_into_durations(board: dict[str, Any]) -> None:
 
 
 def test_every_query_is_filtered_by_the_variables(board: dict[str, Any]) -> None:
-    for query in dashboard_queries(board):
-        for name, labels in selectors(query.expr):
+    queries = dashboard_queries(board)
+    assert queries, "no queries to check"
+    for query in queries:
+        found = selectors(query.expr)
+        assert found, (query.source, query.expr)  # every query selects some series
+        for name, labels in found:
             assert labels.get("job") == '=~"$job"' or name == "freshness_tracker_build_info", \
                 (query.source, name)
             if name.startswith(("kafka_consumer_", "freshness_tracker_")) and \
@@ -130,7 +136,7 @@ def test_every_query_is_filtered_by_the_variables(board: dict[str, Any]) -> None
 
 def test_panels_use_the_datasource_variable_and_fit_the_grid(board: dict[str, Any]) -> None:
     ids = [p["id"] for p in _panels(board)]
-    assert len(ids) == len(set(ids))
+    assert ids and len(ids) == len(set(ids))
     titles = [p["title"] for p in _panels(board)]
     assert len(titles) == len(set(titles))
     cells: set[tuple[int, int]] = set()

@@ -141,6 +141,7 @@ def test_compose_prometheus_and_grafana_provisioning(compose: dict[str, Any]) ->
     config_arg = next(a for a in prometheus["command"] if a.startswith("--config.file="))
     config_path = PurePosixPath(config_arg.split("=", 1)[1])
     config = yaml.safe_load(mounts[str(config_path)].read_text())
+    assert config["rule_files"], "Prometheus loads no rule file"
     for rule_file in config["rule_files"]:
         assert str(config_path.parent / rule_file) in mounts, rule_file
     grafana = compose["services"]["grafana"]

@@ -27,6 +27,7 @@ def test_exporter_within_one_cycle_while_rate_estimate_is_off(
     run = run_harness(config, smoke_shapes(), stack=stack, workdir=tmp_path)
     results = {r.run.shape.name: r for r in analyse(run)}
     allowance = config.refresh_allowance_s
+    assert set(results) == {shape.name for shape in smoke_shapes()}, sorted(results)
 
     for name, res in results.items():
         ours = res.scores["ours"]

@@ -210,6 +210,7 @@ def req(topic: str, partition: int, offset: int) -> ReadRequest:
 
 def assert_found(*reads: RecordRead) -> None:
     """Each read found its record, with the CreateTime it was produced with."""
+    assert reads, "no reads to check"
     for read in reads:
         request = read.request
         assert read.outcome is ReadOutcome.FOUND, read
@@ -391,7 +392,9 @@ def test_a_read_never_creates_a_consumer_group(
 
     before = stack.group_ids()
     reader, pool = readers.make()
-    for read in reader.read([req(topic, 0, 1), req(topic, 1, 2), req(topic, 1, 3)]):
+    reads = reader.read([req(topic, 0, 1), req(topic, 1, 2), req(topic, 1, 3)])
+    assert len(reads) == 3, reads  # one answer per request: the loop below checks each
+    for read in reads:
         assert read.outcome in (ReadOutcome.FOUND, ReadOutcome.END)
     pool.close()
     after = stack.group_ids()  # the coordinator's own list: no group was ever joined or written
