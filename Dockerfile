@@ -33,11 +33,11 @@ COPY --from=build /opt/venv /opt/venv
 # No .pyc writes at run time (the venv is byte-compiled at install), unbuffered logs, and any
 # temporary file Python might want goes to /tmp (an emptyDir under a read-only root filesystem).
 # Two malloc arenas: glibc otherwise keeps one per thread (Burrow workers, librdkafka threads:
-# ~400 with 20 clusters), each holding freed memory; 50-70 MiB less RSS there (docs/scale.md).
+# hundreds with many clusters), each holding freed memory (the RSS it saves: docs/scale.md).
 # A fixed mmap threshold (glibc's first value, which it otherwise raises as big blocks are freed):
-# blocks from 128 KiB up are mapped alone and given back when freed (~10 MiB less peak RSS on
-# average at 20 clusters). The exporter sets both itself when they are unset (app.tune_malloc);
-# here they hold from the interpreter's first allocation.
+# blocks from that size up are mapped alone and given back when freed, which lowers peak RSS.
+# The exporter sets both itself when they are unset (app.tune_malloc); here they hold from the
+# interpreter's first allocation.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

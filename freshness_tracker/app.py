@@ -54,10 +54,9 @@ SnapshotSink = Callable[[ClusterSnapshot], None]
 
 #: librdkafka statistics (the Fetch request count) are off unless a cluster's `kafka` properties
 #: set `statistics.interval.ms`: librdkafka keeps a timer and a statistics entry for every
-#: partition of every topic a consumer has read, so an idle pool consumer that has read 10,000
-#: partitions burnt ~2 CPU s per 10 s on them (~10 MB documents; 20,000 lagging partitions: 7 CPU
-#: s per 10 s round, docs/comparison.md), and each timer asked a broker the consumer had not
-#: talked to yet for a log start (ListOffsets).
+#: partition of every topic a consumer has read, so even an idle pool consumer spends CPU on
+#: every partition it ever read (the cost: docs/comparison.md), and each timer asked a broker the
+#: consumer had not talked to yet for a log start (ListOffsets).
 STATISTICS_INTERVAL_MS = 0
 
 
@@ -146,12 +145,10 @@ class _CycleRun:
 
 
 #: Allocations of container objects between two young collections of Python's cyclic garbage
-#: collector (its default is 700). A cycle at 100,000 partitions allocates millions of them
-#: (Burrow's JSON, the domain values, the render) and then ran ~650 young, ~60 middle and 3
-#: full collections that together cost 0.7-1.0 s of its ~4 s of CPU and freed nothing: those
-#: values hold no reference cycles, so reference counting frees them (measured with
-#: gc.callbacks: 0 objects collected per cycle). At 50,000 a cycle runs ~8 young collections and
-#: a full one every ~10 cycles (docs/scale.md).
+#: collector (its default is 700). A large cycle allocates millions of them (Burrow's JSON, the
+#: domain values, the render), and at the default the collections it triggers cost a sizeable
+#: share of its CPU and free nothing: those values hold no reference cycles, so reference
+#: counting frees them. The collections counted at both thresholds: docs/scale.md.
 GC_YOUNG_THRESHOLD = 50_000
 
 
@@ -166,14 +163,14 @@ def relax_young_collections() -> None:
 #: glibc's malloc arenas for the process (glibc's default is 8 per core). Each thread that
 #: allocates may get an arena of its own, and the exporter runs hundreds of threads (each
 #: cluster's cycle and Burrow workers, librdkafka's); memory freed into an arena stays resident
-#: there. 2 arenas took 50-70 MiB off a 20-cluster exporter (docs/scale.md); the image's
+#: there. Capping them lowers the RSS of a many-cluster exporter (docs/scale.md); the image's
 #: `MALLOC_ARENA_MAX=2` does the same for the container.
 MALLOC_ARENAS = 2
 #: Blocks from this size up are mapped on their own and given back to the system when freed.
 #: glibc starts at this value but raises it (up to 32 MiB) each time a mapped block is freed,
 #: after which a cycle's big blocks (/metrics' bytes, lists and dicts of 100,000 entries) come
-#: from the arenas and stay resident once freed. Fixed here: a 20-cluster exporter peaked at
-#: 277-296 MiB in four runs, 280-319 MiB without in ten (docs/scale.md).
+#: from the arenas and stay resident once freed. Fixed here, which lowers a many-cluster
+#: exporter's peak RSS (docs/scale.md).
 MALLOC_MMAP_THRESHOLD = 128 * 1024
 _M_ARENA_MAX, _M_MMAP_THRESHOLD = -8, -3  # mallopt's parameter numbers in glibc's malloc.h
 

@@ -2,9 +2,9 @@
 
 Those steps are pure CPU (no Burrow, no Kafka), and the interpreter runs one thread at a time:
 twenty clusters computing at once do not finish sooner than two at a time, they only hold
-twenty cycles' intermediate values together and take turns on the interpreter. Measured with
-20 clusters × 5,000 partitions cycling back to back in one process (docs/scale.md): peak RSS
-1.4× lower and CPU per round 1.15–1.2× lower with two at a time.
+twenty cycles' intermediate values together and take turns on the interpreter. With many
+clusters cycling back to back in one process, two at a time lowers both peak RSS and CPU per
+round (docs/scale.md).
 
 Only compute is gated: a cluster waiting for Burrow or Kafka holds no slot, so a slow cluster
 never delays another one's turn. A wait for a slot is bounded (at most MAX_TURN_WAIT_S, and
@@ -25,8 +25,8 @@ __all__ = ["COMPUTE_SLOTS", "MAX_TURN_WAIT_S", "ComputeGate"]
 
 log = logging.getLogger(__name__)
 
-#: The longest wait for a turn: others' turns last as long as computing their snapshots (a
-#: second or so at 100,000 partitions), so a longer wait means a stuck holder, a bug.
+#: The longest wait for a turn: others' turns last as long as computing their snapshots, far
+#: less than this even for the largest clusters, so a longer wait means a stuck holder, a bug.
 MAX_TURN_WAIT_S = 10.0
 #: Clusters computing at once. The interpreter runs one thread at a time; a second slot lets
 #: one cluster deflate its /metrics (zlib runs outside the interpreter lock) while another

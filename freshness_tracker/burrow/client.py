@@ -728,8 +728,8 @@ def fan_out(wall_s: float, cpu_s: float, limit: int) -> int:
     all, `cpu_s` of it this process's work (the request, the JSON, the domain values).
 
     A worker waits `wall_s - cpu_s` for Burrow while another can use the interpreter, so
-    `wall_s / cpu_s` workers keep it busy, and more only take turns on it: 8 workers on a
-    Burrow answering at once cost 1.3× the CPU of 1 for the same wall time (docs/scale.md).
+    `wall_s / cpu_s` workers keep it busy, and more only take turns on it, spending more CPU
+    for the same wall time when Burrow answers at once (docs/scale.md).
     At least 1, at most `limit` (`burrow.concurrency`); `limit` when nothing was measured.
     """
     limit = max(limit, 1)

@@ -1,12 +1,12 @@
 """HTTP/1.1 GETs on one kept-alive socket: the few steps a Burrow answer needs.
 
-http.client cost ~150 µs of CPU per `/lag` answer (a BufferedReader per response, headers
-parsed by the email package), and a cycle makes one call per group: 5,000 at 100,000
-partitions. Here one buffer per connection holds what the socket gave; the status line and
-headers are split from it, and the body is framed by chunked encoding, Content-Length or the
-end of the connection, with http.client's limits (65,536 bytes a line, 100 headers). Errors
-are http.client's exception types, so the caller maps them as it did. Timeouts are the
-caller's: it sets the socket's timeout, and may shut the socket down at any moment.
+http.client spends much of a `/lag` answer's CPU on its own machinery (a BufferedReader per
+response, headers parsed by the email package), and a cycle makes one call per group
+(docs/scale.md has the cost). Here one buffer per connection holds what the socket gave; the
+status line and headers are split from it, and the body is framed by chunked encoding,
+Content-Length or the end of the connection, with http.client's limits (65,536 bytes a line,
+100 headers). Errors are http.client's exception types, so the caller maps them as it did.
+Timeouts are the caller's: it sets the socket's timeout, and may shut the socket down at any moment.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["Connection", "Response"]
 
 _MAX_LINE = 65536
 _MAX_HEADERS = 100
-_RECV_BYTES = 64 * 1024  # per recv: a `/lag` answer is ~6 KB; 160 threads may read at once
+_RECV_BYTES = 64 * 1024  # per recv: a `/lag` answer of a group fits; many threads read at once
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 #: Answers that never carry a body (RFC 9112 §6.3), whatever their headers say.
 _NO_BODY = frozenset((204, 304))

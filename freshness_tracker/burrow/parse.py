@@ -19,8 +19,8 @@ are; the domain decides what they mean (`domain.freshness`), because only it kno
 A status that is none of Burrow's words (missing, empty, garbled) is UNKNOWN, never OK.
 
 Names that repeat across partitions and cycles (topics, member hosts and client ids, statuses)
-are interned: 100,000 partitions hold a few thousand distinct strings, not 400,000 copies from
-the JSON decoder (~20 MiB per 100,000 partitions, in every snapshot built from them).
+are interned: a cycle's partitions hold a few thousand distinct strings, not several copies per
+partition from the JSON decoder, in every snapshot built from them (docs/scale.md).
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ __all__ = ["INCLUDE_LINE", "INCLUDE_PROBLEM", "MAX_CONFIG_BYTES", "MAX_INCLUDES"
 
 log = logging.getLogger(__name__)
 
-#: A config file (and, together, the files it includes): real ones are a few KiB, and pyhocon
-#: parses ~20 KiB a second, so this keeps a parse within seconds.
+#: A config file (and, together, the files it includes): real ones are a few KiB, and pyhocon's
+#: pure-Python parser is slow on large inputs, so this bounds how long a parse can take.
 MAX_CONFIG_BYTES = 256 * 1024
 #: Included files per document: enough for any layout, and an include cycle stops here.
 MAX_INCLUDES = 32
