@@ -4,10 +4,10 @@ Everything is frozen with tuples so a published snapshot can be read by any numb
 while the next cycle is being built. Times are integer epoch milliseconds, as in Kafka and Burrow.
 
 The values made once per partition per cycle (keys, Burrow's entries, reads, results) are
-NamedTuples, the rest frozen dataclasses: at 100,000 partitions a cycle builds ~400,000 of
-them and hashes, compares and sorts the keys millions of times. A tuple does all of that in C;
-a frozen dataclass sets each field through `object.__setattr__` (their `__init__`s were 14 % of
-a cycle's samples) and compares in Python (docs/scale.md). Change one with `value._replace()`.
+NamedTuples, the rest frozen dataclasses: a large cycle builds several of them per partition
+and hashes, compares and sorts the keys many times over. A tuple does all of that in C; a frozen
+dataclass sets each field through `object.__setattr__` (a visible share of a cycle's CPU) and
+compares in Python (docs/scale.md). Change one with `value._replace()`.
 """
 
 from __future__ import annotations
@@ -45,9 +45,8 @@ _T = TypeVar("_T", bound=tuple[Any, ...])
 
 def from_fields(cls: type[_T]) -> Callable[[tuple[Any, ...]], _T]:
     """A constructor of the NamedTuple `cls` from a tuple of *every* field, in order, that
-    skips the generated `__new__` (a Python function, ~0.2 µs a call): for the loops that build
-    several values per partition per cycle (~800,000 at 100,000 partitions). Nothing checks
-    the arity: pass every field."""
+    skips the generated `__new__` (a Python function): for the loops that build several values
+    per partition per cycle. Nothing checks the arity: pass every field."""
     return cast("Callable[[tuple[Any, ...]], _T]", partial(tuple.__new__, cls))
 
 
@@ -221,7 +220,7 @@ class PartitionStatus(StrEnum):
     INVALID = "invalid"
 
 
-#: A module name, not `PartitionStatus.DATA_LOSS` (a class attribute lookup, ten times slower):
+#: A module name, not `PartitionStatus.DATA_LOSS` (a class attribute lookup, much slower):
 #: the roll-ups and renderers ask `data_loss` of every partition every cycle.
 _DATA_LOSS = PartitionStatus.DATA_LOSS
 

@@ -156,7 +156,7 @@ class BatchRun:
             while self._tasks:
                 # One reading of the clock: checking `_remaining() > 0` and then computing the
                 # timeout from a second reading let a negative timeout through, and librdkafka
-                # reads a negative timeout as "block forever" (a wedged cycle, issue 9).
+                # reads a negative timeout as "block forever" (a wedged cycle).
                 remaining = self._remaining()
                 if remaining <= 0:
                     break

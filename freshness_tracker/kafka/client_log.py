@@ -1,8 +1,8 @@
 """librdkafka's own log lines, relayed to Python logging without flooding it.
 
-While a broker is unreachable librdkafka reports every reconnect attempt: measured here, a
-minute's outage put about 1,150 identical `Connect ... failed` lines into the exporter's log
-(two lookup consumers), burying the one line per cycle that says what is wrong. A relay is
+While a broker is unreachable librdkafka reports every reconnect attempt: a minute's outage
+puts hundreds of identical `Connect ... failed` lines into the exporter's log, burying the one
+line per cycle that says what is wrong. A relay is
 handed to each client as its `logger`: the first line of each kind goes out at once, repeats of
 it are counted for `window_s` and the next one after that carries the count. A line differing
 only in librdkafka's own timings ("after 3ms") is the same kind; a different broker, state or

@@ -3,8 +3,7 @@
 Why batched: a lookup is one tiny Fetch, so its cost is round trips. One consumer that assigns a
 chunk of partitions of the same leader at their offsets gets all of them answered by a handful of
 Fetch requests to that broker (about two per batch), instead of one or more round trips per
-partition: 4-25x faster than one partition at a time on Kafka 3.9 and 4.1, 1 and 3 brokers, at
-0-1 ms added RTT (docs/performance.md).
+partition: several times faster than one partition at a time (docs/performance.md).
 
 Here: metadata once per read (`kafka/metadata.py`), leader batches (`domain/batching.py`), then
 one worker per pool consumer drains the batches, each run by the state machine in
@@ -97,7 +96,8 @@ class KafkaRecordReader:
         if not requests:
             return []
         deadline = current_deadline()
-        # All topics' metadata, once per call: the first lookup in a topic costs ~1 s otherwise.
+        # All topics' metadata, once per call: otherwise the first lookup in a topic waits for
+        # librdkafka's own metadata request.
         timeout = bound(self._lookup.timeout_s, deadline)
         if timeout <= 0:
             raise ClusterUnavailable(f"cluster {self.cluster}: {_DEADLINE_REACHED}")
@@ -217,11 +217,9 @@ class KafkaRecordReader:
         """Give a consumer metadata for the batch's topics before assigning them.
 
         A consumer assigned a topic its client has never seen first waits for librdkafka's own
-        metadata request; `read()` fetches metadata on one consumer only. On the project's
-        earlier test broker (tansu) that wait was ~1 s (a second consumer's first batch in a new
-        topic took ~1 s instead of ~0.1 s and bounded the whole read); on Kafka 4.1 it was
-        within noise (4,000 lookups over 20 new topics: 0.72-1.39 s with, 1.09-1.22 s without,
-        4 alternating runs on a loaded machine), so this is cheap insurance. One
+        metadata request; `read()` fetches metadata on one consumer only. Some brokers make that
+        wait long enough to bound the whole read; on Kafka it is within noise, so this is cheap
+        insurance. One
         `list_topics()` covers every topic, so a consumer pays it when a batch has a topic it has
         not seen, or every _METADATA_REUSE_S (librdkafka's cache entries expire), not per batch.
         A failure here is not fatal: the batch then waits for librdkafka's own metadata request.

@@ -1,8 +1,8 @@
 """/metrics as bytes: each snapshot is rendered once, when it is published; a scrape copies bytes.
 
 Why: a scrape used to rebuild every sample as Python objects (`generate_latest` over the
-Collector): 18–21 s and a 658 MB peak for 100,000 partitions, per scrape, of a snapshot that is
-immutable.
+Collector): seconds of CPU and hundreds of MB per scrape of a large snapshot that is immutable
+(docs/scale.md).
 
 - **Render once.** When a cluster's cycle is published (`prepare`, on that cycle's thread), its
   sample lines are written once: one bytes segment per family (`sinks.prometheus` defines the
@@ -18,16 +18,16 @@ immutable.
   pieces joined into a single gzip member, its CRC combined from theirs (zlib's crc32_combine),
   so nothing is compressed or checksummed again at a scrape, and a cluster that did not change
   is not compressed again when another one publishes. Big segments are kept deflated only
-  (1 MB instead of 30 MB per 100,000 partitions): the first plain scrape of a published cluster
-  inflates its segments once.
+  (a fraction of their text's size): the first plain scrape of a published cluster inflates its
+  segments once.
 - **Assemble once.** The snapshot part of a format is its family headers interleaved with every
   cluster's segments, assembled once per snapshot (references, no copy); the listener sends the
   pieces with one vectored write (`http.py`), so a scrape waits for the GIL a handful of times,
   not once per piece, while cycles keep the interpreter busy.
 - **Counters per snapshot.** The exporter's own counters and histogram (`per_snapshot`) change
   only when a cycle is published, so they are rendered with the snapshot part, once per
-  snapshot and format, as one more segment: 505 lines for 20 clusters took a scrape 4 ms of
-  interpreter time, and up to 1.2 s of waiting for it behind 20 clusters' cycles.
+  snapshot and format, as one more segment: rendering them per scrape took little interpreter
+  time but made the scrape wait for the interpreter behind every cluster's cycle.
 - **Live block.** What changes between snapshots (process and Kafka client figures) is a small
   registry that prometheus_client renders at every scrape; it is appended after the snapshot
   part (and carries OpenMetrics' `# EOF`). So a scrape costs that block, the copy of the bytes
@@ -56,9 +56,9 @@ from freshness_tracker.sinks.prometheus import Family, Level, SeriesSet, SkipLog
 
 __all__ = ["Answer", "CachedExposition", "gzip_wanted", "negotiate", "only_named"]
 
-#: zlib level of the cached gzip bytes. 1 deflates /metrics 4× faster than 6 (0.05 s instead of
-#: 0.19 s per 100,000 partitions) for 13 % more bytes (0.9 MB instead of 0.8 MB): the time is
-#: spent on every publication, the bytes are only moved.
+#: zlib level of the cached gzip bytes. 1 deflates /metrics several times faster than 6 for a
+#: few more bytes (docs/scale.md): the time is spent on every publication, the bytes are only
+#: moved.
 GZIP_LEVEL = 1
 #: Sample lines joined into one bytes piece at a time: bounds the render's transient memory
 #: (a list of 100,000 lines costs 3× their bytes) without one piece per line.

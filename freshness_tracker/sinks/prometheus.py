@@ -500,7 +500,8 @@ class SeriesSet:
 
     @classmethod
     def everything(cls) -> SeriesSet:
-        """Every family at partition level (the exporter's set before issue 11, and since)."""
+        """Every family at partition level (the exporter's set before per-partition families
+        became opt-in)."""
         return cls(Granularity.PARTITION, frozenset(ALL_PARTITION_METRICS))
 
     @property

@@ -97,7 +97,8 @@ def get_session(
 def _size_shuffles(session: Any) -> None:
     """Shuffle partitions sized to the application's cores on any master, unless set by the
     user (`--conf`, spark-defaults): 3 per core, at least 4; adaptive execution coalesces the
-    ones that turn out small. Spark's default 200 made ~1,000 tasks for a 180-row report."""
+    ones that turn out small. Spark's default 200 makes hundreds of near-empty tasks for a
+    report of a few hundred rows."""
     sc = session.sparkContext
     conf = sc.getConf()
     if conf.contains("spark.sql.shuffle.partitions"):
