@@ -136,8 +136,10 @@ class ListenerLimits:
     first_byte_timeout_s: float = 3.0  # from accept to the client's first byte
     max_connections_per_client: int = 64  # per client address (an IPv6 /64): a share of the cap
     #: requests one address may have answered at once (Prometheus uses one connection per
-    #: target); beyond, its request gets 503 at once
+    #: target); beyond, its request waits for one of them to end (still evictable, holding no
+    #: answer slot) for up to `answer_wait_s`, then gets 503
     max_answering_per_client: int = 16
+    answer_wait_s: float = 5.0
 
 
 def _shown(text: object, limit: int = 200) -> str:
@@ -518,12 +520,14 @@ class _Reaper:
             self._per_client[conn.client] = left
         else:
             del self._per_client[conn.client]
+        if conn.answering:
+            self._cond.notify_all()  # a request of its address may be waiting for its turn
 
     def _wake(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="http-reaper", daemon=True)
             self._thread.start()
-        self._cond.notify()
+        self._cond.notify_all()
 
     def arm(self, sock: socket.socket, seconds: float, *, spoke: bool = False) -> None:
         """`sock` is cut `seconds` from now; `spoke`: its first byte arrived."""
@@ -534,19 +538,30 @@ class _Reaper:
                 return
             conn.due_s = time.monotonic() + seconds
             conn.spoke = conn.spoke or spoke
-            self._cond.notify()
+            self._cond.notify_all()
 
-    def answer(self, sock: socket.socket, seconds: float) -> bool:
+    def answer(self, sock: socket.socket, seconds: float, wait_s: float = 0.0) -> bool:
         """`sock`'s request head is in: it is no longer evicted, and cut `seconds` from now.
-        False (nothing changes) if its address has its share of answers in progress."""
+        While its address has its share of answers in progress it waits, up to `wait_s`, for
+        one to end, still evictable (a burst of scrapes is served a little later; a client
+        that never reads its answers cannot hold more slots). False (nothing changes) if none
+        ended in time or the connection was cut meanwhile."""
+        deadline = time.monotonic() + wait_s
         with self._cond:
-            conn = self._conns.get(sock)
-            if conn is None or sum(c.answering and c.client == conn.client
-                                   for c in self._conns.values()) >= self._max_answering:
-                return False
+            while True:
+                conn = self._conns.get(sock)
+                if conn is None:
+                    return False
+                if sum(c.answering and c.client == conn.client
+                       for c in self._conns.values()) < self._max_answering:
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
             conn.due_s = time.monotonic() + seconds
             conn.spoke = conn.answering = True
-            self._cond.notify()
+            self._cond.notify_all()
             return True
 
     def swap(self, old: socket.socket, new: socket.socket) -> None:
@@ -574,7 +589,7 @@ class _Reaper:
                 _cut(sock)
             self._conns.clear()
             self._per_client.clear()
-            self._cond.notify()
+            self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout=2)
 
@@ -734,7 +749,9 @@ class _Handler(WSGIRequestHandler):
         if not super().parse_request():
             return False
         # the head is in: the answer gets its own, longer deadline, within the address' share
-        if self.server.reaper.answer(self.connection, self.server.limits.response_timeout_s):
+        limits = self.server.limits
+        if self.server.reaper.answer(self.connection, limits.response_timeout_s,
+                                     limits.answer_wait_s):
             return True
         self.server.busy(self.client_address)
         self.send_error(HTTPStatus.SERVICE_UNAVAILABLE)
