@@ -375,7 +375,10 @@ class ClusterMeasurer:
             health=health,
             partitions=results,
             topics=roll_up_topics(results),
-            groups=roll_up_groups(lags.groups, results, lags.failed_groups, self.name),
+            # Groups whose answer failed stay listed as unmeasured beside those that answered;
+            # when none answered, the cluster is down and that one series says it all.
+            groups=roll_up_groups(lags.groups, results,
+                                  lags.failed_groups if burrow_ok else (), self.name),
         ), failures, invalid
 
     def crashed(self, error: str) -> ClusterSnapshot:

@@ -157,6 +157,22 @@ class Fault:
         return cls("drop")
 
 
+def _relabelled(result: tuple[int, str, bytes], path: str) -> tuple[int, str, bytes]:
+    """An aliased cluster's answer labelled with the cluster asked for, as a real Burrow
+    serving that cluster labels it (the exporter refuses an answer about another cluster)."""
+    status, kind, raw = result
+    asked = urllib.parse.unquote(path.split("/")[3])
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return result
+    if isinstance(body, dict) and isinstance(body.get("status"), dict) \
+            and "cluster" in body["status"]:
+        body["status"]["cluster"] = asked
+        return status, kind, json.dumps(body).encode()
+    return result
+
+
 @dataclass
 class _Rule:
     pattern: re.Pattern[str]
@@ -320,7 +336,10 @@ class FaultyBurrow(ServedLocally):
         if self.upstream is None and re.match(CLUSTERS, path):
             body = {"error": False, "clusters": extra, "status": {}}
             return 200, "application/json", json.dumps(body).encode()
-        result = self._upstream_get(self._rewrite_alias(path))
+        real_path = self._rewrite_alias(path)
+        result = self._upstream_get(real_path)
+        if result is not None and real_path != path:
+            result = _relabelled(result, path)
         if result is not None and re.match(CLUSTERS, path) and result[0] == 200 and extra:
             body = json.loads(result[2])
             body["clusters"] = list(body.get("clusters", [])) + [

@@ -320,13 +320,16 @@ def test_a_group_whose_answer_turns_unreadable_stays_visible_as_unmeasured(
 
 
 def test_a_cluster_whose_every_group_is_unreadable_is_down(rig: Rig) -> None:
-    """A cluster where nothing succeeds looks failed, its groups still listed unmeasured."""
+    """A cluster where nothing succeeds looks failed: one down cluster, with the reason, and
+    no per-group series (as when Burrow itself fails), not one unmeasured alert per group."""
     rig.serve("c", {"a": b"<html>", "b": {"error": False, "status": {"group": "x"}}})
     snapshot = rig.cycle()
     assert not snapshot.health.up
     assert "listed 2 groups and none could be measured" in (snapshot.health.error or "")
-    assert sorted(_unmeasured(snapshot)) == ["a", "b"]
-    assert rig.scrape().get("freshness_tracker_cluster_up", cluster="c") == 0
+    assert not _unmeasured(snapshot) and snapshot.groups == ()
+    samples = rig.scrape()
+    assert samples.get("freshness_tracker_cluster_up", cluster="c") == 0
+    assert not [key for key in samples.samples if key[0].startswith("kafka_consumer_")]
 
 
 def test_a_cluster_whose_every_partition_entry_is_unusable_is_down(rig: Rig) -> None:
