@@ -1,6 +1,6 @@
 """Where ``scripts/install`` puts the Kafka classpaths, and which Burrow binaries there are.
 
-Why a cache outside the repo: a Kafka runtime (46-57 jars, ~40 MB) is a per-machine artefact
+Why a cache outside the repo: a Kafka runtime (dozens of jars, tens of MB) is a per-machine artefact
 that every checkout and worktree can share. The Kafka versions are read from the poms so the
 install step and the stack can never disagree:
 

@@ -324,7 +324,7 @@ class RealStack:
             self.burrow.stop()
         if self.kafka is not None:
             # The data goes with the workdir, so no clean shutdown is owed: a 3-node cluster
-            # stopping as a whole waits ~5 s for a quorum that is gone before it exits.
+            # stopping as a whole waits for a quorum that is gone before it exits.
             self.kafka.stop(grace_s=2.0)
         if self.zookeeper is not None:  # last: a ZooKeeper-mode broker's shutdown needs it
             self.zookeeper.stop()

@@ -4,7 +4,7 @@ Why: Burrow 1.2.1's ``kafka_zk`` consumer module reads old-style offsets at
 ``<chroot>/consumers/<group>/offsets/<topic>/<partition>`` (the offset as decimal text, the commit
 time = the znode's mtime), which is what ZooKeeper-committing consumers (Kafka's old Scala
 consumer, ``offsets.storage=zookeeper``) wrote. No ZooKeeper client library is a dependency of this
-project and a JVM ``zkCli`` costs a second per call, so this speaks the jute wire protocol
+project and a JVM ``zkCli`` costs a JVM start per call, so this speaks the jute wire protocol
 directly (one session per call is plenty for a test stack).
 """
 
