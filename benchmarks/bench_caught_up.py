@@ -1,4 +1,4 @@
-"""Issue 14: what `lookup.commitLagWhenCaughtUp` costs, on real Kafka, in the same run.
+"""What `lookup.commitLagWhenCaughtUp` costs, on real Kafka, in the same run.
 
     python3 -m benchmarks.bench_caught_up [--partitions 10000] [--rounds 3] [--json FILE]
 

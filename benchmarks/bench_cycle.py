@@ -1,4 +1,4 @@
-"""Issue 2's benchmark on real Kafka: one exporter cycle, batched lookups against the naive
+"""The lookup benchmark on real Kafka: one exporter cycle, batched lookups against the naive
 baseline, on a 1-node and a 3-node Apache Kafka (KRaft) cluster read by Burrow.
 
     python3 -m benchmarks.bench_cycle [--nodes 1,3] [--partitions 2000] [--rtt-ms 0,1] [--reps 3]

@@ -1,4 +1,4 @@
-"""Issue 12's benchmark: the report's tables in Spark SQL against a DuckDB reference, same data,
+"""The report benchmark: the report's tables in Spark SQL against a DuckDB reference, same data,
 same outputs (asserted equal), in one run.
 
     python3 -m benchmarks.bench_report [--rows 10000000] [--reps 2] [--old] [--standalone]

@@ -1,4 +1,4 @@
-"""Issue 11's benchmark: one exporter, a hundred thousand partitions; then twenty clusters; then
+"""The scale benchmark: one exporter, a hundred thousand partitions; then twenty clusters; then
 half a million partitions over sharded replicas.
 
     python -m benchmarks.bench_scale                       # ~8-10 minutes on 2 cores
@@ -24,10 +24,10 @@ Phases and what they print:
    p99; the exporter's RSS sampled every 20 ms during them and VmHWM at the end. Then the same
    while a cycle runs (2 scrapers of each mode, back to back, for the whole cycle).
    **Baseline in the same run**: a second exporter, same settings and families, serving through
-   prometheus_client's WSGI app (`generate_latest` at every scrape, the path before issue 11):
-   the same scrapes, `--baseline-rounds` each; ratios baseline ÷ cached.
+   prometheus_client's WSGI app (`generate_latest` at every scrape, the path before the cached
+   exposition): the same scrapes, `--baseline-rounds` each; ratios baseline ÷ cached.
 3. *Size*: bytes of /metrics per partition and series, the default set against every family.
-4. *Before* (`--before DIR`, an older tree of the exporter, e.g. before issue 11:
+4. *Before* (`--before DIR`, an older tree of the exporter, e.g. before the cached exposition:
    `git archive 4708e60~1 freshness_tracker | tar -x -C DIR`): its cycles alternate with the
    current exporter's (both processes alive, one cycle at a time), then its scrapes, RSS and
    size on the same Burrow and Kafka; the report prints the cycle CPU ratios.

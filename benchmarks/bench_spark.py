@@ -1,4 +1,4 @@
-"""Issue 4's benchmark: the Spark report over 10 million history rows, and Spark lookups against
+"""The Spark benchmark: the Spark report over 10 million history rows, and Spark lookups against
 the thread-pool engine on the same plan, in one run on `local[2]`.
 
     python3 -m benchmarks.bench_spark [--rows 10000000] [--partitions 1000] [--rtt-ms 0]

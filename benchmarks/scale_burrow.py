@@ -1,4 +1,4 @@
-"""A generated Burrow for issue 11's scale benchmark: v3 JSON for N groups × P partitions, fast.
+"""A generated Burrow for the scale benchmark: v3 JSON for N groups × P partitions, fast.
 
 Every answer is built once at startup (plain string templates, ~350 bytes per partition like
 Burrow's own `/lag`) and served by an asyncio server with HTTP/1.1 keep-alive, in a process of

@@ -5,8 +5,8 @@
 Runs the production wiring (`Exporter` + `MetricsServer`) against a Burrow URL, serving /metrics
 either from the cached bytes (`"serve": "cached"`, what `run` does) or, as the baseline, through
 prometheus_client's WSGI app over the same registry (`"serve": "registry"`: `generate_latest` at
-every scrape, the path before issue 11). Also runs with an older checkout of the exporter first
-on PYTHONPATH (the bench's `--before`), which only knows the registry path.
+every scrape, the path before the cached exposition). Also runs with an older checkout of the
+exporter first on PYTHONPATH (the bench's `--before`), which only knows the registry path.
 
 The parent drives it with one command per stdin line and reads one JSON line per answer:
 `cycle` (one `run_once`, with this process's CPU time for it), `loops <seconds>` (every

@@ -1,4 +1,4 @@
-"""Issue 14's catch-up estimate against the truth, on the harness's outage-catchup shape.
+"""The catch-up estimate against the truth, on the harness's outage-catchup shape.
 
     python -m benchmarks.accuracy --shapes outage-catchup --no-docs  # build/accuracy/run.json
     python -m benchmarks.accuracy.catch_up build/accuracy/run.json

@@ -117,7 +117,7 @@ def _every(start: float, end: float, interval: float) -> list[float]:
 
 
 def standard_shapes(duration_s: float = 480.0, low_volume_interval_s: float = 45.0) -> list[Shape]:
-    """The six shapes of the issue, scaled to ``duration_s`` of traffic."""
+    """The six load shapes, scaled to ``duration_s`` of traffic."""
     d = duration_s
     burst_at, burst_n, burst_len, drain_rate = max(10.0, 0.1 * d), 300, 3.0, 4.0
     stall_at, drop_at = max(15.0, 0.1 * d), 0.5 * d
