@@ -244,7 +244,7 @@ def test_tuned_config_reaches_the_settings() -> None:
 
 
 def test_cluster_labels_reach_the_settings_and_bad_names_are_refused() -> None:
-    """clusters[].labels (issue 14): rendered into the tracker's HOCON as they are; a name
+    """clusters[].labels: rendered into the tracker's HOCON as they are; a name
     Prometheus would refuse stops at the chart's schema."""
     cluster = {"name": "local", "bootstrapServers": "kafka:9092",
                "labels": {"env": "prod", "region": "eu-west-1", "note": 'a "b" c'}}

@@ -1,4 +1,4 @@
-"""Installing is quiet and says what it does (issue 14's rough edges): building the wheel gives
+"""Installing is quiet and says what it does: building the wheel gives
 setuptools nothing to warn about (the old `license = { text = ... }` table printed ~50 lines of
 deprecation warnings on every install), and scripts/install is one `install: ...` line a step."""
 

@@ -336,7 +336,7 @@ def test_one_hostile_group_body_costs_that_group_only(rig: Rig, record: Record, 
         "the group's series return", rig.recovery(None, RECOVERY_BUDGET_S))
 
 
-# --- impossible input: one bad name, entry or value costs only itself (issue 9) ---------------
+# --- impossible input: one bad name, entry or value costs only itself -------------------------
 
 INVALID_INPUTS = "freshness_tracker_invalid_inputs_total"
 GROUP_UNMEASURED = "kafka_consumer_group_unmeasured_partitions"

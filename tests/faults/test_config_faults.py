@@ -95,7 +95,7 @@ CASES = [
     Case("listenAddress cannot be bound", "listenAddress", 'listenAddress = "999.1.1.1"',
          process=True),
     Case("port already in use", "port", "port = @BUSY@", process=True),
-    # issue 9
+    # files and includes
     Case("config is a directory", "--config", directory=True),
     Case("include required file missing", "@FILE@",
          'include required(file("/nonexistent/extra.conf"))'),

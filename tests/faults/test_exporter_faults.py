@@ -177,7 +177,7 @@ def test_an_hour_of_cycles_over_1000_groups_leaks_nothing(record: Record) -> Non
         "n/a", "")
 
 
-# --- SIGHUP: reload the config (issue 9) ----------------------------------------------------
+# --- SIGHUP: reload the config --------------------------------------------------------------
 
 
 def _reload_config(rig: Rig, port: int, groups_allow: str, frequency: float,

@@ -1,9 +1,10 @@
-"""The exporter's listener under hostile and heavy clients, on the real process (issue 9): an
+"""The exporter's listener under hostile and heavy clients, on the real process: an
 idle TCP connection and a handshake that never finishes against the TLS listener, and 50
 concurrent scrapers over TLS + basic auth and over plain HTTP.
 
-Before issue 9 the TLS handshake ran in the accept thread (one silent connection stopped every
-client) and the listen backlog was 5 (50 scrapers overflowed it: dropped SYNs, 1-7 s retries).
+The defects these guard against: a TLS handshake run in the accept thread (one silent
+connection stopped every client) and a listen backlog of 5 (50 scrapers overflowed it: dropped
+SYNs and the clients' retries).
 """
 
 from __future__ import annotations

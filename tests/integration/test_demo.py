@@ -1,4 +1,4 @@
-"""The demo as `scripts/run` starts it (issue 14's rough edges): before the first measured
+"""The demo as `scripts/run` starts it: before the first measured
 cycle it says it is waiting, once, instead of printing an empty table; then a table of the three
 groups; SIGTERM stops it with exit 0 and leaves no process and no temp file behind."""
 

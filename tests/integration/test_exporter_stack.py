@@ -158,7 +158,7 @@ def groups_in(scrape: Scrape, cluster: str) -> set[str]:
 def test_exact_values_for_several_topics_and_groups(scenario: Scenario) -> None:
     s, cluster = scenario, scenario.stack.cluster
     g1, g2 = s.group("g1"), s.group("g2")
-    # lookup.commitLagWhenCaughtUp off (the default since issue 14 is on: tested below)
+    # lookup.commitLagWhenCaughtUp off (the default is on: tested below)
     with exporter(s.stack, s.allow("g1", "g2"), "lookup.commitLagWhenCaughtUp = false") as exp:
         snapshot = exp.run_once()
         scrape = Scrape.of(exp.registry)
@@ -354,7 +354,7 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
     s, stack, cluster = scenario, scenario.stack, scenario.stack.cluster
     g1 = s.group("g1")
     allow = s.allow("g1", "g3")
-    # g1's C and C-1 (6 reads) and, the default since issue 14, C-1 of the caught-up g3 (3)
+    # g1's C and C-1 (6 reads) and, by default, C-1 of the caught-up g3 (3)
     with exporter(stack, allow, "lookup.cacheSize = 0") as cold, \
             exporter(stack, allow) as warm:  # fmt: skip
         for exp in (cold, warm):

@@ -1,6 +1,6 @@
 """One bad group, name or body costs that group (or entry) only, is counted, and never becomes an
 impossible number: whole cycles through the real BurrowClient against a fake Burrow over HTTP,
-rendered by the real Collector and self-metrics (issue 9).
+rendered by the real Collector and self-metrics.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14's two questions, per partition and per group: what is the latest data the group has
+"""Two questions, per partition and per group: what is the latest data the group has
 (data current as of: the timestamp of the last committed record, C − 1) and how long until it
 gets better (catch-up estimate: offset lag ÷ the net rate the group gains at over Burrow's
 window)."""

@@ -1,4 +1,4 @@
-"""`check` says what actually happened (issue 14's rough edges), against real refused ports, a
+"""`check` says what actually happened, against real refused ports, a
 silent listener and a real local HTTP server: refused, timed out, HTTP status and body; it is
 quiet about librdkafka's reconnects; an unknown config key is a warning, not a failure."""
 

@@ -1,4 +1,4 @@
-"""Every option of every subcommand says what it does in --help (issue 14: `once --format` and
+"""Every option of every subcommand says what it does in --help (`once --format` and
 the demo's `--port` had no help text), walked over the real argparse parsers."""
 
 from __future__ import annotations

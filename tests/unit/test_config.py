@@ -102,7 +102,7 @@ def test_unknown_keys_warn_with_suggestion() -> None:
     (MINIMAL + "\nshard { index = 2, count = 2 }", "shard.index"),
     (MINIMAL + '\nweb.tlsCertFile = "/x.pem"', "web.tlsCertFile"),
     ("clusters = [ { name = a ", "<text>"),
-    # issue 9: durations that meant nothing, or hammered Burrow
+    # durations that meant nothing, or hammered Burrow
     (MINIMAL + "\nfrequency_sec = 1 month", "frequency_sec"),
     (MINIMAL + "\nlookup.topicConfigTtl = 2 years", "lookup.topicConfigTtl"),
     (MINIMAL + "\nfrequency_sec = 1e-9", "frequency_sec"),
@@ -113,7 +113,7 @@ def test_unknown_keys_warn_with_suggestion() -> None:
     (MINIMAL + "\nlookup.fetchWaitMax = 10s", "lookup.fetchWaitMax"),
     (MINIMAL + "\nlookup.fetchWaitMax = 1e-9", "lookup.fetchWaitMax"),
     (MINIMAL + "\nlookup.topicConfigTtl = 1ms", "lookup.topicConfigTtl"),
-    # issue 9: values HOCON reads as something else than the text written
+    # values HOCON reads as something else than the text written
     ("clusters = [{ name = 5 }]", "clusters[0].name"),
     ("clusters = [{ name = 10s }]", "clusters[0].name"),
     ("clusters = [{ name = true }]", "clusters[0].name"),
@@ -205,7 +205,7 @@ def test_files_are_checked_where_the_config_is_used_not_when_parsed(tmp_path: Pa
     require_files(load_settings(text=MINIMAL + f'\nburrow.caFile = "{real}"'))
 
 
-# --- issue 9 ------------------------------------------------------------------------------
+# --- values that meant something else than written ----------------------------------------
 
 def test_a_month_is_not_zero_seconds() -> None:
     """pyhocon keeps months apart from days; they used to be dropped, making `1 month` 0s."""

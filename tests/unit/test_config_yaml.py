@@ -1,4 +1,4 @@
-"""A Consumer Freshness Tracker user's YAML config works as written (issue 14)."""
+"""A Consumer Freshness Tracker user's YAML config works as written."""
 
 from __future__ import annotations
 

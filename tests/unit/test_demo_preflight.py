@@ -1,4 +1,4 @@
-"""The demo says what is wrong in one line before it starts anything (issue 14's rough edges):
+"""The demo says what is wrong in one line before it starts anything:
 a taken port, a missing Python package, and a machine where scripts/install has not built the
 Kafka/Burrow cache."""
 

@@ -1,4 +1,4 @@
-"""The demo's per-cycle output (issue 14: its first cycle printed an empty table): one waiting
+"""The demo's per-cycle output (its first cycle printed an empty table): one waiting
 line until a cycle has measured values, then the table after every cycle."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What the README and the scripts' own comments say about the two commands matches what they
-run (issue 14: the README said `scripts/test` runs ruff and pytest, it runs mypy too; scripts/run
+run (the README said `scripts/test` runs ruff and pytest, it runs mypy too; scripts/run
 said Burrow 1.9.5, the stack runs Debian's 1.2.1), and the docs cite nothing outside the
 repository."""
 

@@ -1,4 +1,4 @@
-"""/metrics is rendered once per snapshot and served as bytes (issue 11).
+"""/metrics is rendered once per snapshot and served as bytes.
 
 Nothing here is timed: the bytes must equal what prometheus_client writes for the same families
 (every format and escaping it negotiates, plain and gzip), and the expensive steps are counted

@@ -1,4 +1,4 @@
-"""The history table with two writers and three readers (issue 12): no writer replaces another's
+"""The history table with two writers and three readers: no writer replaces another's
 file, a late or backfilled run is found by sample time, the documented reader queries (pyarrow,
 DuckDB) are right on a table being compacted, and a numeric-looking cluster name stays a
 string everywhere."""

@@ -1,5 +1,5 @@
 """The listener under hostile or heavy clients: no client wedges it, and none holds a thread
-forever (issue 9). `MetricsServer` on a free port with a tiny registry, in this process."""
+forever. `MetricsServer` on a free port with a tiny registry, in this process."""
 
 from __future__ import annotations
 

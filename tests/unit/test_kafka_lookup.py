@@ -261,7 +261,7 @@ class SteppingClock(FakeClock):
 
 
 def test_consume_never_gets_a_negative_timeout(executor: ThreadPoolExecutor) -> None:
-    """librdkafka reads a negative timeout as "block forever": the cycle wedged (issue 9)."""
+    """librdkafka reads a negative timeout as "block forever": the cycle wedged."""
     broker = FakeBroker(clock=SteppingClock())
     stuck = make_log(10)
     stuck.stuck = True

@@ -1,4 +1,4 @@
-"""Log lines are one machine-readable record each (issue 14): logfmt values escaped, not
+"""Log lines are one machine-readable record each: logfmt values escaped, not
 mangled, so any message parses back to itself; timestamps RFC 3339 UTC with milliseconds."""
 
 from __future__ import annotations

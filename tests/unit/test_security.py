@@ -232,7 +232,7 @@ def test_listener_basic_auth_guards_everything_but_healthz() -> None:
         assert _call(app, path, "prom:s3cret")[0].startswith("200")
 
 
-# --- Burrow credentials in the URL (issue 9) ------------------------------------------------
+# --- Burrow credentials in the URL ----------------------------------------------------------
 
 #: Each password carries the marker; urlsplit ends the host at `#`, `/` or `?`, which used to
 #: leave the whole URL, password included, in logs, `check`, `once` output and /healthz.
@@ -335,7 +335,7 @@ def test_burrow_credentials_from_the_url_and_the_keys_combine_one_way() -> None:
     assert info.value.key == "burrow.password"
 
 
-# --- the listener's basic auth (issue 9) ----------------------------------------------------
+# --- the listener's basic auth --------------------------------------------------------------
 
 @pytest.mark.parametrize(("web", "key"), [
     ('web.basicAuthPassword = "s3cret"', "web.basicAuthUsername"),  # served /metrics open

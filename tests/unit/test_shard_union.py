@@ -1,4 +1,4 @@
-"""Sharded replicas give Prometheus exactly one series per partition (issue 11).
+"""Sharded replicas give Prometheus exactly one series per partition.
 
 N exporters, each configured as shard i of N, read the same Burrow (a `FaultyBurrow` serving
 generated bodies over HTTP) through the real Burrow client; the union of what their /metrics

@@ -1,4 +1,4 @@
-"""Per-cluster static labels (`clusters[].labels`, issue 14): validated where the config is read,
+"""Per-cluster static labels (`clusters[].labels`): validated where the config is read,
 then on every series of their cluster (the snapshot's families and the cluster's self-metrics),
 never on another cluster's."""
 

@@ -1,4 +1,4 @@
-"""The status page at `/` (issue 14): worst first, drill-down, every name escaped."""
+"""The status page at `/`: worst first, drill-down, every name escaped."""
 
 from __future__ import annotations
 

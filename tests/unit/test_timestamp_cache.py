@@ -155,7 +155,7 @@ def test_property_bounded_and_put_then_get_unless_evicted(
         assert cache.get(req(offset)) == (ts, "CreateTime")
 
 
-# --- "no record is here, for good" (issue 14: C − 1 of caught-up partitions) -------------
+# --- "no record is here, for good" (C − 1 of caught-up partitions) -----------------------
 
 
 @pytest.mark.parametrize(("read", "absent"), [
