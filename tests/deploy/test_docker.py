@@ -114,7 +114,7 @@ def test_read_only_root_filesystem_settings(stages: list[Stage]) -> None:
     assert env.get("PYTHONDONTWRITEBYTECODE") == "1"
     assert env.get("TMPDIR", "/tmp") == "/tmp"
     assert env["PATH"].startswith("/opt/venv/bin:")
-    assert env.get("MALLOC_ARENA_MAX") == "2"  # per-thread arenas held 50-70 MiB at 20 clusters
+    assert env.get("MALLOC_ARENA_MAX") == "2"  # per-thread arenas keep freed memory resident
     # glibc's threshold fixed at what the exporter sets (app.MALLOC_MMAP_THRESHOLD)
     assert env.get("MALLOC_MMAP_THRESHOLD_") == str(MALLOC_MMAP_THRESHOLD)
     workdir = stages[-1].last("WORKDIR")

@@ -1,5 +1,5 @@
 """Installing is quiet and says what it does: building the wheel gives
-setuptools nothing to warn about (the old `license = { text = ... }` table printed ~50 lines of
+setuptools nothing to warn about (the old `license = { text = ... }` table printed a screenful of
 deprecation warnings on every install), and scripts/install is one `install: ...` line a step."""
 
 from __future__ import annotations

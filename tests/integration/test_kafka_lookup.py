@@ -326,7 +326,7 @@ def test_many_topics(
 def test_two_thousand_lookups_batched(
     stack: RealStack, readers: Readers, topic_name: Callable[[str], str]
 ) -> None:
-    """C-1 and C on 1,000 partitions: the number the lookup notes measured (1.5-2.5 s)."""
+    """C-1 and C on 1,000 partitions in one read."""
     topic = topic_name("k2")
     create_topic(stack, topic, 1_000)
     produce(stack, topic, dict.fromkeys(range(1_000), 3))
@@ -380,7 +380,7 @@ def test_one_mib_records_keep_memory_bounded(
     logger.warning(
         "1 MiB records: RSS growth %.0f MiB (peak %.0f MiB)", rss.growth / MiB, rss.peak / MiB
     )
-    assert rss.growth < 200 * MiB  # measured 80-120 MiB; unbounded holds the whole log
+    assert rss.growth < 200 * MiB  # bounded fetches stay well under it; unbounded holds the log
 
 
 def test_a_read_never_creates_a_consumer_group(

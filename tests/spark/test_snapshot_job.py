@@ -137,7 +137,7 @@ def unused_port() -> Callable[[], int]:
 def test_a_slow_lookup_does_not_change_the_spark_jobs_values(
         spark: Any, fleet: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Freshness is measured as of Burrow's answer: lookups slowed by 3 s on purpose give the
-    very same values (the cold start of a spark-submit used to add 12-30 s to every one)."""
+    very same values (the cold start of a spark-submit used to be added to every one)."""
     from freshness_tracker.cycle import now_ms
     from freshness_tracker.spark.reader import SparkRecordReader
 

@@ -58,7 +58,7 @@ def test_a_deadline_that_strikes_during_name_resolution_still_cuts_the_request(
     Was: the reaper fires while getaddrinfo runs (1.5 s), finds no socket to shut down, marks
     the request cut and forgets it; the connection is then made with a *per-read* timeout of
     1 s, so a body dripped every 0.05 s is read for as long as the server drips (~35 s here,
-    forever for a slow-loris): measured still running 12 s after a 1.2 s cycle deadline."""
+    forever for a slow-loris), long past the cycle deadline."""
     server = FaultyBurrow(None).start()
     server.serve_static("/v3/kafka", {"error": False, "clusters": NAMES, "request": {}})
     server.add(ANY, Fault.drip(0.05))
@@ -115,10 +115,9 @@ def test_cluster_lags_waits_its_join_slack_once_not_once_per_group(
 ) -> None:
     """REGRESSION ONLY: fails on df3926e (5.5 s), passes on 57c71f3 (1.0 s), which waits once.
     Expected (docstring of _JOIN_SLACK_S): cluster_lags() returns at most _JOIN_SLACK_S
-    past the cycle deadline. Actual at df3926e: each future gets `remaining + slack`, so once
-    the deadline has passed every group still queued behind a stuck worker (a slow parse of
-    a 16 MB body, ~4 s CPU; a hung DNS lookup) costs another full slack: deadline + N x slack
-    (measured with the default 2 s slack, a hung resolver: 21.0 s for 10 groups, 1 s deadline)."""
+    past the cycle deadline. The defect: each future got `remaining + slack`, so once the
+    deadline had passed every group still queued behind a stuck worker (a slow parse of a
+    16 MB body; a hung DNS lookup) cost another full slack: deadline + N x slack."""
     monkeypatch.setattr(client_module, "_JOIN_SLACK_S", 0.5)
     release = threading.Event()
     real_parse = parse.parse_group_lag
