@@ -393,8 +393,9 @@ def test_the_writer_never_writes_through_a_symlinked_partition(
 
 def test_many_tiny_files_are_folded_in_bounded_batches_with_every_row_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every file read was held apart until a group's rows were reached: 10,000 one-row files
-    took 25 KB each. At most `_FILES_PER_FOLD` are now held before they are folded into one."""
+    """Every file read was held apart until a group's rows were reached, so many one-row files
+    each kept their own overhead. At most `_FILES_PER_FOLD` are now held before they are folded
+    into one."""
     fill(tmp_path, days=1, clusters=("a",), cycles=40, partitions=1)
     before = rows_of(tmp_path)
     monkeypatch.setattr(history_compact, "_FILES_PER_FOLD", 4, raising=False)
