@@ -74,8 +74,11 @@ class Scenario:
         return "|".join(self.group(n) for n in names)
 
     def of(self, *names: str) -> list[Commit]:
+        """The seeded commits of these groups; never empty, so a loop over them checks something."""
         groups = {self.group(n) for n in names}
-        return [c for c in self.commits if c.group in groups]
+        found = [c for c in self.commits if c.group in groups]
+        assert found, f"no seeded commits of {names}"
+        return found
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +125,7 @@ def labels(commit: Commit, cluster: str) -> dict[str, str]:
 
 def assert_rendered(scrape: Scrape, snap: ClusterSnapshot) -> None:
     """Every partition result of the snapshot appears in the text with its exact value."""
+    assert snap.partitions, "no partition results to check"
     for r in snap.partitions:
         lab = {"cluster": r.key.cluster, "consumer": r.key.consumer, "topic": r.key.topic,
                "partition": r.key.partition}  # fmt: skip
