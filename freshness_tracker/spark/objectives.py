@@ -44,6 +44,11 @@ _RE2_OPTIONS.log_errors = False  # the refusal is ours to report, not a line on 
 _TOKEN = re.compile(r"\\.|\[\^?\]?(?:\\.|\[:[^\]]*:\]|[^\]])*\]|\(\?([a-zA-Z-]+)[:)]"
                     r"|\(\?P<([^>]*)>|\{,\d*\}", re.DOTALL)
 _GROUP_NAME = re.compile(r"[A-Za-z0-9_]+")
+#: Outside a character class: an escape, a class, or a character that nests or anchors.
+_STRUCTURE = re.compile(r"\\.|\[\^?\]?(?:\\.|\[:[^\]]*:\]|[^\]])*\]|[()$]", re.DOTALL)
+#: Deeper groups are refused: Python's parser recurses per level and would fail with a
+#: RecursionError somewhere, depending on how deep the stack already is; no name needs this.
+MAX_NESTING = 100
 
 
 def regex_problem(pattern: str) -> str | None:
@@ -54,19 +59,24 @@ def regex_problem(pattern: str) -> str | None:
     too: it refuses non-ASCII group names, which the C++ parser takes. `{,n}` is a repetition
     in Python but literal text in RE2, and `(?U)` is "ungreedy" in RE2 but "Unicode" in Python.
     """
+    structure = _structure_problem(pattern)
+    if structure is not None:
+        return structure
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
         try:
             re.compile(pattern)
-        except (re.error, FutureWarning) as exc:
+        except (re.error, FutureWarning, OverflowError, RecursionError) as exc:
             return f"invalid regex {pattern!r}: {exc}"
+        except Exception as exc:  # whatever the parser raises is a refusal
+            return f"invalid regex {pattern!r}: {type(exc).__name__}: {exc}"
     try:
         pattern.encode("utf-8")
     except UnicodeEncodeError:
         return f"{pattern!r} is not valid Unicode text"
     try:
         re2.compile(pattern, _RE2_OPTIONS)
-    except re2.error as exc:
+    except Exception as exc:  # re2.error, or whatever else the binding raises
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
             reason = reason.decode("utf-8", "replace")
@@ -82,6 +92,29 @@ def regex_problem(pattern: str) -> str | None:
         if token.group(0).startswith("{,"):
             return (f"{pattern!r} uses {token.group(0)}, a repetition in Python but literal "
                     "text in Prometheus (RE2); write {0," + token.group(0)[2:])
+    return None
+
+
+def _structure_problem(pattern: str) -> str | None:
+    """Groups nested deeper than `MAX_NESTING`, or a `$` that is not the pattern's last
+    character. Python's `$` also matches before a final line break (`a$\\n` fully matches
+    "a\\n"), RE2's only at the end of the text (that regex matches nothing in Prometheus); as the
+    last character both read it as the end of the name, which full matching asks anyway."""
+    depth = deepest = 0
+    for token in _STRUCTURE.finditer(pattern):
+        text = token.group(0)
+        if text == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif text == ")":
+            depth = max(depth - 1, 0)
+        elif text == "$" and token.end() != len(pattern):
+            return (f"{pattern!r} uses $ before its end, which Python also matches before a "
+                    "final line break and Prometheus (RE2) only at the end of the name; drop "
+                    "it (the regex must match the whole name anyway) or write \\n explicitly")
+    if deepest > MAX_NESTING:
+        return (f"{pattern!r} nests groups {deepest} deep, more than the {MAX_NESTING} allowed; "
+                "write it with fewer nested groups")
     return None
 
 

@@ -6,6 +6,7 @@ format, and no pyspark needed."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -195,6 +196,33 @@ def test_regexes_prometheus_cannot_run_are_refused(regex: str, tmp_path: Path,
     assert "RE2" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("regex", "reason"), [
+    ("(" * 1001 + "a" + ")" * 1001, "nests groups 1001 deep"),
+    ("(?:" * 999 + "a" + ")" * 999, "nests groups 999 deep"),
+    ("a{99999999999999999999}", "repetition number is too large"),
+    ("a$\n", "uses $ before its end"), ("a$|b", "uses $ before its end"),
+])
+def test_regexes_pythons_parser_cannot_take_are_config_errors(
+        regex: str, reason: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Deep nesting made Python's parser raise RecursionError and a huge count OverflowError,
+    each a traceback; a `$` before the end fully matches "a\\n" in Python, nothing in RE2."""
+    conf = tmp_path / "slo.conf"
+    conf.write_text(f"objectives = [{{ consumer = {json.dumps(regex)}, freshness = 5m, "
+                    "target = 99% }]")
+    with pytest.raises(ConfigError, match=r"objectives\[0\]\.consumer"):
+        objective_rules(load_objectives(conf))
+    assert main(["rules", "--objectives", str(conf)]) == 2
+    err = capsys.readouterr().err
+    assert reason in err and "objectives[0].consumer" in err and "Traceback" not in err
+
+
+def test_a_final_dollar_reads_alike_and_is_kept() -> None:
+    """Under full matching a last `$` means the end of the name in Python and in RE2."""
+    assert regex_problem("orders-.*$") is None and regex_problem("(?m)^a$") is None
+    assert regex_problem(r"a\$b") is None and regex_problem("[$]b") is None  # literal dollars
+    assert re.fullmatch("a$", "a\n") is None and re.fullmatch("a$\n", "a\n") is not None
+
+
 def test_a_bad_objectives_file_is_a_config_error(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     conf = tmp_path / "slo.conf"
@@ -346,7 +374,8 @@ _REGEX_CORPUS = [
     r"[a-\d]", "[z-a]", "[a&&b]", "[a--b]", r"\v\a\f\t\n\r", r"\-\ \#\&\~\!\%\<\>\@\,\;\:\=\/",
     r"\e", r"\y", "(?#comment)", "(?x)a b", "(?=a)", "(?!a)", "(?<=a)", "(?<!a)", "(?(1)a|b)",
     "a\nb", "\x00", "\x7f", "\u2028", "é+", "𝄞", "{{ .Labels }}", "a{", "a}", "{", "}",
-    "x{a}", "((((((((((a))))))))))", "(" * 100 + "a" + ")" * 100,
+    "x{a}", "((((((((((a))))))))))", "(" * 100 + "a" + ")" * 100, "a$", "a$\n", "a$|b",
+    r"a\$", "[$]",
 ]
 
 
@@ -357,7 +386,7 @@ def test_every_regex_the_check_accepts_prometheus_accepts(tmp_path: Path) -> Non
     assert {"a*+", "a++", "(?x)a b", r"\u0041", "a{2,1001}", "a{1001}", "(?>a)", "(?=a)",
             "(?<=a)", "(a)\\1", r"\Z", "(?P<é>a)", r"\C", r"\Qab"} <= set(refused)
     # Python and RE2 read these differently (a repetition or literal text; Unicode or ungreedy)
-    assert {"a{,3}", "a{,}", "(?U)a*", "[[:word:]]"} <= set(refused)
+    assert {"a{,3}", "a{,}", "(?U)a*", "[[:word:]]", "a$\n", "a$|b"} <= set(refused)
     assert {"(?P<name>x)", "(?i)orders", "a{2,1000}", "{{ .Labels }}", "a\nb", "\x00",
             "\u2028"} <= set(accepted)
     objectives = [Objective(consumer=rx, freshness_ms=60_000, target=Fraction(99, 100))

@@ -39,6 +39,11 @@ def test_both_shapes_units_and_targets(tmp_path: Path) -> None:
      "objectives[0].freshness"),
     ('objectives = [{ consumer = a, freshnes = 5m, target = 99% }]', "objectives[0].freshnes"),
     ("objectives = [ {", "slo"),
+    # Python's parser raised RecursionError, a traceback out of `spark report`
+    ('objectives = [{ consumer = a, topic = "' + "(" * 1001 + "a" + ")" * 1001
+     + '", freshness = 5m, target = 99% }]', "objectives[0].topic"),
+    ('objectives = [{ consumer = "a$\\n", freshness = 5m, target = 99% }]',
+     "objectives[0].consumer"),
 ])
 def test_errors_name_the_key(text: str, key: str) -> None:
     with pytest.raises(ConfigError) as err:
