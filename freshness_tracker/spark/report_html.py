@@ -13,6 +13,7 @@ import datetime as dt
 import html
 import importlib.util
 import os
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -143,10 +144,26 @@ def spreadsheet_safe(value: Any) -> Any:
     Group, topic and cluster names come from Burrow (Kafka allows `=HYPERLINK(…)` as a group
     id), and an operator opens the CSV in a spreadsheet; there a leading `=`, `+`, `-` or `@`
     runs as a formula. The quote is what OWASP recommends: the spreadsheet shows the name, the
-    quote says it was escaped. Other values are returned as they are."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    quote says it was escaped. Spreadsheets skip leading blanks and invisible characters (a
+    space, NBSP, U+3000, a BOM, a zero-width space, NUL) before reading `=`, so the first
+    significant character decides. Other values are returned as they are."""
+    if isinstance(value, str) and (value.startswith(_FORMULA_START)
+                                   or _significant(value).startswith(_FORMULA_START)):
         return "'" + value
     return value
+
+
+#: Categories a spreadsheet may skip before the first character it reads: separators
+#: (spaces), format characters (BOM, zero-width) and control characters (NUL).
+_INVISIBLE = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
+
+
+def _significant(text: str) -> str:
+    """`text` from its first character that is neither blank nor invisible."""
+    for i, char in enumerate(text):
+        if not char.isspace() and unicodedata.category(char) not in _INVISIBLE:
+            return text[i:]
+    return ""
 
 
 def write_csv(frame: pd.DataFrame, path: str) -> None:

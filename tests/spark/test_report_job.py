@@ -352,6 +352,10 @@ def test_hostile_group_names_stay_data_in_every_output(spark: Any, tmp_path: Pat
     ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@A1", "'@A1"), ("\t=1", "'\t=1"),
     ("\r=1", "'\r=1"), ("\n=1", "'\n=1"), ("\uff1d1+1", "'\uff1d1+1"), ("\uff20A1", "'\uff20A1"),
     ("orders-app", "orders-app"), ("a=b", "a=b"), ("", ""), (None, None), (-1, -1),
+    # blanks and invisible characters a spreadsheet skips before it reads the `=`
+    (" =1+1", "' =1+1"), ("\u00a0=1+1", "'\u00a0=1+1"), ("\u3000+1", "'\u3000+1"),
+    ("\ufeff-1", "'\ufeff-1"), ("\u200b@A1", "'\u200b@A1"), ("\x00=1", "'\x00=1"),
+    (" \u200b\u00a0=1", "' \u200b\u00a0=1"), (" orders", " orders"), ("\u200b", "\u200b"),
 ])  # fmt: skip
 def test_spreadsheet_safe_quotes_only_what_starts_a_formula(cell: Any, shown: Any) -> None:
     from freshness_tracker.spark.report_html import spreadsheet_safe
