@@ -4,11 +4,14 @@ exporter's cached exposition, `sinks/exposition.py`, the bytes /metrics serves).
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from freshness_tracker.domain.model import PartitionResult, Snapshot
+from freshness_tracker.domain.model import GroupResult, PartitionResult, Snapshot
 from freshness_tracker.domain.names import printable
+from freshness_tracker.domain.rollup import _UNMEASURED as UNMEASURED  # the roll-up's own count
 
 __all__ = ["format_freshness", "format_ms", "render_json", "render_table"]
 
@@ -56,6 +59,21 @@ def format_freshness(value: int | None, lower_bound: bool) -> str:
     return ("≥" + text) if lower_bound and value is not None else text
 
 
+def _unlisted(groups: Sequence[GroupResult],
+              partitions: Sequence[PartitionResult]) -> list[tuple[GroupResult, int]]:
+    """Each group with unmeasured partitions that have no row of their own (Burrow's entry was
+    unusable, so no partition result exists), and how many: /metrics counts them unmeasured,
+    and a group whose only entries were unusable would otherwise be missing from the table."""
+    shown: Counter[tuple[str, str]] = Counter(
+        (r.key.cluster, r.key.consumer) for r in partitions if r.status in UNMEASURED)
+    out = []
+    for g in groups:
+        hidden = g.unmeasured_partitions - shown[(g.cluster, g.consumer)]
+        if g.error is None and hidden > 0:
+            out.append((g, hidden))
+    return out
+
+
 def render_table(snapshot: Snapshot) -> str:
     """One row per partition, and one per group or cluster that could not be measured. Names
     and errors come from Burrow: every control character is escaped (`printable`), so a name
@@ -69,6 +87,9 @@ def render_table(snapshot: Snapshot) -> str:
                          f"CLUSTER DOWN: {c.health.error}"))
         rows += [(g.cluster, g.consumer, "-", "-", "-", "-", "-", "-", f"UNMEASURED: {g.error}")
                  for g in c.groups if g.error is not None]
+        rows += [(g.cluster, g.consumer, "-", "-", "-", "-", "-", "-",
+                  f"UNMEASURED: {n} partition {'entry' if n == 1 else 'entries'} unusable")
+                 for g, n in _unlisted(c.groups, c.partitions)]
         for r in c.partitions:
             fresh = format_freshness(r.freshness_ms, r.freshness_is_lower_bound)
             status = r.status.value + (f" ({r.lost_records} lost)" if r.data_loss else "")

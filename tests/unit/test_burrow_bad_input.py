@@ -339,6 +339,22 @@ def test_a_cluster_whose_every_partition_entry_is_unusable_is_down(rig: Rig) -> 
     assert "2 had no usable partition entry" in (snapshot.health.error or "")
 
 
+def test_a_group_whose_only_entry_is_unusable_is_listed_in_the_table(rig: Rig) -> None:
+    """/metrics counts its partition unmeasured; `once --format table` left the group out, as
+    it has no partition row. A group with a usable and an unusable entry says so too."""
+    rig.serve("c", {"ok": lag_body(part()), "bad": lag_body(part(topic="bad topic")),
+                    "half": lag_body(part(), part(topic="bad topic", partition=1))})
+    snapshot = rig.cycle()
+    samples = rig.scrape()
+    for group in ("bad", "half"):
+        assert samples.get("kafka_consumer_group_unmeasured_partitions", cluster="c",
+                           consumer=group) == 1
+    rows = {line.split()[1]: line for line in
+            render_table(Snapshot((snapshot,))).splitlines()[1:] if "UNMEASURED" in line}
+    assert set(rows) == {"bad", "half"}
+    assert all("UNMEASURED: 1 partition entry unusable" in row for row in rows.values())
+
+
 def test_a_mislabelled_answer_is_logged_once_a_cycle_with_names_escaped(
         rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
     hostile = "\x1b[2J\nFAKE level=info"
