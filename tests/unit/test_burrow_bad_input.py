@@ -346,9 +346,9 @@ def test_a_group_whose_only_entry_is_unusable_is_listed_in_the_table(rig: Rig) -
                     "half": lag_body(part(), part(topic="bad topic", partition=1))})
     snapshot = rig.cycle()
     samples = rig.scrape()
-    for group in ("bad", "half"):
+    for name in ("bad", "half"):
         assert samples.get("kafka_consumer_group_unmeasured_partitions", cluster="c",
-                           consumer=group) == 1
+                           consumer=name) == 1
     rows = {line.split()[1]: line for line in
             render_table(Snapshot((snapshot,))).splitlines()[1:] if "UNMEASURED" in line}
     assert set(rows) == {"bad", "half"}
