@@ -28,6 +28,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import uuid
 from operator import attrgetter
 from pathlib import Path
@@ -146,6 +147,30 @@ def shown(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def read_bookkeeping(path: str | os.PathLike[str], limit: int) -> bytes:
+    """A local bookkeeping file's bytes (at most `limit` + 1, so the caller sees it was too
+    long). Opened without blocking or following a link and checked on the open descriptor: a
+    FIFO would hang every later run, a directory or device is not a record. FileNotFoundError
+    passes through; anything else that is not a regular file is a HistoryTableError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise HistoryTableError(f"cannot read {shown(os.fspath(path))}: "
+                                f"{exc.strerror or exc}") from None
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        os.close(fd)
+        raise
+    if not regular:
+        os.close(fd)
+        raise HistoryTableError(f"{shown(os.fspath(path))} is not a regular file")
+    with os.fdopen(fd, "rb") as file:
+        return file.read(max(limit, 0) + 1)
+
+
 def compacted_sources(directory: str | os.PathLike[str],
                       fs: pafs.FileSystem | None = None) -> frozenset[str]:
     """Cycle file names already folded into this partition's compacted file (empty if none).
@@ -159,8 +184,7 @@ def compacted_sources(directory: str | os.PathLike[str],
             if os.path.islink(where):
                 raise HistoryTableError(f"{shown(where)} is a symbolic link, not a manifest "
                                         f"the compaction wrote; move it away")
-            with open(where, "rb") as local:
-                raw = local.read(_MANIFEST_LIMIT + 1)
+            raw = read_bookkeeping(where, _MANIFEST_LIMIT)
         else:
             with fs.open_input_stream(where) as f:
                 raw = f.read(_MANIFEST_LIMIT + 1)

@@ -36,6 +36,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ from freshness_tracker.sinks.history import (
     _first_line,
     compacted_sources,
     file_problem,
+    read_bookkeeping,
     shown,
 )
 
@@ -123,8 +125,8 @@ def compact_history(root: str, *, before: dt.date, dry_run: bool = False,
     if fs.get_file_info(base).type != pafs.FileType.Directory and local:
         raise CompactionError(f"history table {root} does not exist")
     done = Compaction()
-    if not dry_run:
-        _repair(fs, base, strategy, done)
+    if not dry_run and not _repair(fs, base, strategy, done):
+        return done  # no staging folder to work in: compacting would fail or leave the table
     for date_dir in _dirs(fs, base, "date=", done):
         try:
             day = dt.date.fromisoformat(date_dir.rsplit("/", 1)[1].removeprefix("date="))
@@ -318,14 +320,47 @@ def _adopt_late_files(old: Path, partition: Path, folded: set[str]) -> None:
 
 def _recorded_partition(base: Path, record: Path) -> tuple[Path | None, str]:
     """The partition a staging record names, or (None, why it is not one of this table's)."""
-    with open(record, "rb") as f:
-        raw = f.read(_RECORD_LIMIT + 1)
+    try:
+        raw = read_bookkeeping(record, _RECORD_LIMIT)
+    except HistoryTableError:
+        return None, "is not a regular file"
     try:
         rel = raw.decode()
     except UnicodeDecodeError:
         return None, "holds no partition name"
     why = _partition_problem(pafs.LocalFileSystem(), str(base), rel)
     return (None, why) if why else (base / rel, "")
+
+
+def _kind(path: Path) -> int | None:
+    """The file type bits of `path` itself (a link is a link), None if it is absent."""
+    try:
+        return stat.S_IFMT(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def _staging_problem(staging: Path, partition: Path) -> str | None:
+    """None if every entry the repair would rename, move or delete is of the kind the
+    compaction makes: checked before anything moves, so a crafted state is refused whole
+    instead of failing half-way, and no link or device is ever moved into the table."""
+    expected = {staging / "new": stat.S_IFDIR, staging / "old": stat.S_IFDIR,
+                staging / "new" / _COMPLETE: stat.S_IFREG, partition: stat.S_IFDIR}
+    for path, kind in expected.items():
+        found = _kind(path)
+        if found is not None and found != kind:
+            what = "a symbolic link" if found == stat.S_IFLNK else "not a " + (
+                "folder" if kind == stat.S_IFDIR else "regular file")
+            return f"{shown(str(path))} is {what}"
+    for folder in (staging / "new", staging / "old", partition):
+        if _kind(folder) is None:
+            continue
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if not entry.is_file(follow_symlinks=False):
+                    what = "a symbolic link" if entry.is_symlink() else "not a regular file"
+                    return f"{shown(entry.path)} is {what}"
+    return None
 
 
 def _partition_problem(fs: pafs.FileSystem, base: str, rel: str) -> str | None:
@@ -351,18 +386,18 @@ def _partition_problem(fs: pafs.FileSystem, base: str, rel: str) -> str | None:
 def _repair_rename(staging: Path, base: Path, done: Compaction) -> None:
     target_file = staging / _TARGET
     new, old = staging / "new", staging / "old"
-    for step in (target_file, new, old, new / _COMPLETE):
-        if step.is_symlink():
-            done.left(f"{shown(str(step))} is a symbolic link: left as it is, nothing moved or "
-                      f"deleted; remove the {shown(str(staging))} folder once looked at")
-            return
-    if not target_file.exists():
+    if _kind(target_file) is None:
         shutil.rmtree(staging, ignore_errors=True)  # crashed before it had a target
         return
     partition, why = _recorded_partition(base, target_file)
     if partition is None:
         done.left(f"{shown(str(target_file))} {why}: left as it is, nothing moved or deleted; "
                   f"remove the {shown(str(staging))} folder once looked at")
+        return
+    why_not = _staging_problem(staging, partition)
+    if why_not is not None:
+        done.left(f"{why_not}: left as it is, nothing moved or deleted; remove the "
+                  f"{shown(str(staging))} folder once looked at")
         return
     if (new / _COMPLETE).exists() and old.exists():
         # crashed between the two renames: finish the swap, keeping anything a writer put
@@ -463,36 +498,63 @@ def _apply_plan(fs: pafs.FileSystem, base: str, staging: str, plan: dict[str, An
 # --- crash repair -------------------------------------------------------------------------
 
 
-def _repair(fs: pafs.FileSystem, base: str, strategy: str, done: Compaction) -> None:
+def _repair(fs: pafs.FileSystem, base: str, strategy: str, done: Compaction) -> bool:
     """Finish or undo what a crashed compaction left under `_compaction/`. Every path there
     is checked before it is followed: a folder or record the compaction did not write is
-    reported and left as it is."""
-    if _is_link(fs, f"{base}/{STAGING}"):
-        done.left(f"{shown(f'{base}/{STAGING}')} is a symbolic link: no interrupted run is "
+    reported and left as it is. False if `_compaction` itself is a link or not a folder: no
+    compaction can stage its work there."""
+    root = f"{base}/{STAGING}"
+    if _is_link(fs, root):
+        done.left(f"{shown(root)} is a symbolic link: no interrupted run is "
                   f"repaired through it; replace it with a folder")
-        return
-    for staging in _dirs(fs, f"{base}/{STAGING}", "", done):
+        return False
+    if fs.get_file_info(root).type not in (pafs.FileType.Directory, pafs.FileType.NotFound):
+        done.left(f"{shown(root)} is not a folder: no interrupted run is repaired; move it "
+                  f"away (the compaction makes it again)")
+        return False
+    for staging in _dirs(fs, root, "", done):
         token = staging.rsplit("/", 1)[1]
         if not _TOKEN.fullmatch(token):
             done.left(f"{shown(staging)} is not a folder the compaction makes: left as it is")
             continue
-        if strategy == "rename":
-            _repair_rename(Path(staging), Path(base), done)
-            continue
         try:
+            if strategy == "rename":
+                _repair_rename(Path(staging), Path(base), done)
+            else:
+                _repair_copy(fs, base, staging, token, done)
+        except (OSError, CompactionError, HistoryTableError) as exc:
+            done.left(f"{shown(staging)} could not be repaired ({shown(_first_line(exc), 200)}): "
+                      f"left for a person to look at; remove the folder once looked at")
+    return True
+
+
+def _repair_copy(fs: pafs.FileSystem, base: str, staging: str, token: str,
+                 done: Compaction) -> None:
+    local = isinstance(fs, pafs.LocalFileSystem)
+    try:
+        if local:
+            raw = read_bookkeeping(f"{staging}/{_PLAN}", _PLAN_LIMIT)
+        else:
             with fs.open_input_stream(f"{staging}/{_PLAN}") as f:
                 raw = f.read(_PLAN_LIMIT + 1)
-        except FileNotFoundError:
-            fs.delete_dir(staging)  # crashed before its plan: the partition is untouched
-            continue
-        try:
-            plan = json.loads(raw) if len(raw) <= _PLAN_LIMIT else None
-        except ValueError:
-            plan = None
-        why = _plan_problem(fs, base, plan, token)
-        if why or not isinstance(plan, dict):
-            done.left(f"{shown(staging)}/{_PLAN} {why}: left as it is, nothing deleted or "
-                      f"copied; remove the folder once looked at")
-            continue
-        _apply_plan(fs, base, staging, plan)
-        log.warning("history compaction: finished an interrupted run of %s", plan["partition"])
+    except FileNotFoundError:
+        fs.delete_dir(staging)  # crashed before its plan: the partition is untouched
+        return
+    try:
+        plan = json.loads(raw) if len(raw) <= _PLAN_LIMIT else None
+    except ValueError:
+        plan = None
+    why = _plan_problem(fs, base, plan, token)
+    if not why and local and isinstance(plan, dict):
+        # what is copied in must be the staged file itself, and the target a folder
+        staged, target = Path(staging, plan["file"]), Path(base, plan["partition"])
+        if _kind(staged) not in (None, stat.S_IFREG):
+            why = f"names {plan['file']}, which is not a regular file"
+        elif _kind(target) not in (None, stat.S_IFDIR):
+            why = f"names {shown(plan['partition'], 120)!r}, which is not a folder"
+    if why or not isinstance(plan, dict):
+        done.left(f"{shown(staging)}/{_PLAN} {why}: left as it is, nothing deleted or "
+                  f"copied; remove the folder once looked at")
+        return
+    _apply_plan(fs, base, staging, plan)
+    log.warning("history compaction: finished an interrupted run of %s", plan["partition"])

@@ -470,3 +470,139 @@ def test_read_history_names_a_wrong_schema_file(tmp_path: Path) -> None:
     pq.write_table(pa.table({"cycle_id": [1], "freshness_ms": ["soon"]}), bad)
     with pytest.raises(HistoryTableError, match=f"history file {bad}: column cycle_id is int64"):
         read_history(str(tmp_path))
+
+
+# --- bookkeeping entries of the wrong kind ----------------------------------------------------
+
+
+def _record_is_a_directory(staging: Path, root: Path) -> Path:
+    (staging / "partition").unlink()
+    (staging / "partition").mkdir()
+    return staging / "partition"
+
+
+def _record_is_a_fifo(staging: Path, root: Path) -> Path:
+    (staging / "partition").unlink()
+    os.mkfifo(staging / "partition")
+    return staging / "partition"
+
+
+def _partition_is_a_file(staging: Path, root: Path) -> Path:
+    (staging / "partition").write_text("date=2023-11-14/cluster=z")
+    (root / "date=2023-11-14").mkdir()
+    (root / "date=2023-11-14" / "cluster=z").write_text("a file")
+    return root / "date=2023-11-14" / "cluster=z"
+
+
+def _complete_is_a_directory(staging: Path, root: Path) -> Path:
+    (staging / "new" / ".complete").unlink()
+    (staging / "new" / ".complete").mkdir()
+    return staging / "new" / ".complete"
+
+
+def _new_is_a_file(staging: Path, root: Path) -> Path:
+    for entry in (staging / "new").iterdir():
+        entry.unlink()
+    (staging / "new").rmdir()
+    (staging / "new").write_text("a file")
+    return staging / "new"
+
+
+def _link_in_new(staging: Path, root: Path) -> Path:
+    (staging / "new" / "evil.parquet").symlink_to(victim_beside(root) / "precious.txt")
+    return staging / "new" / "evil.parquet"
+
+
+def _dir_link_in_old(staging: Path, root: Path) -> Path:
+    (staging / "old" / "x.parquet").symlink_to(victim_beside(root))
+    return staging / "old" / "x.parquet"
+
+
+def _manifest_is_a_fifo(staging: Path, root: Path) -> Path:
+    (staging / "new" / ".complete").unlink()  # crashed after the swap: old/ is adopted
+    os.rename(staging / "new", root / "date=2023-11-14")
+    (root / "date=2023-11-14").rename(root / "date=2023-11-14-tmp")
+    (root / "date=2023-11-14").mkdir()
+    (root / "date=2023-11-14-tmp").rename(root / "date=2023-11-14" / "cluster=z")
+    os.mkfifo(root / "date=2023-11-14" / "cluster=z" / ".compaction.json")
+    return root / "date=2023-11-14" / "cluster=z" / ".compaction.json"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("craft", [
+    _record_is_a_directory, _record_is_a_fifo, _partition_is_a_file, _complete_is_a_directory,
+    _new_is_a_file, _link_in_new, _dir_link_in_old, _manifest_is_a_fifo])
+def test_a_staging_entry_of_the_wrong_kind_is_left_in_one_line_before_anything_moves(
+        tmp_path: Path, craft: Any, caplog: pytest.LogCaptureFixture,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A directory or FIFO where the record is, a file where a folder is, or a link among the
+    staged files crashed (half-way, after a rename), hung, or moved the link into the table,
+    on every later run. Each is now refused before anything moves; the rest is compacted."""
+    root = tmp_path / "table"
+    fill(root, days=1, clusters=("a",), cycles=3)
+    staging = crafted_swap(root, "date=2023-11-14/cluster=z")
+    named = craft(staging, root)
+    listing = sorted(str(p.relative_to(staging)) for p in staging.rglob("*"))
+    for _ in range(2):  # and the next run says it again, the same way
+        caplog.clear()
+        done = compact_history(str(root), before=BEFORE)
+        assert len(done.problems) == 1, done.problems
+        assert str(staging) in done.problems[0] or str(named) in done.problems[0]
+        assert not [r for r in caplog.records if r.exc_info]
+        assert sorted(str(p.relative_to(staging)) for p in staging.rglob("*")) == listing
+        assert not [p for p in root.rglob("*") if p.is_symlink() and staging not in p.parents]
+    assert [d.files_in for d in done] == []  # compacted by the first run
+    assert len(files(part(root, 0, "a"))) == 2
+    assert main(["history", "compact", "--history", str(root), "--before", "2023-11-17"]) == 1
+    err = capsys.readouterr().err
+    assert "left 1 thing(s) in the table as they were" in err and "Traceback" not in err
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_a_compaction_folder_that_is_not_a_folder_is_one_line_never_a_traceback(
+        tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A `_compaction` file stopped the run with a listing error; through a linked one each
+    partition was staged, and swapped, outside the table. No partition can be staged while it
+    is there, so the run says so once and changes nothing (a dry run still lists)."""
+    root = tmp_path / "table"
+    fill(root, days=1, clusters=("a", "b"), cycles=3)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if kind == "file":
+        (root / history_compact.STAGING).write_text("not a folder")
+    else:
+        (root / history_compact.STAGING).symlink_to(elsewhere)
+    listing = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+    done = compact_history(str(root), before=BEFORE)
+    (problem,) = done.problems
+    assert f"{root / history_compact.STAGING} is " in problem and done == []
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == listing
+    assert not list(elsewhere.iterdir())
+    assert main(["history", "compact", "--history", str(root), "--before", "2023-11-17"]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+    assert [d.files_in for d in compact_history(str(root), before=BEFORE, dry_run=True)] == [3, 3]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("crafted", ["fifo-plan", "linked-staged-file"])
+def test_an_object_store_staging_folder_of_the_wrong_kind_is_left(
+        tmp_path: Path, crafted: str) -> None:
+    """Locally the copy strategy read a FIFO plan (hang) and copied a linked staged file's
+    target into the table."""
+    root = tmp_path / "table"
+    fill(root, days=1, clusters=("a",), cycles=2)
+    victim = victim_beside(root, "precious.parquet")
+    staging = root / history_compact.STAGING / TOKEN
+    staging.mkdir(parents=True)
+    if crafted == "fifo-plan":
+        os.mkfifo(staging / "plan.json")
+    else:
+        (staging / f"compacted-{TOKEN}.parquet").symlink_to(victim / "precious.parquet")
+        (staging / "plan.json").write_text(json.dumps({
+            "partition": "date=2023-11-15/cluster=a", "file": f"compacted-{TOKEN}.parquet",
+            "sources": [], "folded": []}))
+    done = compact_history(str(root), before=BEFORE, strategy="copy")
+    assert len(done.problems) == 1 and str(staging) in done.problems[0], done.problems
+    assert not [p for p in root.rglob("*") if p.is_symlink() and p.parent != staging]
+    assert [d.files_in for d in done] == [2]
