@@ -28,24 +28,31 @@ from typing import Any, NoReturn
 import pyhocon.config_parser as _pyhocon
 from pyhocon import ConfigFactory
 from pyhocon.config_parser import DEFAULT_SUBSTITUTION, ConfigParser
-from pyhocon.config_tree import ConfigValues
+from pyhocon.config_tree import ConfigSubstitution, ConfigTree, ConfigValues
+from pyparsing import ParseBaseException
 
 from freshness_tracker.errors import ConfigError
 
 __all__ = ["INCLUDE_LINE", "INCLUDE_PROBLEM", "MAX_CONFIG_BYTES", "MAX_INCLUDES",
-           "MAX_SUBSTITUTED", "NO_URL_FIX", "parse_hocon", "read_config_file"]
+           "MAX_SUBSTITUTED", "MAX_SUBSTITUTION_TOKENS", "NO_URL_FIX", "parse_hocon",
+           "read_config_file", "short_parse_message"]
 
 log = logging.getLogger(__name__)
 
-#: A config file (and, together, the files it includes): real ones are a few KiB, and pyhocon's
-#: pure-Python parser is slow on large inputs, so this bounds how long a parse can take.
-MAX_CONFIG_BYTES = 256 * 1024
+#: A config file (and, together, the files it includes): real ones are a few KiB. pyhocon's
+#: pure-Python parser spends milliseconds per short list item, so this bound keeps the worst
+#: parse (a long flat list) to seconds, on a SIGHUP reload too.
+MAX_CONFIG_BYTES = 32 * 1024
 #: Included files per document: enough for any layout, and an include cycle stops here.
 MAX_INCLUDES = 32
 #: Substitutions resolved per document, and the characters (plus list and object entries) they
 #: copy in all: `b = ${a}${a}...` nine levels deep is refused here instead of taking gigabytes.
 MAX_SUBSTITUTIONS = 2000
 MAX_SUBSTITUTED = 200_000
+#: `${...}` written in a document (its includes too), counted before anything is resolved:
+#: pyhocon rescans every substitution after each one it resolves (quadratic work), so a few KiB
+#: of `${s}${s}...` would take minutes before the bounds above could stop it.
+MAX_SUBSTITUTION_TOKENS = 200
 
 NO_URL_FIX = 'save the file next to the config and include it by path, e.g. include "extra.conf"'
 #: A parse error on a line starting so is an include pyhocon has no syntax for (classpath(...)).
@@ -130,6 +137,32 @@ class _Parser(ConfigParser):  # type: ignore[misc]
                               "write the values out, or substitute fewer times")
         return super()._do_substitute(substitution, resolved_value, is_optional_resolved)
 
+    @classmethod
+    def resolve_substitutions(cls, config: Any, accept_unresolved: bool = False) -> Any:
+        written = _substitution_tokens(config, MAX_SUBSTITUTION_TOKENS + 1)
+        if written > MAX_SUBSTITUTION_TOKENS:
+            raise ConfigError(_budget().source, f"has more than {MAX_SUBSTITUTION_TOKENS} "
+                              "substitutions (${...}), far more than any config needs",
+                              "write the values out, or substitute fewer times")
+        return super().resolve_substitutions(config, accept_unresolved)
+
+
+def _substitution_tokens(config: Any, limit: int) -> int:
+    """The `${...}` in a parsed, unresolved tree, counted up to `limit` (iteratively: the tree
+    may nest deeply)."""
+    count, stack = 0, [config]
+    while stack and count < limit:
+        item = stack.pop()
+        if isinstance(item, ConfigSubstitution):
+            count += 1
+        elif isinstance(item, ConfigTree):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, ConfigValues):
+            stack.extend(item.tokens)
+    return count
+
 
 def _size(value: Any, limit: int) -> int:
     """Characters plus list and object entries in `value`, counted up to `limit` (a value
@@ -175,7 +208,18 @@ class _LocalIncludes(ConfigFactory):  # type: ignore[misc]
         text = read_config_file(filename, budget.source, verb="cannot include",
                                 limit=MAX_CONFIG_BYTES - budget.included_bytes)
         budget.included_bytes += len(text.encode("utf-8"))
-        return _Parser.parse(text, os.path.dirname(filename), resolve, unresolved_value)
+        try:
+            return _Parser.parse(text, os.path.dirname(filename), resolve, unresolved_value)
+        except ParseBaseException as exc:  # its line is the included file's, not the config's
+            raise ConfigError(budget.source, f"cannot include {filename!r}: not valid HOCON at "
+                              f"line {exc.lineno}, column {exc.col}"
+                              f"{short_parse_message(exc)}", "check the syntax there") from None
+
+
+def short_parse_message(exc: ParseBaseException) -> str:
+    """pyparsing's message, or nothing when it is a dump of the grammar (kilobytes of it)."""
+    message = " ".join(str(exc.msg).split())
+    return f": {message}" if len(message) <= 80 else ""
 
 
 def _no_glob(pattern: str, **_kwargs: Any) -> NoReturn:

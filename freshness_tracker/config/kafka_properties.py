@@ -68,6 +68,20 @@ def _offline(config: Mapping[str, str]) -> dict[str, Any]:
     return {**{k: v for k, v in config.items() if k not in _CONNECTING}, "logger": _SILENT}
 
 
+def _redacted(text: str, props: Mapping[str, str]) -> str:
+    """librdkafka's text with every configured value in it described, never echoed: it quotes
+    a rejected value ("garbage"), names a library it could not open, and any value may have
+    come from ${SOME_PASSWORD}. Values of fewer than 4 characters are left (they would match
+    inside words); a value is matched whole, never inside a property name."""
+    for value in sorted({v for n, v in props.items() if n not in _CONNECTING}, key=len,
+                        reverse=True):
+        if len(value) < 4:
+            continue
+        pattern = re.compile(r'"?(?<![A-Za-z0-9._-])' + re.escape(value) + r'(?![A-Za-z0-9_-])"?')
+        text = pattern.sub(f"(a value of {len(value)} characters)", text)
+    return text
+
+
 def _error(index: int, props: Mapping[str, str], message: str) -> ConfigError:
     """Name the property librdkafka complains about, and never echo a secret's value."""
     text = re.sub(r"^Failed to create (consumer|admin client): ", "", " ".join(message.split()))
@@ -86,11 +100,9 @@ def _error(index: int, props: Mapping[str, str], message: str) -> ConfigError:
         key = f'clusters[{index}].kafka."{named[0]}"'
     else:
         key = next((LOOKUP_KEYS[n] for n in quoted if n in LOOKUP_KEYS), f"clusters[{index}].kafka")
-    for name, value in props.items():  # librdkafka quotes a rejected value: "garbage"
-        if value and name not in _CONNECTING:  # it may have come from ${SOME_PASSWORD}
-            text = text.replace(f'"{value}"', f"(a value of {len(value)} characters)")
+    text = _redacted(text, props)
     if named and named[0].endswith(".location") and not os.path.exists(props[named[0]]):
-        text += f" ({props[named[0]]!r} does not exist)"
+        text += " (no such file)"  # the path is not echoed: it may come from a substitution
     if java_store:
         fix = ("librdkafka reads PEM files, not Java stores: export the certificates "
                "(keytool -exportcert -rfc) and set ssl.ca.location (ssl.certificate.location "

@@ -28,6 +28,7 @@ from freshness_tracker.config.hocon import (
     NO_URL_FIX,
     parse_hocon,
     read_config_file,
+    short_parse_message,
 )
 from freshness_tracker.config.settings import Settings, settings_from_tree
 from freshness_tracker.errors import ConfigError
@@ -65,6 +66,10 @@ def _yaml_as_hocon(text: str, source: str) -> str:
         raise ConfigError(source, f"uses a YAML alias (*{exc.name}) at line {exc.line}: a "
                           "config never needs one, and aliases of aliases expand without "
                           "bound", "write the value out where the alias is") from None
+    except _DuplicateKey as exc:
+        raise ConfigError(source, f"has the key {exc.name!r} twice in one mapping (line "
+                          f"{exc.line}): YAML would keep the last silently",
+                          "keep one of them") from None
     except RecursionError:
         raise ConfigError(source, "nests too deeply", "flatten the YAML") from None
     except yaml.YAMLError as exc:
@@ -85,6 +90,12 @@ def _yaml_as_hocon(text: str, source: str) -> str:
     return "".join(f"{_quote(str(k))} = {_hocon(v)}\n" for k, v in data.items())
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, name: str, line: int) -> None:
+        super().__init__(name)
+        self.name, self.line = name, line
+
+
 class _AliasRefused(Exception):
     def __init__(self, name: str, line: int) -> None:
         super().__init__(name)
@@ -102,6 +113,18 @@ def _loader() -> Any:
                 event = self.peek_event()  # type: ignore[no-untyped-call]
                 raise _AliasRefused(str(event.anchor), event.start_mark.line + 1)
             return super().compose_node(parent, index)
+
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            # YAML keeps the last of two equal keys silently: a pasted block would override
+            # a setting without a word, so a duplicate is refused (HOCON's merge is explicit)
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if isinstance(key, str | int | float | bool) and key in seen:
+                    raise _DuplicateKey(str(key), key_node.start_mark.line + 1)
+                if isinstance(key, str | int | float | bool):
+                    seen.add(key)
+            return super().construct_mapping(node, deep)
 
     return NoAliases
 
@@ -169,11 +192,14 @@ def _load_tree(path: str | Path | None, text: str | None) -> tuple[ConfigTree, b
         if INCLUDE_LINE.match(exc.line):
             raise ConfigError(source, f"line {line} {INCLUDE_PROBLEM}",
                               NO_URL_FIX) from None
-        raise ConfigError(source, f"not valid HOCON at line {line}, column {exc.col}: {exc.msg}",
-                          "check the syntax there") from exc
+        raise ConfigError(source, f"not valid HOCON at line {line}, column {exc.col}"
+                          f"{short_parse_message(exc)}", "check the syntax there") from None
     except ConfigException as exc:
         offset = reference_text().count("\n") + 1
         message = re.sub(r"line: (\d+)", lambda m: f"line: {int(m.group(1)) - offset}", str(exc))
+        # pyhocon quotes a value it cannot concatenate: it may have come from ${SOME_PASSWORD}
+        message = re.sub(r"Token .*? of type (\w+) \(index \d+\)", r"A value of type \1",
+                         message, flags=re.DOTALL)
         raise ConfigError(source, f"not valid HOCON: {message}", "check the keys and "
                           "substitutions it names") from exc
     except RecursionError:

@@ -202,7 +202,8 @@ class _Reader:
             raise ConfigError(self.path(key), f"expected a whole number, got {_described(value)}")
         if number < low or (high is not None and number > high):
             bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-            raise ConfigError(self.path(key), f"{number} is out of range", f"use a value {bound}")
+            raise ConfigError(self.path(key), "the number is out of range",  # never echoed
+                              f"use a value {bound}")
         return number
 
     def seconds(self, key: str, *, minimum: float, maximum: float = MAX_DURATION_S) -> float:
@@ -238,6 +239,10 @@ class _Reader:
             except re.error as exc:
                 raise ConfigError(f"{self.path(key)}[{i}]", f"invalid regex ({exc})",
                                   "fix the pattern (Python re syntax)") from exc
+            except (RecursionError, OverflowError, MemoryError, ValueError):
+                # a thousand nested groups exhaust re's recursive parser
+                raise ConfigError(f"{self.path(key)}[{i}]", "the regex nests too deeply or is "
+                                  "too large to compile", "simplify the pattern") from None
         return [str(p) for p in value]
 
     def choice(self, key: str, choices: Sequence[str]) -> str:
@@ -278,6 +283,46 @@ def _flatten(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield name, value
 
 
+#: librdkafka properties that load a shared library, run a command or fetch a URL: a config
+#: must not be a way to run code in the tracker's process (`check` builds a client from it),
+#: and the tracker needs none of them to read offsets. Refused before any client is built.
+_EXECUTING: Mapping[str, str] = MappingProxyType({
+    "plugin.library.paths": "it loads a shared library into the process",
+    "ssl.engine.location": "it loads an OpenSSL engine (a shared library) into the process",
+    "ssl.providers": "it loads OpenSSL providers (shared libraries) into the process",
+    "sasl.kerberos.kinit.cmd": "it runs a shell command",
+    "sasl.oauthbearer.token.endpoint.url": "it makes the client fetch a URL",
+    "on_commit": "a callback cannot be configured in a file",
+    "on_delivery": "a callback cannot be configured in a file",
+    "logger": "a callback cannot be configured in a file",
+})
+_EXECUTING_FIX = ("remove it: the tracker reads offsets with plain SSL/SASL settings "
+                  "(PLAIN, SCRAM, GSSAPI with a keytab, OAUTHBEARER only with a static config)")
+
+
+#: librdkafka's default kinit command is a shell line with these values pasted in, unquoted.
+_KINIT_ARGUMENTS = ("sasl.kerberos.principal", "sasl.kerberos.keytab")
+_KINIT_SAFE = re.compile(r"^[A-Za-z0-9._/@+=:,-]*$")
+
+
+def _refuse_executing(name: str, value: str, key: str) -> None:
+    """ConfigError for a property that would load code, run a command or fetch a URL."""
+    lowered = name.strip().lower()
+    reason = _EXECUTING.get(lowered)
+    if reason is None and lowered.endswith(("_cb", ".cb")):
+        reason = "a callback cannot be configured in a file"
+    if reason is None and lowered == "sasl.oauthbearer.method" and \
+            value.strip().lower() == "oidc":
+        reason = "oidc makes the client fetch tokens from a URL"
+    if reason is None and lowered in _KINIT_ARGUMENTS and not _KINIT_SAFE.match(value):
+        raise ConfigError(f'{key}."{name}"', f"{_described(value)} with characters a shell "
+                          "reads specially: librdkafka puts it into the kinit command it runs",
+                          "use the principal or keytab path as written (letters, digits "
+                          "and . _ / @ + = : , -)")
+    if reason is not None:
+        raise ConfigError(f'{key}."{name}"', f"is not allowed: {reason}", _EXECUTING_FIX)
+
+
 def _kafka_properties(value: Any, key: str) -> dict[str, str]:
     if value is None:
         return {}
@@ -295,6 +340,7 @@ def _kafka_properties(value: Any, key: str) -> dict[str, str]:
             item = "true" if item else "false"
         elif item is None:
             continue
+        _refuse_executing(name, str(item), key)
         out[name] = str(item)
     return out
 
@@ -344,7 +390,7 @@ def _clusters(tree: Any, warnings: list[str]) -> tuple[ClusterSettings, ...]:
     if not raw:
         raise ConfigError("clusters", "no cluster is configured",
                           'add clusters = [{ name = "<Burrow cluster name>" }]')
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     out = []
     for i, entry in enumerate(raw):
         key = f"clusters[{i}]"
@@ -352,10 +398,10 @@ def _clusters(tree: Any, warnings: list[str]) -> tuple[ClusterSettings, ...]:
             raise ConfigError(key, f"expected an object, got {_kind(entry)}")
         reader = _Reader(entry, key)
         name = reader.text("name", required=True)
-        if name in seen:
-            raise ConfigError(f"{key}.name", f"cluster {name!r} is configured twice",
+        if name in seen:  # the name is not echoed: it may come from a substitution
+            raise ConfigError(f"{key}.name", f"is the same as clusters[{seen[name]}].name",
                               "remove the duplicate entry")
-        seen.add(name)
+        seen[name] = i
         props = _kafka_properties(entry.get("kafka", None), f"{key}.kafka")
         labels = _static_labels(entry.get("labels", None), f"{key}.labels")
         for unknown in set(entry) - set(_CLUSTER_KEYS):
@@ -472,7 +518,7 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
     )
     shard = Shard(index=r.whole("shard.index", 0), count=r.whole("shard.count", 1))
     if shard.index >= shard.count:
-        raise ConfigError("shard.index", f"{shard.index} is not below shard.count {shard.count}",
+        raise ConfigError("shard.index", "is not below shard.count",
                           "use 0 ≤ index < count")
     clusters = _clusters(tree, warnings)
     worker_threads = r.whole("workerThreadCount", 1, 1024)
@@ -488,10 +534,8 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         frequency_s=r.seconds("frequency_sec", minimum=MIN_FREQUENCY_S),
         worker_threads=worker_threads,
         granularity=Granularity(r.choice("granularity", [g.value for g in Granularity])),
-        groups=NameFilter.compile(r.regexes("filters.groups.allow"),
-                                  r.regexes("filters.groups.deny")),
-        topics=NameFilter.compile(r.regexes("filters.topics.allow"),
-                                  r.regexes("filters.topics.deny")),
+        groups=_filter(r, "filters.groups"),
+        topics=_filter(r, "filters.topics"),
         lookup=lookup,
         shard=shard,
         history_path=r.text("history.path"),
@@ -502,6 +546,17 @@ def settings_from_tree(tree: ConfigTree, reference: Any = None) -> Settings:
         cycle_timeout_s=r.seconds("cycleTimeout", minimum=1.0, maximum=3600.0),
         partition_metrics=_partition_metrics(r),
     )
+
+
+def _filter(r: _Reader, key: str) -> NameFilter:
+    """The allow and deny lists as one filter; each pattern was compiled alone by `regexes`,
+    and joining them must not become a traceback either."""
+    allow, deny = r.regexes(f"{key}.allow"), r.regexes(f"{key}.deny")
+    try:
+        return NameFilter.compile(allow, deny)
+    except (re.error, RecursionError, OverflowError, MemoryError, ValueError):
+        raise ConfigError(key, "its regexes nest too deeply or are too large to compile "
+                          "together", "simplify the patterns") from None
 
 
 def _partition_metrics(r: _Reader) -> tuple[str, ...]:
@@ -515,6 +570,7 @@ def _partition_metrics(r: _Reader) -> tuple[str, ...]:
                           '["kafka_consumer_freshness_ms"]')
     for i, name in enumerate(value):
         if name not in ALL_PARTITION_METRICS:
-            raise ConfigError(f"partitionMetrics[{i}]", f"{name!r} is no per-partition metric",
+            raise ConfigError(f"partitionMetrics[{i}]", f"{_described(name)} is no "
+                              "per-partition metric name",
                               "valid names are " + ", ".join(ALL_PARTITION_METRICS))
     return tuple(n for n in ALL_PARTITION_METRICS if n in value)

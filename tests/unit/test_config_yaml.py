@@ -204,3 +204,12 @@ def test_a_yaml_value_that_looks_like_hocon_stays_a_value(tmp_path: Path) -> Non
                     'include: "http://127.0.0.1:1/x.conf"\nclusters:\n  - name: x\n')
     loaded = load_settings(path)
     assert loaded.burrow.password == "${HOME}"
+
+
+def test_a_duplicate_yaml_key_is_refused_naming_it(tmp_path: Path) -> None:
+    conf = tmp_path / "c.yaml"
+    conf.write_text("burrow:\n  url: http://a:8000\n  url: http://b:8000\n"
+                    "clusters:\n  - name: a\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings(conf)
+    assert "'url' twice" in str(info.value) and "line 3" in str(info.value)
