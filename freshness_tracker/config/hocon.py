@@ -21,14 +21,14 @@ import logging
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pyhocon.config_parser as _pyhocon
 from pyhocon import ConfigFactory
 from pyhocon.config_parser import DEFAULT_SUBSTITUTION, ConfigParser
-from pyhocon.config_tree import ConfigSubstitution, ConfigTree, ConfigValues
+from pyhocon.config_tree import ConfigSubstitution, ConfigValues
 from pyparsing import ParseBaseException
 
 from freshness_tracker.errors import ConfigError
@@ -147,39 +147,44 @@ class _Parser(ConfigParser):  # type: ignore[misc]
         return super().resolve_substitutions(config, accept_unresolved)
 
 
-def _substitution_tokens(config: Any, limit: int) -> int:
-    """The `${...}` in a parsed, unresolved tree, counted up to `limit` (iteratively: the tree
-    may nest deeply)."""
-    count, stack = 0, [config]
-    while stack and count < limit:
+def _nodes(value: Any) -> Iterator[Any]:
+    """Every node of a parsed tree or a resolved value, depth first (iteratively: it may nest
+    deeply); callers stop early, so a value built by substitution, which shares its parts, is
+    never walked in full."""
+    stack = [value]
+    while stack:
         item = stack.pop()
-        if isinstance(item, ConfigSubstitution):
-            count += 1
-        elif isinstance(item, ConfigTree):
+        yield item
+        if isinstance(item, Mapping):
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
         elif isinstance(item, ConfigValues):
             stack.extend(item.tokens)
+
+
+def _substitution_tokens(config: Any, limit: int) -> int:
+    """The `${...}` in a parsed, unresolved tree, counted up to `limit`."""
+    count = 0
+    for item in _nodes(config):
+        if isinstance(item, ConfigSubstitution):
+            count += 1
+            if count >= limit:
+                break
     return count
 
 
 def _size(value: Any, limit: int) -> int:
-    """Characters plus list and object entries in `value`, counted up to `limit` (a value
-    built by substitution shares its parts, so walking it in full could itself take long)."""
-    total, stack = 0, [value]
-    while stack and total < limit:
-        item = stack.pop()
+    """Characters plus list and object entries in `value`, counted up to `limit`."""
+    total = 0
+    for item in _nodes(value):
         total += 1
         if isinstance(item, str):
             total += len(item)
         elif isinstance(item, Mapping):
             total += sum(len(str(k)) for k in item)
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, ConfigValues):
-            stack.extend(item.tokens)
+        if total >= limit:
+            break
     return total
 
 
