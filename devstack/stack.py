@@ -47,6 +47,7 @@ from typing import Any, NamedTuple, Self, TypeVar
 from confluent_kafka import (
     Consumer,
     ElectionType,
+    KafkaError,
     KafkaException,
     Producer,
     TopicPartition,
@@ -58,6 +59,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined,unused-ignore]
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
+from tenacity import retry, retry_if_exception, stop_after_attempt, wait_fixed
 
 from devstack.burrow import BurrowServer, ConfigRenderer, burrow121_config, http_get
 from devstack.cache import burrow_binary, debian_burrow_binary, default_kafka_version
@@ -100,6 +102,38 @@ class CommitWindow(NamedTuple):
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _lost_answer(exc: BaseException) -> bool:
+    """A request whose answer was lost, not refused: librdkafka drops the bootstrap broker's
+    handle once it learns that broker's id (`_DESTROY_BROKER`), and retriable errors say so."""
+    if not isinstance(exc, KafkaException):
+        return False
+    err = exc.args[0]
+    return bool(err.code() == KafkaError._DESTROY_BROKER or err.retriable())
+
+
+def create_topic_once(admin: Callable[[], AdminClient], new: NewTopic, timeout_s: float) -> None:
+    """Create `new`, asking again when the answer was lost; on a second ask, "already exists"
+    means the first one did it. RuntimeError when Kafka refuses."""
+    asked = 0
+
+    @retry(retry=retry_if_exception(_lost_answer), stop=stop_after_attempt(3),
+           wait=wait_fixed(0.5), reraise=True)
+    def ask() -> None:
+        nonlocal asked
+        asked += 1
+        (future,) = admin().create_topics([new], request_timeout=timeout_s).values()
+        try:
+            future.result(timeout=timeout_s)
+        except KafkaException as exc:
+            if asked == 1 or exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+
+    try:
+        ask()
+    except KafkaException as exc:
+        raise RuntimeError(f"cannot create topic {new.topic}: {exc}") from exc
 
 
 class RealStack:
@@ -496,12 +530,7 @@ class RealStack:
         else:
             rf = self.kafka.replication_factor if self.kafka is not None else 1
             new = NewTopic(name, partitions, rf, config=topic_config)
-        futures = self.admin().create_topics([new], request_timeout=timeout_s)
-        for topic, future in futures.items():
-            try:
-                future.result(timeout=timeout_s)
-            except KafkaException as exc:
-                raise RuntimeError(f"cannot create topic {topic}: {exc}") from exc
+        create_topic_once(self.admin, new, timeout_s)
 
         wait_until(lambda: len(self.leaders(name)) == partitions, timeout_s,
                    f"a leader for every partition of {name}", interval_s=0.1)
