@@ -14,13 +14,15 @@ from freshness_tracker.domain.model import (
     TopicResult,
 )
 
-__all__ = ["roll_up_groups", "roll_up_topics"]
+__all__ = ["UNMEASURED", "roll_up_groups", "roll_up_topics"]
 
 #: Members as module names: `PartitionStatus.X` is a class attribute lookup, ten times a global's,
 #: and the roll-ups test each of 100,000 partitions several times a cycle.
 _NO_COMMIT, _INVALID = PartitionStatus.NO_COMMIT, PartitionStatus.INVALID
-_UNMEASURED = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.NO_COMMIT,
-                         PartitionStatus.INVALID})
+#: Partitions without a freshness value this cycle (the group's unmeasured count; the `once`
+#: table counts the same).
+UNMEASURED = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.NO_COMMIT,
+                        PartitionStatus.INVALID})
 #: Unmeasured partitions that may hold the worst freshness: the max is unknown while one exists.
 _UNKNOWN = frozenset({PartitionStatus.LOOKUP_FAILED, PartitionStatus.INVALID})
 #: Partitions whose freshness comes from a record at C that is waiting (or, after data loss,
@@ -128,7 +130,7 @@ def roll_up_topics(results: Sequence[PartitionResult]) -> tuple[TopicResult, ...
             max_freshness_ms=worst,
             offset_lag=_lag(parts),
             partitions=len(parts),
-            unmeasured_partitions=sum(p.status in _UNMEASURED for p in parts),
+            unmeasured_partitions=sum(p.status in UNMEASURED for p in parts),
             oldest_uncommitted_ms=oldest,
         ))
     return tuple(out)
@@ -167,7 +169,7 @@ def roll_up_groups(
                 max_freshness_ms=worst,
                 offset_lag=None if unusable else _lag(parts),
                 partitions=len(parts),
-                unmeasured_partitions=unusable + sum(p.status in _UNMEASURED for p in parts),
+                unmeasured_partitions=unusable + sum(p.status in UNMEASURED for p in parts),
                 data_loss_partitions=sum(p.data_loss for p in parts),
                 data_current_as_of_ms=None if unusable else _oldest_data(parts),
                 catch_up_ms=estimate,

@@ -11,7 +11,7 @@ from typing import Any
 
 from freshness_tracker.domain.model import GroupResult, PartitionResult, Snapshot
 from freshness_tracker.domain.names import printable
-from freshness_tracker.domain.rollup import _UNMEASURED as UNMEASURED  # the roll-up's own count
+from freshness_tracker.domain.rollup import UNMEASURED  # the roll-up's own count
 
 __all__ = ["format_freshness", "format_ms", "render_json", "render_table"]
 
