@@ -136,7 +136,28 @@ def create_topic_once(admin: Callable[[], AdminClient], new: NewTopic, timeout_s
         raise RuntimeError(f"cannot create topic {new.topic}: {exc}") from exc
 
 
-class RealStack:
+class _Started:
+    """`with` a stack: started on entry, stopped on exit (also on an error)."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class RealStack(_Started):
     """Kafka (``nodes`` = 1 or 3) + Burrow; a context manager, or :meth:`start`/:meth:`stop`.
 
     Attributes once started: ``bootstrap_servers`` (every broker), ``burrow_url``, ``cluster``
@@ -379,17 +400,6 @@ class RealStack:
                 consumer.close()
         if producer is not None:
             producer.flush(2)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def logs_tail(self, lines: int = 40) -> str:
         """The last ``lines`` of every component's log, for failure reports."""
@@ -834,7 +844,7 @@ class RealStack:
         return component
 
 
-class MultiClusterStack:
+class MultiClusterStack(_Started):
     """Several Kafka clusters read by **one** Burrow, as users run Burrow: each cluster a
     :class:`RealStack` of its own (JVMs, ports, workdir, helpers), the Burrow (and the ZooKeeper
     Burrow 1.2.1 coordinates through) the group's.
@@ -987,13 +997,3 @@ class MultiClusterStack:
             parts.append(self.burrow.log_tail(lines))
         return "\n".join(parts)
 
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
