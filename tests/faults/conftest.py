@@ -4,31 +4,49 @@ disturbs other test modules), a seeded scenario, and the observation log.
 
 A component that cannot start skips the suite locally with the reason; under ``CI=true`` it fails.
 Observations are written to ``$FT_FAULT_MATRIX`` (default: a file in the temp directory) at the
-end of the session; ``python3 -m tests.faults.render_matrix FILE`` turns them into
-docs/reliability.md.
+end of the session. With ``FT_RECORD_DIR`` set, the session's run record (command, machine, every
+test's outcome, the stack's versions and the matrix rows) is written to
+``$FT_RECORD_DIR/fault-suite.json``: docs/reliability.md is rendered from that record
+(``scripts/render_docs.py``).
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import subprocess
 import tempfile
 import time
 from collections.abc import Generator, Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from devstack import RealStack
+from devstack.cache import default_kafka_version
 from freshness_tracker import __version__
 from tests.faults.harness import Certs, Matrix, Observation, Record, make_certs
 from tests.stack_support import running_stack
+from tests.support.record import Recorder, session_recorder
 
 MATRIX_PATH = Path(os.environ.get("FT_FAULT_MATRIX") or
                    Path(tempfile.gettempdir()) / "freshness-tracker-fault-matrix.json")
 
 _matrix = Matrix(MATRIX_PATH)
 _started = time.monotonic()
+_run_record = Recorder(None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _run_record
+    _run_record = session_recorder(config, "fault-suite", "tests/faults/")
+
+
+def _debian_burrow_version() -> str:
+    result = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "burrow"],
+                            capture_output=True, text=True, check=False, timeout=30)
+    return result.stdout.strip() or "unknown"
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +83,13 @@ def pytest_runtest_makereport(
     return report
 
 
+@pytest.hookimpl(tryfirst=True)  # before the run record's own session finish writes it
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _run_record.active:
+        _run_record.fact("freshness-tracker", __version__)
+        _run_record.fact("kafka", default_kafka_version())
+        _run_record.fact("burrow", _debian_burrow_version())
+        _run_record.data["rows"] = [asdict(r) for r in _matrix.rows]
     if not _matrix.rows:
         return
     _matrix.write({

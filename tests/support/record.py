@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["RECORD_DIR_ENV", "Recorder", "machine", "recorder"]
+__all__ = ["RECORD_DIR_ENV", "Recorder", "machine", "recorder", "session_recorder"]
 
 RECORD_DIR_ENV = "FT_RECORD_DIR"
 PASSED, FAILED, SKIPPED, NOT_RUN = "passed", "failed", "skipped", "not run"
@@ -133,11 +133,16 @@ class Recorder:
 def recorder(request: pytest.FixtureRequest, name: str) -> Recorder:
     """For a module-scoped fixture: the recorder of the requesting module's tests, writing
     ``$FT_RECORD_DIR/<name>.json`` (relative to where pytest was started); inactive when unset."""
+    return session_recorder(request.config, name, request.node.nodeid + "::")
+
+
+def session_recorder(config: pytest.Config, name: str, scope: str) -> Recorder:
+    """The recorder of every test whose node id starts with `scope` (a suite's directory, or a
+    module's ``path::``), writing ``$FT_RECORD_DIR/<name>.json`` at session finish (relative to
+    where pytest was started); inactive, and not registered, when the variable is unset."""
     directory = os.environ.get(RECORD_DIR_ENV, "")
-    scope = request.node.nodeid + "::"
     if not directory:
         return Recorder(None, scope)
-    config = request.config
     cwd = config.invocation_params.dir
     rec = Recorder(cwd / directory / f"{name}.json", scope, {
         "record": name,
