@@ -45,14 +45,15 @@ def _commit(cwd: Path) -> str:
 
 
 def _command(config: pytest.Config, directory: str) -> str:
-    """The command as typed, the record directory included, the interpreter relative to the
-    directory it ran in (so the record carries no machine's paths)."""
+    """The command as typed, the record directory (and ``CI=true``) included, the interpreter
+    relative to the directory it ran in (so the record carries no machine's paths)."""
     cwd = config.invocation_params.dir
     python = Path(sys.executable)
     with contextlib.suppress(ValueError):
         python = python.relative_to(cwd)
     args = shlex.join(config.invocation_params.args)
-    return f"{RECORD_DIR_ENV}={directory} {python} -m pytest {args}".rstrip()
+    ci = "CI=true " if os.environ.get("CI") == "true" else ""  # components must start, no skips
+    return f"{ci}{RECORD_DIR_ENV}={directory} {python} -m pytest {args}".rstrip()
 
 
 class Recorder:
