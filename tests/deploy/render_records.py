@@ -1,9 +1,9 @@
 """Render the figures of docs/deploy.md from the committed record of the image and chart run.
 
-    FT_RECORD_DIR=docs/records .venv/bin/python -m pytest tests/deploy/test_image_run.py \\
+    FT_RECORD_DIR=docs/records/deploy .venv/bin/python -m pytest tests/deploy/test_image_run.py \\
         -m "containers or not containers" -p no:cacheprovider
-    .venv/bin/python -m tests.deploy.render_records          # rewrites the block in docs/deploy.md
-    .venv/bin/python -m tests.deploy.render_records --check  # exit 1 if the page is stale
+    .venv/bin/python scripts/render_docs.py          # rewrites every generated page
+    .venv/bin/python scripts/render_docs.py --check  # exit 1 and a diff if one is stale
 
 The block between the markers is the only part of the page rendered; the text around it is
 written by hand and quotes no figure. The outcome is recomputed from the record's own steps and
@@ -13,17 +13,26 @@ summary says, and a step the run did not reach renders as not run.
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-RECORD = ROOT / "docs" / "records" / "containers.json"
-PAGE = ROOT / "docs" / "deploy.md"
-BEGIN = "<!-- containers-record:begin -->"
-END = "<!-- containers-record:end -->"
+from devstack.records import (
+    load_record,
+    no_record_block,
+    outcome_cell,
+    read_page,
+    record_path,
+    replace_block,
+    run_outcome,
+    source_comment,
+)
+
+PAGE = "docs/deploy.md"
+RECORD = "deploy/containers.json"
+BLOCK = "containers-record"
+COMMAND = ("`FT_RECORD_DIR=docs/records/deploy .venv/bin/python -m pytest "
+           "tests/deploy/test_image_run.py -m 'containers or not containers' -p no:cacheprovider`, "
+           "then `.venv/bin/python scripts/render_docs.py`")
 
 #: The run's rows in the order it runs them: (label, kind, key in the record).
 ROWS = (
@@ -67,31 +76,25 @@ def _rows(record: dict[str, Any]) -> list[tuple[str, str, str]]:
 def outcome(record: dict[str, Any]) -> str:
     """failed if anything failed or pytest exited non-zero; passed only when every row passed;
     otherwise incomplete (skipped or not run)."""
-    outcomes = [o for _, _, o in _rows(record)]
-    if record.get("exit_status") != 0 or "failed" in outcomes or record.get("outcome") == "failed":
-        return "failed"
-    return "passed" if all(o == "passed" for o in outcomes) else "incomplete"
+    return run_outcome(record, [o for _, _, o in _rows(record)])
 
 
 def render(record: dict[str, Any]) -> str:
-    """The block between the markers (markers included), from the record alone."""
+    """The block's body (between the markers), from the record alone."""
     rows = _rows(record)
     facts: dict[str, str] = record.get("facts", {})
     mach = record.get("machine", {})
     passed = sum(1 for _, _, o in rows if o == "passed")
     result = outcome(record)
     lines = [
-        BEGIN,
-        "<!-- rendered from docs/records/containers.json by "
-        "`python -m tests.deploy.render_records`: do not edit by hand -->",
+        source_comment(f"docs/records/{RECORD}"),
         f"**Recorded run: {result}** ({passed} of {len(rows)} steps passed; pytest exit status "
         f"{record.get('exit_status')}), {record.get('generated', 'undated')} at commit "
         f"`{record.get('commit', 'unknown')}`:",
         "",
         "| step | seconds | outcome |",
         "|---|--:|---|",
-        *(f"| {label} | {seconds} | {'**failed**' if o == 'failed' else o} |"
-          for label, seconds, o in rows),
+        *(f"| {label} | {seconds} | {outcome_cell(o)} |" for label, seconds, o in rows),
         "",
         f"- Machine: {mach.get('cores', '?')} cores (Linux {mach.get('kernel', '?')}), shared "
         f"with other test runs: load average {mach.get('load_average', '?')} at the start, "
@@ -104,38 +107,13 @@ def render(record: dict[str, Any]) -> str:
         "- Each test's seconds are its own body (its container or pod started, measured and "
         "removed); the images' builds and the stack's start come before it.",
         f"- Command: `{record.get('command', '?')}`",
-        END,
     ]
     return "\n".join(lines)
 
 
-def splice(page: str, block: str) -> str:
-    """`page` with the text from BEGIN to END (inclusive) replaced by `block`."""
-    start, end = page.find(BEGIN), page.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the page has no {BEGIN} ... {END} block")
-    return page[:start] + block + page[end + len(END):]
-
-
-def rendered_page(record_path: Path = RECORD, page_path: Path = PAGE) -> str:
-    record = json.loads(record_path.read_text(encoding="utf-8"))
-    return splice(page_path.read_text(encoding="utf-8"), render(record))
-
-
-def main(argv: Sequence[str]) -> int:
-    """Rewrite docs/deploy.md's block from the record; with --check, exit 1 if it differs."""
-    if list(argv) not in ([], ["--check"]):
-        print("usage: python -m tests.deploy.render_records [--check]", file=sys.stderr)
-        return 2
-    page = rendered_page()
-    if argv:
-        if page != PAGE.read_text(encoding="utf-8"):
-            print(f"{PAGE} is stale: run python -m tests.deploy.render_records", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(page, encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+def pages(root: Path) -> dict[str, str]:
+    """docs/deploy.md with its containers-record block rendered from the committed record."""
+    record = load_record(record_path(root, RECORD))
+    body = (render(record) if record is not None
+            else no_record_block(f"docs/records/{RECORD}", COMMAND))
+    return {PAGE: replace_block(read_page(root, PAGE), BLOCK, body, where=PAGE)}

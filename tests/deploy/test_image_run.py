@@ -9,7 +9,7 @@ answer, and the ConfigMap the chart renders is the file the exporter reads.
 The chart's pods are marked `containers` (tests/deploy/conftest.py): a suite of its own that CI
 leaves out, run with `-m containers`; CI runs the image test. With FT_RECORD_DIR set, the run
 writes its record (versions, machine, each step's time, each test's outcome) for docs/deploy.md:
-`python -m tests.deploy.render_records` renders the page's figures from it."""
+`scripts/render_docs.py` renders the page's figures from it."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ USER 10001:10001
 
 @pytest.fixture(scope="module", autouse=True)
 def run_record(request: pytest.FixtureRequest) -> Recorder:
-    """The run's record, docs/records/containers.json when FT_RECORD_DIR=docs/records."""
+    """The run's record, docs/records/deploy/containers.json when
+    FT_RECORD_DIR=docs/records/deploy."""
     return recorder(request, "containers")
 
 

@@ -1,6 +1,7 @@
-"""docs/deploy.md's figures are the committed record of the image and chart run, rendered: the
-page is re-rendered from docs/records/containers.json and must not differ; a failed run renders
-as failed, never as passed; the recorder writes what the renderer reads."""
+"""docs/deploy.md's figures are the committed record of the image and chart run, rendered (the
+page itself is checked with every other one by tests/docs/test_pages_from_records.py): the
+record holds every test the page shows; a failed run renders as failed, never as passed; a
+missing record renders as no record; the recorder writes what the renderer reads."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from typing import Any, Literal
 
 import pytest
 
-from tests.deploy.render_records import BEGIN, END, PAGE, RECORD, ROWS, render, rendered_page
+from devstack.records import load_record, markers, record_path
+from tests.deploy.render_records import BLOCK, PAGE, RECORD, ROWS, pages, render
 from tests.support.record import Recorder
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _record(**changes: Any) -> dict[str, Any]:
@@ -32,14 +36,21 @@ def _record(**changes: Any) -> dict[str, Any]:
     return record
 
 
-def test_docs_deploy_block_is_the_committed_record_rendered() -> None:
-    page = PAGE.read_text(encoding="utf-8")
-    assert page.count(BEGIN) == 1 and page.count(END) == 1
-    assert rendered_page() == page, \
-        "docs/deploy.md differs from its record: run python -m tests.deploy.render_records"
-    record = json.loads(RECORD.read_text(encoding="utf-8"))
+def test_the_committed_record_holds_every_test_the_page_shows() -> None:
+    record = load_record(record_path(ROOT, RECORD))
+    assert record is not None, f"docs/records/{RECORD} is missing"
     assert {key for _, kind, key in ROWS if kind == "test"} <= set(record["tests"]), \
         "the committed record lacks a test: record a run of both the image and the chart suite"
+
+
+def test_a_missing_record_renders_no_record(tmp_path: Path) -> None:
+    begin, end = markers(BLOCK)
+    (tmp_path / PAGE).parent.mkdir(parents=True)
+    (tmp_path / PAGE).write_text(f"# Deploy\n\n{begin}\nold figures\n{end}\n\nprose\n")
+    page = pages(tmp_path)[PAGE]
+    assert "**No record**: `docs/records/deploy/containers.json` is missing" in page
+    assert "old figures" not in page and "Recorded run" not in page
+    assert page.startswith("# Deploy\n\n" + begin) and page.endswith(end + "\n\nprose\n")
 
 
 def test_a_passed_run_renders_passed() -> None:
