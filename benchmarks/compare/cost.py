@@ -15,35 +15,58 @@ Per scenario and tool, one process at a time, same poll interval for all:
   per round, the tool's own round duration (median), peak RSS (VmHWM) at the end, and the size
   of ``/metrics`` (scraped once per round, as Prometheus would).
 
-Ours needs Burrow: Burrow's CPU over ours' window is reported beside ours (its Kafka traffic
-uses the internal listener and is not counted).
+Ours and the Consumer Freshness Tracker need Burrow: Burrow's CPU over ours' window is reported
+beside ours (its Kafka traffic uses the internal listener and is not counted). After every tool,
+Burrow is measured alone in two phases of the same run: at the accuracy runs' setting
+(``offset-refresh = topic-refresh = 1``, what the tools read above) and, restarted, at its own
+defaults (``offset-refresh = 10``, ``topic-refresh = 60``): what a deployment that keeps them
+pays.
+
+The returned run names what ran (the command, every tool's version from its build's
+``VERSION``, Kafka's and Burrow's), the machine (cores, load average at start and end) and when,
+as :class:`benchmarks.common.RunRecord` does for the other benchmarks.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import random
+import re
 import resource
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Workload
-from benchmarks.compare.exposition import parse_exposition
-from benchmarks.compare.peers import Tool, make_tool, proc_cpu_s, proc_peak_rss_mib
+from benchmarks.common import RunRecord, Workload
+from benchmarks.compare.exposition import TOOLS, Exposition, parse_exposition
+from benchmarks.compare.peers import (
+    SPECS,
+    Tool,
+    make_tool,
+    peer_version_line,
+    proc_cpu_s,
+    proc_peak_rss_mib,
+    spec_for,
+)
 from devstack import RealStack
+from devstack.burrow import BurrowServer, burrow_config
 
 __all__ = [
     "API_NAMES",
+    "BURROW_DEFAULT_REFRESH",
     "FleetWorkload",
     "api_totals",
+    "measure_burrow",
     "measure_tool",
     "replication_for",
     "run_cost",
+    "with_refresh",
 ]
 
 log = logging.getLogger(__name__)
@@ -209,6 +232,14 @@ def measure_tool(
         scrape_s: list[float] = []
         size = series = 0
         ours_cycles0 = _ours_cycles(tool) if key.startswith("ours") else None
+        # a tool that counts its rounds: where the count stood (no scrape for the others: a
+        # scrape is a round of a tool that collects on scrape)
+        counted0 = (
+            parse_exposition(tool.metrics_text(timeout_s=timeout_s), tool.spec.metrics)
+            if TOOLS[tool.spec.metrics].round_summary is not None
+            else Exposition()
+        )
+        last = counted0
         n = 0
         next_at = time.monotonic() + poll_s
         while n < rounds:
@@ -219,6 +250,7 @@ def measure_tool(
             took = time.perf_counter() - began
             scrape_s.append(took)
             expo = parse_exposition(text, tool.spec.metrics)
+            last = expo
             size, series = len(text.encode()), expo.series
             if tool.spec.collects_on_scrape:
                 round_s.append(took)
@@ -231,12 +263,20 @@ def measure_tool(
         window_s = time.monotonic() - t1
         cpu2, burrow2 = tool.cpu_s(), _cpu(burrow_pid)
         counts2 = api_totals(stack.request_counts())
+        counted = last.rounds is not None and counted0.rounds is not None
         if key.startswith("ours"):
             done = _ours_cycles(tool) - (ours_cycles0 or 0)
+        elif counted:  # a tool that counts its rounds (the CFT's runtime summary)
+            done = max((last.rounds or 0.0) - (counted0.rounds or 0.0), 1.0)
+            if last.rounds != counted0.rounds:
+                round_s = [
+                    ((last.rounds_seconds or 0.0) - (counted0.rounds_seconds or 0.0))
+                    / ((last.rounds or 0.0) - (counted0.rounds or 0.0))
+                ]
         elif tool.spec.collects_on_scrape:
             done = n
-        else:  # fixed-rate scheduler: one round per poll interval
-            done = max(round(window_s / poll_s), 1)
+        else:  # fixed-rate scheduler: one round per its poll interval
+            done = max(round(window_s / (tool.poll_s or poll_s)), 1)
         peak = tool.peak_rss_mib()
         timeouts = tool.log_text().count(KLAG_TIMEOUT)  # klag drops a round that outlives it
     steady = {
@@ -251,11 +291,110 @@ def measure_tool(
         "scrape_s": _median(scrape_s),
         "distinct_round_stamps": len(stamps),
         "timeouts_since_start": timeouts,
+        # every partition it exported, its scenario's or not (the CFT has no group filter)
+        "partitions_exported": len(set(last.time_lag_s) | set(last.offset_lag)),
     }
     if key == "ours" and burrow_pid is not None and burrow1 is not None and burrow2 is not None:
         steady["burrow_cpu_per_round_s"] = (burrow2 - burrow1) / done
         steady["burrow_peak_rss_mib"] = proc_peak_rss_mib(burrow_pid)
-    return {"tool": key, "scenario": scenario.name, "first": first, "steady": steady}
+    return {
+        "tool": key,
+        "scenario": scenario.name,
+        "version": tool.version,
+        "poll_s": tool.poll_s,
+        "first": first,
+        "steady": steady,
+    }
+
+
+#: Burrow's own defaults for its kafka cluster module (its configuration docs):
+#: offset-refresh 10 s, topic-refresh 60 s
+BURROW_DEFAULT_REFRESH = {"offset-refresh": 10, "topic-refresh": 60}
+#: the accuracy runs' setting, devstack's: both every second
+BURROW_ACCURACY_REFRESH = {"offset-refresh": 1, "topic-refresh": 1}
+
+
+def with_refresh(toml: str, refresh: dict[str, int]) -> str:
+    """Burrow's TOML with every cluster module's ``offset-refresh`` / ``topic-refresh`` set to
+    ``refresh``'s values; ValueError when a key is not there to set."""
+    for key, value in refresh.items():
+        toml, n = re.subn(rf"(?m)^{re.escape(key)} = \d+$", f"{key} = {value}", toml)
+        if not n:
+            raise ValueError(f"no {key} in Burrow's config")
+    return toml
+
+
+def _set_refresh(burrow: BurrowServer, refresh: dict[str, int]) -> None:
+    """Make ``burrow``'s next start write its config with ``refresh``."""
+    render = burrow.render_config
+    if render is None:  # the default renderer, as BurrowServer.start calls it
+        b = burrow
+
+        def render(port: int, pidfile: Path) -> str:
+            return burrow_config(
+                cluster=b.cluster,
+                servers=b.servers,
+                http_port=port,
+                pidfile=pidfile,
+                refresh_s=b.refresh_s,
+                tls_ca=b.tls_ca,
+                sasl=b.sasl,
+                more_clusters=b.more_clusters,
+            )
+
+    base = render
+    burrow.render_config = lambda port, pidfile: with_refresh(base(port, pidfile), refresh)
+
+
+def _burrow_groups(stack: RealStack) -> set[str]:
+    status, body = stack.burrow_get(f"/v3/kafka/{stack.cluster}/consumer")
+    return set((body or {}).get("consumers") or []) if status == 200 else set()
+
+
+def measure_burrow(
+    stack: RealStack,
+    refresh: dict[str, int],
+    window_s: float,
+    poll_s: float,
+    groups: set[str],
+    restart: bool,
+    timeout_s: float = 300.0,
+) -> dict[str, Any]:
+    """Burrow alone (no tool running) over ``window_s``: CPU seconds per second and per poll
+    interval, peak RSS. ``restart``: first restart it with ``refresh`` and wait until it lists
+    ``groups`` again and two offset refreshes have passed (its start re-reads
+    ``__consumer_offsets`` from the beginning: not the steady cost)."""
+    burrow = stack.burrow
+    if burrow is None:
+        raise RuntimeError("no Burrow in this stack")
+    began = time.monotonic()
+    if restart:
+        _set_refresh(burrow, refresh)
+        burrow.stop()
+        stack.start_burrow()
+        deadline = time.monotonic() + timeout_s
+        while not groups <= _burrow_groups(stack):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Burrow lists {len(_burrow_groups(stack))} groups again")
+            time.sleep(1.0)
+        time.sleep(2 * refresh["offset-refresh"])
+    pid = burrow.pid
+    if pid is None:
+        raise RuntimeError("Burrow is not running")
+    cpu0, t0 = proc_cpu_s(pid), time.monotonic()
+    time.sleep(window_s)
+    cpu1, t1 = proc_cpu_s(pid), time.monotonic()
+    per_s = (cpu1 - cpu0) / (t1 - t0)
+    return {
+        "refresh": dict(refresh),
+        "restarted": restart,
+        "settle_s": t0 - began,
+        "window_s": t1 - t0,
+        "cpu_s": cpu1 - cpu0,
+        "cpu_per_s": per_s,
+        "cpu_per_poll_s": per_s * poll_s,
+        "peak_rss_mib": proc_peak_rss_mib(pid),
+    }
 
 
 def _ours_cycles(tool: Tool) -> float:
@@ -295,7 +434,9 @@ def run_cost(
     progress: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Start the 3-node proxied stack, build the workloads, measure every tool (order
-    alternating per repetition)."""
+    alternating per repetition), then Burrow alone at the accuracy setting and at its defaults
+    (one window of ``rounds`` poll intervals each)."""
+    record = RunRecord("compare")  # the command, when, the machine and the load at start
     began = time.monotonic()
     nodes = 3
     open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]  # the brokers inherit it
@@ -364,14 +505,59 @@ def run_cost(
                         f"MiB, {s['metrics_bytes']:,} B, requests/round "
                         f"{s['requests_per_round']}"
                     )
+        burrow_phases: list[dict[str, Any]] = []
+        if stack.burrow is not None and scenarios:
+            groups = {g for s in scenarios for g in s.workload.group_names}
+            for refresh, restart in (
+                (BURROW_ACCURACY_REFRESH, False),
+                (BURROW_DEFAULT_REFRESH, True),
+            ):
+                progress(f"  Burrow alone, {refresh}")
+                try:
+                    phase = measure_burrow(
+                        stack, refresh, rounds * poll_s, poll_s, groups, restart=restart
+                    )
+                except Exception as exc:  # a finding too: say so in the record
+                    progress(f"    failed: {exc}")
+                    phase = {"refresh": dict(refresh), "error": str(exc).splitlines()[0][:300]}
+                else:
+                    progress(
+                        f"    {phase['cpu_per_s']:.4f} CPU s/s, "
+                        f"{phase['cpu_per_poll_s']:.3f} per {poll_s:g} s, "
+                        f"{phase['peak_rss_mib']:.0f} MiB"
+                    )
+                burrow_phases.append(phase)
+        burrow_line = (
+            "Debian's Burrow 1.2.1" if stack.burrow121 else peer_version_line("burrow")
+        ) or "FT_BURROW_BIN"
+        context = record.data
+        context["machine"]["load_end"] = [round(x, 2) for x in os.getloadavg()]
+        context["finished"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        context["versions"].update(
+            {
+                "kafka": stack.kafka_version,
+                "burrow": burrow_line,
+                **{t: spec_for(t).version for t in tools if t in SPECS},
+            }
+        )
+        context["version_lines"] = {
+            t: peer_version_line(peer) or SPECS[t].version
+            for t in tools
+            if t in SPECS and (peer := SPECS[t].peer) is not None
+        }
         return {
+            **{k: context[k] for k in ("command", "started", "finished", "machine")},
+            "versions": context["versions"],
+            "version_lines": context["version_lines"],
+            "status": "ok" if all("error" not in r for r in results) else "partial",
+            "burrow_phases": burrow_phases,
             "kafka_version": stack.kafka_version,
             "nodes": nodes,
             "replication_factor": rf,
             "open_files_limit": open_files,
             "build_errors": build_errors,
             "topic_counts": {s.name: len(s.workload.topics) for s in scenarios},
-            "burrow": "Debian's 1.2.1" if stack.burrow121 else "FT_BURROW_BIN",
+            "burrow": "Debian's 1.2.1" if stack.burrow121 else burrow_line,
             "scenarios": [
                 {"name": s.name, "title": s.title, "partitions": s.partitions, "lagging": s.lagging}
                 for s in scenarios

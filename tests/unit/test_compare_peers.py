@@ -1,0 +1,204 @@
+"""The comparison's newer peers without running them (benchmarks/compare): kminion's and the
+Consumer Freshness Tracker's expositions, every peer's generated config (loopback, the run's
+groups, the poll interval), the reasons a peer is not run, and Burrow's refresh for the cost
+run's two Burrow phases."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.compare import peers
+from benchmarks.compare.cost import BURROW_DEFAULT_REFRESH, with_refresh
+from benchmarks.compare.exposition import parse_exposition
+from benchmarks.compare.peers import (
+    cft_config,
+    kminion_config,
+    make_tool,
+    missing_reason,
+    peer_version,
+    tree_cpu_s,
+    tree_peak_rss_mib,
+)
+from devstack.burrow import burrow121_config, burrow_config
+
+# tests/data/compare/: kminion 2.3.5 and the CFT, written from their metric definitions
+DATA = Path(__file__).resolve().parents[1] / "data" / "compare"
+KMINION = (DATA / "kminion.prom").read_text()
+CFT = (DATA / "cft.prom").read_text()
+
+
+def test_kminion_has_per_partition_offsets_under_its_own_label_names() -> None:
+    expo = parse_exposition(KMINION, "kminion")
+    assert expo.offset_lag == {("g1", "t1", 0): 7.0, ("g1", "t1", 1): 0.0}  # not the topic sum
+    assert expo.time_lag_s == {}
+    assert expo.round_seconds is None and expo.round_stamp is None and expo.rounds is None
+
+
+def test_cft_freshness_is_milliseconds_of_one_cluster_and_its_rounds_a_summary() -> None:
+    expo = parse_exposition(CFT, "cft", cluster="local")
+    assert expo.time_lag_s == {("g1", "t1", 0): 79.911, ("g1", "t1", 1): 0.0}  # not "other"
+    assert expo.offset_lag == {}
+    assert expo.rounds == 4 and expo.rounds_seconds == 1.0
+    assert expo.round_seconds == 0.25  # the mean round so far
+    assert expo.round_stamp == pytest.approx(1795635153.456)  # the last successful round
+    assert parse_exposition(CFT, "cft").time_lag_s[("g1", "t1", 0)] == 5.0  # the last cluster
+
+
+def test_kminion_config_is_loopback_with_the_runs_groups_and_lag_alone() -> None:
+    conf = yaml.safe_load(kminion_config("h1:9092,h2:9092", 9999, "^acc-", "^acc-"))
+    assert conf["exporter"] == {"namespace": "kminion", "host": "127.0.0.1", "port": 9999}
+    assert conf["kafka"]["brokers"] == ["h1:9092", "h2:9092"]
+    groups = conf["minion"]["consumerGroups"]
+    assert groups["allowedGroups"] == ["/^acc-/"]  # kminion anchors a regex not in /.../
+    assert (groups["enabled"], groups["granularity"]) == (True, "partition")
+    assert conf["minion"]["topics"]["allowedTopics"] == ["/^acc-/"]
+    assert not conf["minion"]["topics"]["enabled"]
+    assert not conf["minion"]["logDirs"]["enabled"]
+    assert not conf["minion"]["endToEnd"]["enabled"]
+
+
+def test_cft_config_names_burrow_the_cluster_and_an_integer_frequency() -> None:
+    conf = yaml.safe_load(cft_config("http://127.0.0.1:8000", "h1:9092", "local", 9998, 2.4))
+    assert conf["burrow"] == {"url": "http://127.0.0.1:8000"}
+    assert conf["clusters"] == [{"name": "local", "kafka": {"bootstrap.servers": "h1:9092"}}]
+    assert conf["port"] == 9998
+    assert conf["frequency_sec"] == 2 and isinstance(conf["frequency_sec"], int)  # it casts
+    assert yaml.safe_load(cft_config("u", "b", "c", 1, 0.2))["frequency_sec"] == 1
+    assert "workerThreadCount" not in conf and "numConsumers" not in conf  # its defaults
+
+
+@pytest.fixture
+def peers_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty $PEERS, nothing pointed at by the per-binary variables."""
+    for env in ("FT_KLAG_BIN", "FT_KAFKA_EXPORTER_BIN", "FT_KMINION_BIN", "FT_CFT_RUN"):
+        monkeypatch.delenv(env, raising=False)
+    monkeypatch.setattr(peers, "PEERS_DIR", tmp_path)
+    return tmp_path
+
+
+def _binary(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_missing_peer_says_where_it_was_looked_for_or_why_it_was_not_built(
+    peers_dir: Path,
+) -> None:
+    assert missing_reason("ours") is None
+    reason = missing_reason("kminion")
+    assert reason is not None and str(peers_dir / "kminion" / "bin" / "kminion") in reason
+    (peers_dir / "cft").mkdir()
+    (peers_dir / "cft" / "REFUSED").write_text("javac: package tesla.shade does not exist\n")
+    assert missing_reason("cft") == (
+        "the Consumer Freshness Tracker's run wrapper was not built: "
+        "javac: package tesla.shade does not exist"
+    )
+    _binary(peers_dir / "kminion" / "bin" / "kminion")
+    assert missing_reason("kminion") is None
+    (peers_dir / "klag" / "bin").mkdir(parents=True)
+    (peers_dir / "klag" / "bin" / "klag-exporter").write_text("not executable")
+    assert missing_reason("klag_message_30s") is not None
+    assert missing_reason("nonesuch") is not None
+
+
+def test_versions_come_from_each_builds_version_file(peers_dir: Path) -> None:
+    assert peer_version("klag") == "unknown"
+    (peers_dir / "klag").mkdir()
+    (peers_dir / "klag" / "VERSION").write_text("klag 0.1.29 crates.io rustc-1.90\n")
+    assert peer_version("klag") == "0.1.29"
+    _binary(peers_dir / "klag" / "bin" / "klag-exporter")
+    tool = make_tool(
+        "klag_rate_30s",
+        burrow_url="http://127.0.0.1:1",
+        bootstrap="h:1",
+        cluster="local",
+        workdir=peers_dir / "work",
+        poll_s=2.0,
+        group_regex="^acc-",
+        topic_regex="^acc-",
+    )
+    assert tool.spec.version == "0.1.29"
+    assert tool.version == "klag 0.1.29 crates.io rustc-1.90"
+
+
+def _make(key: str, workdir: Path) -> peers.Tool:
+    return make_tool(
+        key,
+        burrow_url="http://127.0.0.1:8000",
+        bootstrap="h1:9092,h2:9092",
+        cluster="local",
+        workdir=workdir,
+        poll_s=2.0,
+        group_regex="^acc-",
+        topic_regex="^acc-t",
+    )
+
+
+def test_klag_at_its_default_polls_every_30_s_beside_the_runs_interval(peers_dir: Path) -> None:
+    _binary(peers_dir / "klag" / "bin" / "klag-exporter")
+    for key, poll, mode in (
+        ("klag_message", "2s", "message"),
+        ("klag_message_30s", "30s", "message"),
+        ("klag_rate_30s", "30s", "rate"),
+    ):
+        tool = _make(key, peers_dir / key)
+        assert tool.cmd is not None and tool.cmd[1] == "--config"
+        conf = tomllib.loads(Path(tool.cmd[2]).read_text())
+        assert conf["exporter"]["poll_interval"] == poll
+        assert conf["exporter"]["timestamp_sampling"]["mode"] == mode
+        assert conf["exporter"]["http_host"] == "127.0.0.1"
+        assert tool.poll_s == float(poll.removesuffix("s"))
+
+
+def test_kminion_reads_its_file_and_no_other_environment(peers_dir: Path) -> None:
+    binary = _binary(peers_dir / "kminion" / "bin" / "kminion")
+    tool = _make("kminion", peers_dir / "w")
+    assert tool.cmd == [str(binary)]
+    assert tool._env is not None and set(tool._env) == {"CONFIG_FILEPATH", "PATH"}
+    conf = json.loads(Path(tool._env["CONFIG_FILEPATH"]).read_text())
+    assert conf["exporter"]["port"] == tool.port and conf["exporter"]["host"] == "127.0.0.1"
+    assert conf["minion"]["consumerGroups"]["allowedGroups"] == ["/^acc-/"]
+    assert tool.spec.scrape_every_poll and tool.poll_s == 2.0
+
+
+def test_cft_runs_its_wrapper_with_a_config_naming_burrow(peers_dir: Path) -> None:
+    run = _binary(peers_dir / "cft" / "run")
+    tool = _make("cft", peers_dir / "w")
+    assert tool.cmd is not None and tool.cmd[:2] == [str(run), "--conf"]
+    conf = yaml.safe_load(Path(tool.cmd[2]).read_text())
+    assert conf["port"] == tool.port and conf["burrow"]["url"] == "http://127.0.0.1:8000"
+    assert conf["clusters"][0]["kafka"]["bootstrap.servers"] == "h1:9092,h2:9092"
+
+
+def test_a_tool_that_is_not_built_is_not_made(peers_dir: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="kminion binary not found"):
+        _make("kminion", peers_dir / "w")
+
+
+def test_process_tree_figures_include_this_process() -> None:
+    assert tree_cpu_s(os.getpid()) >= peers.proc_cpu_s(os.getpid()) > 0
+    assert tree_peak_rss_mib(os.getpid()) >= peers.proc_peak_rss_mib(os.getpid()) > 1
+
+
+@pytest.mark.parametrize("render", ["1.2.1", "1.9.5"])
+def test_burrow_at_its_default_refresh(render: str, tmp_path: Path) -> None:
+    common = {"cluster": "local", "servers": ["h:1"], "http_port": 1, "pidfile": tmp_path / "p"}
+    toml = (
+        burrow121_config(zookeeper="z:1", **common)  # type: ignore[arg-type]
+        if render == "1.2.1"
+        else burrow_config(**common)  # type: ignore[arg-type]
+    )
+    assert "offset-refresh = 1\n" in toml
+    changed = with_refresh(toml, BURROW_DEFAULT_REFRESH)
+    assert "offset-refresh = 10\n" in changed and "topic-refresh = 60\n" in changed
+    assert "offset-refresh = 1\n" not in changed and "topic-refresh = 1\n" not in changed
+    with pytest.raises(ValueError, match="no poll-refresh"):
+        with_refresh(toml, {"poll-refresh": 5})
