@@ -2,18 +2,20 @@
 
 For each partition: `assign()` it at the smallest requested offset, poll until every requested
 offset of that partition is answered (the record, a later record = GAP, or partition EOF = END),
-then `unassign()` and go on with the next partition. It is *tuned* as in the project's lookup
-measurements, so it is the best one-at-a-time reader we know, not a strawman:
+then `unassign()` and go on with the next partition. It answers the same requests as the batched
+engine and is tuned like it, so a ratio against it measures batching, not configuration:
 
-- `fetch.wait.max.ms` small (default 10 ms here; `bench_cycle` uses 0, its best on Kafka 4.1:
-  every lookup ends with a Fetch at the log end that the broker holds that long; 500 partitions
-  at 1 ms added RTT took 2.7 s with 0, 3.8 s with 1 and 9.3 s with 10 ms, in separate runs on
-  a shared machine) and `fetch.queue.backoff.ms=1` (the default 1000 ms backoff stalls every
-  lookup that hits an empty fetch by a second);
-- `auto.offset.reset=error` (never a silent jump to another record), `enable.partition.eof=true`;
-- `list_topics()` once per `read()` (the first lookup in a new topic otherwise costs ~1 s);
-- C−1 and C of one partition share one assignment, exactly as the batched engine does, so both
-  readers answer the same requests with the same number of assignments per partition.
+- its consumer config is the engine's own (`build_consumer_config`: `queued.min.messages=1`,
+  `fetch.queue.backoff.ms=1`, the fetch-size bounds, `auto.offset.reset=error`,
+  `enable.partition.eof=true`, `read_uncommitted`), with only `fetch.wait.max.ms` its own: a
+  one-at-a-time reader ends every lookup with a log-end Fetch that the broker holds that long,
+  so its best value is the smallest (`bench_cycle --naive-fetch-wait-ms`);
+- `list_topics()` once per `read()` (the first lookup in a new topic otherwise waits for
+  metadata);
+- C−1 and C of one partition share one assignment, exactly as the batched engine does.
+
+It is one serial consumer, a baseline for the engine's design, not a model of another tool: the
+ratio against a real tracker is docs/comparison.md's.
 
 It implements the `RecordReader` port, so it plugs into `Exporter(reader_factory=...)` and a full
 naive cycle runs through the same Burrow → plan → cache → measure path as the batched one.
@@ -30,34 +32,25 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
 from freshness_tracker.kafka.batch import timestamp_of
-from freshness_tracker.kafka.consumers import fetch_requests_from_stats
+from freshness_tracker.kafka.consumers import build_consumer_config, fetch_requests_from_stats
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 
 __all__ = ["NaiveRecordReader", "naive_config"]
 
 
 def naive_config(
-    bootstrap_servers: str, lookup: LookupSettings, fetch_wait_max_ms: int = 10,
+    settings: ClusterKafkaSettings, lookup: LookupSettings, fetch_wait_max_ms: int = 0,
     statistics_interval_ms: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap_servers,
+    """The engine's consumer config (defaults, the cluster's properties, the forced settings),
+    under the baseline's own group and client ids and `fetch.wait.max.ms`."""
+    config: dict[str, Any] = dict(
+        build_consumer_config(settings, lookup, statistics_interval_ms)[0])
+    config.update({
         "group.id": "freshness-bench-naive",
         "client.id": "freshness-bench-naive",
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "auto.offset.reset": "error",
-        "enable.partition.eof": True,
-        "fetch.wait.max.ms": fetch_wait_max_ms,
-        "fetch.queue.backoff.ms": 1,
-        "max.partition.fetch.bytes": lookup.max_partition_fetch_bytes,
-        "fetch.max.bytes": lookup.fetch_max_bytes,
-        "queued.max.messages.kbytes": lookup.queued_max_messages_kbytes,
-        "isolation.level": "read_uncommitted",
-        "log.connection.close": False,
-    }
-    if statistics_interval_ms > 0:
-        config["statistics.interval.ms"] = statistics_interval_ms
+        "fetch.wait.max.ms": str(fetch_wait_max_ms),
+    })  # fmt: skip
     return config
 
 
@@ -69,16 +62,15 @@ class NaiveRecordReader:
         settings: ClusterKafkaSettings,
         lookup: LookupSettings,
         *,
-        fetch_wait_max_ms: int = 10,
+        fetch_wait_max_ms: int = 0,
         statistics_interval_ms: int = 0,
         extra: dict[str, str] | None = None,
     ) -> None:
         self.cluster = settings.name
         self._timeout_s = lookup.timeout_s
         self._fetch_requests = 0
-        config = naive_config(settings.properties["bootstrap.servers"], lookup,
-                              fetch_wait_max_ms, statistics_interval_ms)
-        config.update(extra or {})  # e.g. a stronger baseline (bench_cycle --naive-prop)
+        config = naive_config(settings, lookup, fetch_wait_max_ms, statistics_interval_ms)
+        config.update(extra or {})  # another baseline (bench_cycle --naive-prop)
         if statistics_interval_ms > 0:
             config["stats_cb"] = self._on_stats
         self._statistics_interval_s = statistics_interval_ms / 1000
