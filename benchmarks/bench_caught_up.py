@@ -242,11 +242,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout-s", type=float, default=900.0,
                         help="limit of each build step (topics, produce+commit+Burrow)")
     parser.add_argument("--json", type=Path, help="write every figure to this file")
+    parser.add_argument("--record", type=Path, metavar="DIR",
+                        help="write the run record (what docs/performance.md is rendered from) "
+                             "to DIR/bench_caught_up.json")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=os.environ.get("BENCH_LOG_LEVEL", "WARNING"), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    report = run(args)
+    from benchmarks.common import RunRecord
+
+    record = RunRecord("bench_caught_up", argv)
+    try:
+        report = run(args)
+    except BaseException as exc:
+        if args.record:
+            record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
     print_report(report)
+    if args.record:
+        summary = dict(report["summary"])
+        ratios = {"on_over_off": summary.pop("ratio_on_off")}
+        values = {"args": {k: v for k, v in report["args"].items() if k not in ("json", "record")},
+                  "stack": report["stack"], "summary": summary,
+                  "wall_s": report["wall_s"]}  # fmt: skip
+        print(f"run record written to {record.write(args.record, values, ratios)}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0

@@ -68,8 +68,29 @@ def main() -> None:
     parser.add_argument("--rows-per-cycle", type=int, default=100)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--record", type=Path, metavar="DIR",
+                        help="write the run record (what docs/spark.md's compaction figures "
+                             "are rendered from) to DIR/bench_compact.json")  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    from benchmarks.common import RunRecord
+
+    record = RunRecord("bench_compact")
+    try:
+        figures = run(args)
+    except BaseException as exc:
+        if args.record:
+            record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    if args.record:
+        import pyspark
+
+        ratios = {k: figures.pop(k) for k in ("read_ratio", "report_ratio")}
+        path = record.write(args.record, figures, ratios, versions={"pyspark": pyspark.__version__})
+        print(f"run record written to {path}")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from freshness_tracker.domain.slo import Objective, parse_target
     from freshness_tracker.spark.report_job import ReportOptions, run_report
@@ -117,6 +138,7 @@ def main() -> None:
           f"{f['partitions_compacted']} files in {f['compact_s']} s. Reading the table: "
           f"{f['read_ratio']}× faster compacted (pyarrow); the Spark report: "
           f"{f['report_ratio']}× faster")
+    return figures
 
 
 if __name__ == "__main__":

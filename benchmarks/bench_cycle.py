@@ -570,6 +570,41 @@ def print_report(args: argparse.Namespace, runs: dict[str, dict[str, Any]]) -> N
               f"measurements {t['measure_s']:.1f} s")
 
 
+def record_values(report: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(every figure the page shows, the same-run ratios), per node count and RTT."""
+    values: dict[str, Any] = {"args": {k: report["args"][k] for k in (
+        "partitions", "min_lag", "max_lag", "reps", "naive_fetch_wait_ms", "naive_prop",
+        "compare_prop", "kafka_prop", "big_partitions", "rss_reps")}, "nodes": {}}
+    ratios: dict[str, Any] = {}
+    for nodes, run in report["nodes"].items():
+        summary = {rtt: {k: v for k, v in s.items() if not _is_ratio(k)}
+                   for rtt, s in run["summary"].items()}  # fmt: skip
+        ratios[nodes] = {rtt: {k: v for k, v in s.items() if _is_ratio(k)}
+                         for rtt, s in run["summary"].items()}  # fmt: skip
+        entry: dict[str, Any] = {
+            "kafka_version": run["kafka_version"], "burrow": run["burrow"],
+            "led_by_broker": run["led_by_broker"], "idle_fetch_frames": run["idle_fetch_frames"],
+            "summary": summary,
+            "timings_s": {k: run["timings"][k] for k in ("stack_s", "workload_s", "measure_s")},
+        }  # fmt: skip
+        rss = run.get("rss")
+        if rss is not None:
+            entry["rss"] = {"peak_mib": rss["peak_rss_mib"], "all_peaks_mib": rss["all_peaks_mib"],
+                            "before_cycle_mib": rss["rss_before_cycle_mib"],
+                            "reads": rss["cycle"]["reads"],
+                            "read_failures": rss["cycle"]["read_failures"],
+                            "partitions": rss["cycle"]["partitions"]}  # fmt: skip
+            if "alt" in rss:
+                entry["rss"]["alt_all_peaks_mib"] = rss["alt"]["all_peaks_mib"]
+        values["nodes"][nodes] = entry
+    values["wall_s"] = report["wall_s"]
+    return values, ratios
+
+
+def _is_ratio(key: str) -> bool:
+    return key.endswith("_ratio") or key.startswith("alt_over")
+
+
 def _child_args(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
     """(speed child args, RSS child args, RSS child args with --compare-prop)."""
     extra = ["--groups", f"{BENCH_PREFIX}-g[0-9]+", "--reps", str(args.reps),
@@ -698,6 +733,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="extra librdkafka property for the naive reader (a stronger or "
                              "weaker baseline than the issue's)")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every figure to this file")
+    parser.add_argument("--record", type=Path, metavar="DIR",
+                        help="write the run record (what docs/performance.md is rendered from) "
+                             "to DIR/bench_cycle.json")  # fmt: skip
     # child-only
     parser.add_argument("--child", choices=["speed", "rss"], help=argparse.SUPPRESS)
     parser.add_argument("--burrow-url", help=argparse.SUPPRESS)
@@ -714,7 +752,19 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write("RESULT " + json.dumps(result) + "\n")
         sys.stdout.flush()
         return 0
-    report = parent(args)
+    from benchmarks.common import RunRecord
+
+    record = RunRecord("bench_cycle", argv)
+    try:
+        report = parent(args)
+    except BaseException as exc:
+        if args.record:
+            record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    if args.record:
+        values, ratios = record_values(report)
+        path = record.write(args.record, values, ratios, versions=report["versions"])
+        print(f"run record written to {path}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
         print(f"\nfigures written to {args.json}")

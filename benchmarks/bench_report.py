@@ -410,8 +410,29 @@ def main() -> None:
                         help="local[2]: spark.driver.extraJavaOptions (one per run: the driver's "
                              "JVM is started once per process)")
     parser.add_argument("--json", help="write the figures here too")
+    parser.add_argument("--record", type=Path, metavar="DIR",
+                        help="write the run record (what docs/spark.md is rendered from) to "
+                             "DIR/bench_report.json")  # fmt: skip
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    from benchmarks.common import RunRecord
+
+    record = RunRecord("bench_report")
+    try:
+        figures = run(args)
+    except BaseException as exc:
+        if args.record:
+            record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    if args.record:
+        import pyspark
+
+        ratios = {k: figures.pop(k) for k in list(figures) if "_over_" in k}
+        path = record.write(args.record, figures, ratios, versions={"pyspark": pyspark.__version__})
+        print(f"run record written to {path}")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="bench-report-"))
     figures: dict[str, Any] = {"rows_asked": args.rows}
     try:
@@ -455,6 +476,7 @@ def main() -> None:
     print(json.dumps(figures, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    return figures
 
 
 def _process_cpu_s(pid: int) -> float:

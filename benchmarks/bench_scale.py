@@ -613,6 +613,64 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
               f"{s['groups_duplicated']}")
 
 
+def _write_failed(record: Any, args: argparse.Namespace, exc: BaseException) -> None:
+    if args.record:
+        record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
+
+
+def _cycle_row(x: dict[str, Any]) -> dict[str, Any]:
+    return {k: x[k] for k in ("cpu_s", "wall_s", "kafka_reads", "cache_hits", "read_failures",
+                              "up", "partitions", "VmHWM") if k in x}  # fmt: skip
+
+
+def record_values(r: dict[str, Any], args: argparse.Namespace
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """(every figure docs/scale.md shows, the same-run ratios): no per-scrape samples, no
+    profiles, so the record stays small."""
+    values: dict[str, Any] = {
+        "args": {k: getattr(args, k) for k in ("groups", "partitions", "lagging", "topics",
+                                               "records", "warm", "scrapers", "rounds",
+                                               "clusters", "slow_ms", "frequency_s",
+                                               "loops_s", "shards", "shard_groups", "skip")},
+        "seconds": r["seconds"],
+    }  # fmt: skip
+    ratios: dict[str, Any] = {}
+    if "cycle" in r:
+        values["cycle"] = {"cold": _cycle_row(r["cycle"]["cold"]),
+                           "warm": [_cycle_row(w) for w in r["cycle"]["warm"]]}  # fmt: skip
+    scrape_keys = ("n", "p50_s", "p99_s", "bytes")
+    for key in ("scrape", "baseline_scrape"):
+        if key in r:
+            values[key] = {mode: {k: r[key][mode][k] for k in scrape_keys if k in r[key][mode]}
+                           for mode in MODES} | {"hwm_mb": r[key]["hwm_mb"],
+                                                 "rss_peak_during_mb": r[key]["rss_peak_during_mb"]}
+    if "scrape" in r and "baseline_scrape" in r:
+        ratios["baseline_over_cached_scrape"] = {
+            mode: {q: r["baseline_scrape"][mode][q] / r["scrape"][mode][q]
+                   for q in ("p50_s", "p99_s")} for mode in MODES}  # fmt: skip
+    if "scrape_during_cycle" in r:
+        d = r["scrape_during_cycle"]
+        values["scrape_during_cycle"] = {mode: {k: d[mode][k] for k in scrape_keys if k in d[mode]}
+                                         for mode in MODES} | {
+            "cycle_wall_s": d["cycle"]["wall_s"], "rss_peak_during_mb": d["rss_peak_during_mb"]}
+    if "size" in r:
+        values["size"] = r["size"]
+    if "hwm_mb" in r:
+        values["hwm_mb"] = r["hwm_mb"]
+    if "clusters" in r:
+        c = r["clusters"]
+        values["clusters"] = {k: c[k] for k in (
+            "clusters", "partitions", "slow_ms_per_lag", "fast_p50_ms", "fast_max_ms",
+            "slow_durations_ms", "cpu_s", "seconds", "rounds", "rss_peak_during_mb", "hwm_mb")}
+        values["clusters"]["first_cycle"] = {k: c["first_cycle"][k] for k in ("cpu_s", "wall_s")}
+        values["clusters"]["scrape"] = {mode: {k: x[k] for k in scrape_keys if k in x}
+                                        for mode, x in c["scrape"].items()}  # fmt: skip
+    if "shards" in r:
+        values["shards"] = {k: v for k, v in r["shards"].items() if k != "per_shard"}
+        values["shards"]["per_shard"] = r["shards"]["per_shard"]
+    return values, ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--groups", type=int, default=5000)
@@ -642,7 +700,13 @@ def main() -> None:
                         help="with --before: run the clusters phase on that tree too, after")
     parser.add_argument("--skip", default="", help="comma list: single,clusters,shards")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--record", type=Path, metavar="DIR",
+                        help="write the run record (what docs/scale.md is rendered from) to "
+                             "DIR/bench_scale.json")  # fmt: skip
     args = parser.parse_args()
+    from benchmarks.common import RunRecord
+
+    record = RunRecord("bench_scale")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     logging.getLogger("devstack").setLevel(logging.WARNING)
     skip = set(filter(None, args.skip.split(",")))
@@ -655,7 +719,11 @@ def main() -> None:
     began = time.monotonic()
     log.info("starting Kafka, %d topics × %d partitions × %d records", args.topics,
              args.partitions, args.records)
-    stack = build_kafka(layout)
+    try:
+        stack = build_kafka(layout)
+    except BaseException as exc:
+        _write_failed(record, args, exc)
+        raise
     try:
         bootstrap = stack.bootstrap_servers
         if "single" not in skip:
@@ -667,9 +735,17 @@ def main() -> None:
                 many_clusters(args, bootstrap, results, args.before)
         if "shards" not in skip:
             shards(args, bootstrap, results)
+    except BaseException as exc:
+        _write_failed(record, args, exc)
+        raise
     finally:
+        kafka_version = stack.kafka_version
         stack.stop()
     results["seconds"] = time.monotonic() - began
+    if args.record:
+        values, ratios = record_values(results, args)
+        path = record.write(args.record, values, ratios, versions={"kafka": kafka_version})
+        print(f"run record written to {path}")
     report(results, args)
     print(f"\n(run took {results['seconds']:.0f} s)")
     if args.json:

@@ -8,7 +8,7 @@ the thread-pool engine on the same plan, in one run on `local[2]`.
    history layout (date/cluster partitions, FILE_SCHEMA columns): 2 clusters × 25 consumers ×
    2 topics × 10 partitions at 30 s cycles (so 10 M rows are ~3.5 days), with slow consumers,
    breach episodes, a stuck group, a 10-minute outage (no data), unmeasured samples and data
-   loss. Then `run_report` (the CLI's code path: series, applyInPandas SLOs, partitions,
+   loss. Then `run_report` (the CLI's code path: the Spark SQL series and partitions queries,
    charts, outputs) over the whole window, timed without the session start: rows/s.
 2. **Lookups.** The real local stack (`devstack.RealStack`: one Apache Kafka KRaft node, 3.9.1
    unless `--kafka-version` says otherwise, no Burrow: the lags are synthetic; behind a frame
@@ -271,7 +271,33 @@ def main() -> None:
     parser.add_argument("--skip-lookups", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--record", type=Path, metavar="DIR",
+                        help="write the run record (what docs/spark.md is rendered from) to "
+                             "DIR/bench_spark.json")  # fmt: skip
     args = parser.parse_args()
+    from benchmarks.common import RunRecord
+
+    record = RunRecord("bench_spark")
+    try:
+        figures = run(args)
+    except BaseException as exc:
+        if args.record:
+            record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    if args.record:
+        import pyspark
+
+        ratios: dict[str, Any] = {}
+        if "lookups" in figures:
+            lk = figures["lookups"]
+            ratios["lookups_spark_over_threadpool"] = {
+                kind: lk[f"spark_{kind}_s"] / lk[f"threadpool_{kind}_s"]
+                for kind in ("cold", "warm")}
+        path = record.write(args.record, figures, ratios, versions={"pyspark": pyspark.__version__})
+        print(f"run record written to {path}")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
@@ -310,6 +336,7 @@ def main() -> None:
               f"cold, {lk['spark_tasks']} tasks)")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
+    return figures
 
 
 if __name__ == "__main__":

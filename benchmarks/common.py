@@ -19,13 +19,20 @@ little anyway.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import json
 import logging
+import os
+import platform
 import random
+import shlex
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -36,7 +43,7 @@ from devstack.processes import wait_until
 from devstack.proxy import API_FETCH
 from devstack.stack import DEFAULT_RETENTION_MS
 
-__all__ = ["Workload", "create_topics", "fetch_frames", "median", "timed"]
+__all__ = ["RunRecord", "Workload", "create_topics", "fetch_frames", "median", "timed"]
 
 log = logging.getLogger(__name__)
 
@@ -295,3 +302,73 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+class RunRecord:
+    """The committed record of one benchmark run: what ran, on what, and what it measured.
+
+    Pages are rendered from these files only (docs/records/<page>/<bench>.json), so a record
+    holds every value its page shows and the machine's state around the run: on a shared machine
+    the load says how far absolute times can be trusted, and the same-run ratios are what a page
+    may claim. Created before the work (load at start), written after it, also when the run
+    failed: a failed run must render as failed, not vanish.
+    """
+
+    def __init__(self, bench: str, argv: Sequence[str] | None = None) -> None:
+        self.bench = bench
+        args = list(sys.argv[1:] if argv is None else argv)
+        self.data: dict[str, Any] = {
+            "bench": bench,
+            "command": shlex.join(["python3", "-m", f"benchmarks.{bench}", *args]),
+            "started": _utc_now(),
+            "machine": {"cores": os.cpu_count(), "load_start": _load()},
+            "versions": _versions(),
+            "status": "incomplete",
+        }
+
+    def write(
+        self, directory: Path, values: dict[str, Any], ratios: dict[str, Any] | None = None,
+        *, status: str = "ok", error: str | None = None, versions: dict[str, Any] | None = None,
+    ) -> Path:  # fmt: skip
+        """Write `<directory>/<bench>.json`; `status` is ok, failed or incomplete."""
+        self.data["finished"] = _utc_now()
+        self.data["machine"]["load_end"] = _load()
+        self.data["versions"].update(versions or {})
+        self.data["status"] = status
+        if error is not None:
+            self.data["error"] = error
+        self.data["values"] = values
+        self.data["ratios"] = ratios or {}
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{self.bench}.json"
+        path.write_text(json.dumps(_rounded(self.data), indent=1, sort_keys=True) + "\n")
+        return path
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _versions() -> dict[str, Any]:
+    import confluent_kafka
+
+    from freshness_tracker import __version__
+
+    return {"python": platform.python_version(), "freshness_tracker": __version__,
+            "confluent_kafka": confluent_kafka.__version__,
+            "librdkafka": confluent_kafka.libversion()[0]}  # fmt: skip
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 4 significant digits: records stay small and diffs readable."""
+    if isinstance(value, float):
+        return float(f"{value:.4g}")
+    if isinstance(value, dict):
+        return {str(k): _rounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_rounded(v) for v in value]
+    return value
