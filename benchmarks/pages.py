@@ -1,0 +1,392 @@
+"""The figure blocks of docs/performance.md, docs/scale.md and docs/spark.md, from run records.
+
+Each benchmark writes its run record with `--record docs/records/<page>` (benchmarks.common
+`RunRecord`); `pages(root)` fills the pages' blocks from those files alone, so every figure the
+pages show can be traced to a committed run and re-rendered by `scripts/render_docs.py`. The
+machine the benchmarks run on is shared, so the blocks lead with the same-run ratios and give
+absolute times only where a record holds them, next to the load they were measured under. A
+failed run shows as failed with no figures; a missing record says how to make one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from devstack.records import (
+    FAILED,
+    INCOMPLETE,
+    load_record,
+    no_record_block,
+    read_page,
+    record_path,
+    replace_block,
+    run_outcome,
+    source_comment,
+)
+
+__all__ = ["PAGES", "pages"]
+
+Record = Mapping[str, Any]
+Block = Callable[[Record], str]
+
+PERFORMANCE, SCALE, SPARK = "docs/performance.md", "docs/scale.md", "docs/spark.md"
+
+
+# --- shared pieces ------------------------------------------------------------------------------
+
+
+def _x(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}×"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, int) or (float(value).is_integer() and abs(value) >= 100):
+        return f"{int(value):,}"
+    return f"{value:.{digits}f}"
+
+
+def _span(values: Iterable[float | None], fmt: Callable[[float | None], str]) -> str:
+    """One value, or the lowest–highest of several (per broker, per run)."""
+    got = sorted({v for v in values if v is not None})
+    if not got:
+        return "—"
+    return fmt(got[0]) if len(got) == 1 else f"{fmt(got[0])}–{fmt(got[-1])}"
+
+
+def _load(values: list[float] | None) -> str:
+    return "/".join(f"{v:.1f}" for v in values) if values else "—"
+
+
+def _versions(record: Record) -> str:
+    v = record.get("versions", {})
+    return ", ".join(f"{k} {v[k]}" for k in sorted(v))
+
+
+def run_line(record: Record, where: str) -> str:
+    """Where a block's figures come from: command, when, versions, the machine and its load."""
+    machine = record.get("machine", {})
+    line = (f"Run record [`{where}`]({where.removeprefix('docs/')}): "
+            f"`{record.get('command', '?')}`, {record.get('started', '?')} to "
+            f"{record.get('finished', '?')} (UTC); {machine.get('cores', '?')} cores, load "
+            f"average (1/5/15 min) {_load(machine.get('load_start'))} at the start and "
+            f"{_load(machine.get('load_end'))} at the end; {_versions(record)}.")
+    outcome = run_outcome(record)
+    if outcome == FAILED:
+        reason = record.get("error", "no reason recorded")
+        line += f"\n\n**This run failed** ({reason}): no figures."
+    elif outcome == INCOMPLETE:
+        line += "\n\n**This run is incomplete**: no figures."
+    return line
+
+
+def _block(root: Path, relative: str, how: str, body: Block) -> str:
+    """The block for record `relative` (under docs/records): its source, its run line, and
+    `body`'s figures when the run passed."""
+    where = f"docs/records/{relative}"
+    record = load_record(record_path(root, relative))
+    if record is None:
+        return f"{source_comment(where)}\n{no_record_block(where, how)}"
+    head = f"{source_comment(where)}\n{run_line(record, where)}"
+    if run_outcome(record) in (FAILED, INCOMPLETE):
+        return head
+    return f"{head}\n\n{body(record)}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# --- performance: bench_cycle, bench_caught_up ---------------------------------------------------
+
+
+def _rtts(record: Record) -> list[tuple[str, str, Record, Record]]:
+    """(nodes, RTT, summary, ratios) in order."""
+    out = []
+    for nodes, run in sorted(record["values"]["nodes"].items(), key=lambda kv: int(kv[0])):
+        for rtt, summary in sorted(run["summary"].items(), key=lambda kv: float(kv[0])):
+            out.append((nodes, rtt, summary, record["ratios"][nodes][rtt]))
+    return out
+
+
+def _stack(record: Record, nodes: str) -> str:
+    run = record["values"]["nodes"][nodes]
+    burrow = str(run["burrow"]).removeprefix("Debian's ")
+    return f"Kafka {run['kafka_version']} + Burrow {burrow}"
+
+
+def cycle_ratios(record: Record) -> str:
+    args = record["values"]["args"]
+    rows = []
+    for nodes, rtt, s, r in _rtts(record):
+        rows.append([_stack(record, nodes), nodes, f"{rtt} ms", f"**{_x(r['cycle_ratio'])}**",
+                     f"**{_x(r['engine_ratio'])}**",
+                     f"{s['batched_cycle_failures']} / {s['naive_cycle_failures']}",
+                     str(s["not_found_engine"])])
+    intro = (f"{_num(args['partitions'])} lagging partitions (lag {args['min_lag']}–"
+             f"{args['max_lag']} records), {args['reps']} timed repetitions; each ratio is naive "
+             "÷ batched time within one repetition, the median over the repetitions. Naive "
+             f"reader: `fetch.wait.max.ms={args['naive_fetch_wait_ms']}`, the engine's consumer "
+             f"config otherwise; extra naive properties: {args['naive_prop'] or 'none'}.")
+    return intro + "\n\n" + _table(
+        ["stack", "brokers", "added RTT", "cycle ×", "engine ×",
+         "failed reads (batched / naive cycle)", "engine reads not FOUND"], rows)
+
+
+def cycle_fetches(record: Record) -> str:
+    rows = []
+    for nodes, rtt, s, _r in _rtts(record):
+        per_batch = s["fetch_per_broker_per_batch"]
+        naive = s["naive_fetch_per_broker_partition"]
+        per_lookup = s["fetch_per_lookup"]
+        rows.append([
+            nodes, f"{rtt} ms",
+            _span(per_batch.get("batched_cycle", {}).values(), _num),
+            _span(per_batch.get("batched_engine", {}).values(), _num),
+            _span([v.get("proxy") for k, v in per_lookup.items() if k.startswith("batched")],
+                  lambda v: _num(v, 4)),
+            _span([x for k, v in naive.items() for x in v.values()], _num),
+            f"{s['second_cycle_reads']} / {_num(s['second_cycle_cache_hits'])} / "
+            f"{s['second_cycle_fetch_frames']}",
+        ])  # fmt: skip
+    return _table(["brokers", "added RTT", "batched cycle: Fetch per broker per batch",
+                   "batched engine: Fetch per broker per batch", "batched: Fetch per lookup",
+                   "naive: Fetch per partition", "second cycle: reads / cache hits / Fetch"],
+                  rows)  # fmt: skip
+
+
+def cycle_rss(record: Record) -> str:
+    rows = []
+    for nodes, run in sorted(record["values"]["nodes"].items(), key=lambda kv: int(kv[0])):
+        rss = run.get("rss")
+        if rss is None:
+            continue
+        alt = rss.get("alt_all_peaks_mib")
+        rows.append([nodes, _span(rss["all_peaks_mib"], lambda v: f"{v:.0f}"),
+                     f"{rss['before_cycle_mib']:.0f}", f"{rss['reads']} ({rss['read_failures']})",
+                     _span(alt, lambda v: f"{v:.0f}") if alt else "—"])
+    if not rows:
+        return "The 1 MiB-records run was skipped in this record (`--big-partitions 0`)."
+    args = record["values"]["args"]
+    return (f"{args['big_partitions']} lagging partitions of 1 MiB records, one cycle of the "
+            f"default exporter in a fresh process, {args['rss_reps']} times per broker count "
+            "(VmHWM, MiB):\n\n" + _table(
+                ["brokers", "peak RSS", "RSS before the cycle", "reads (failed)",
+                 f"peak RSS with {args['compare_prop'] or 'the compared setting'}"], rows))
+
+
+def cycle_compare(record: Record) -> str:
+    rows = []
+    for nodes, rtt, s, r in _rtts(record):
+        if "alt_cycle_ratio" not in r:
+            continue
+        rows.append([nodes, f"{rtt} ms", f"**{_x(r['alt_cycle_ratio'])}**",
+                     _x(r["alt_engine_ratio"]), _num(r["alt_over_default_cycle"]),
+                     _num(r["alt_over_default_engine"]), str(s["alt_cycle_failures"])])
+    if not rows:
+        return "This record has no in-run comparison (`--compare-prop`)."
+    prop = record["values"]["args"]["compare_prop"]
+    return (f"The batched steps again with {prop}, alternating with the default ones, against "
+            "the same naive runs:\n\n" + _table(
+                ["brokers", "added RTT", "cycle × naive", "engine × naive",
+                 "cycle time ÷ default's", "engine time ÷ default's", "failed reads"], rows))
+
+
+def caught_up(record: Record) -> str:
+    v, r = record["values"], record["ratios"]["on_over_off"]
+    s = v["summary"]
+    rows = [[label, _num(s[phase]["reads"]), _num(s[phase]["cache_hits"]),
+             _num(s[phase]["with_commit_lag"])]
+            for phase, label in (("off", "`false`"), ("on", "`true`, offsets moved"),
+                                 ("on_again", "`true`, no offset moved"))]  # fmt: skip
+    return (f"{v['stack']}; {_num(int(v['args']['partitions']))} caught-up partitions, every "
+            f"group committing every cycle, {v['args']['rounds']} timed rounds (medians). Same "
+            f"run, `true` ÷ `false` per round: **CPU {_x(r['cpu'])}**, wall {_x(r['wall'])}.\n\n"
+            + _table(["`commitLagWhenCaughtUp`", "Kafka reads", "cache hits",
+                      "caught-up partitions with a commit lag"], rows))
+
+
+# --- scale: bench_scale ------------------------------------------------------------------------
+
+
+def _scale_section(record: Record, key: str, body: Callable[[Record], str]) -> str:
+    if key not in record["values"]:
+        return f"Not in this run (`--skip {'single' if key == 'cycle' else key}`)."
+    return body(record)
+
+
+def scale_single(record: Record) -> str:
+    def body(rec: Record) -> str:
+        v, r = rec["values"], rec["ratios"]
+        a = v["args"]
+        c = v["cycle"]
+        cycles = [("cold", c["cold"])] + [(f"warm {i + 1}", w) for i, w in enumerate(c["warm"])]
+        rows = [[name, _num(x["partitions"]), _num(x["kafka_reads"]), _num(x["cache_hits"]),
+                 str(x["read_failures"]), _num(x["cpu_s"]), f"{x['VmHWM']:.0f}"]
+                for name, x in cycles]
+        text = (f"One exporter, {_num(a['groups'])} groups × {a['partitions']} partitions "
+                f"({a['lagging']:.0%} of the groups lagging), default settings:\n\n" + _table(
+                    ["cycle", "partitions", "Kafka reads", "cache hits", "failed reads",
+                     "exporter CPU s (all threads)", "VmHWM MiB"], rows))
+        if "scrape" in v and "baseline_over_cached_scrape" in r:
+            rows = [[mode, _num(v["scrape"][mode]["n"]), f"{v['scrape'][mode]['bytes'] / 1e6:.1f}",
+                     f"**{_x(r['baseline_over_cached_scrape'][mode]['p50_s'], 0)}**",
+                     f"**{_x(r['baseline_over_cached_scrape'][mode]['p99_s'], 0)}**"]
+                    for mode in ("plain", "gzip")]
+            text += (f"\n\n{a['scrapers']} concurrent scrapers against the cached exposition and, "
+                     "in the same run, against prometheus_client's `generate_latest` at every "
+                     "scrape (the baseline):\n\n" + _table(
+                         ["scrape", "scrapes", "MB per scrape", "baseline ÷ cached, p50",
+                          "baseline ÷ cached, p99"], rows))
+        return text
+
+    return _scale_section(record, "cycle", body)
+
+
+def scale_series(record: Record) -> str:
+    def body(rec: Record) -> str:
+        size = rec["values"]["size"]
+        n = size["partitions"]
+        rows = []
+        for name, label in (("served", "the default families"), ("every", "every family")):
+            if name in size:
+                x = size[name]
+                rows.append([label, _num(x["series"]), f"{x['series'] / n:.2f}",
+                             f"{x['bytes'] / 1e6:.1f}", f"{x['bytes'] / n:.0f}"])
+        return (f"/metrics for {_num(n)} partitions in {_num(rec['values']['args']['groups'])} "
+                "groups:\n\n" + _table(["families", "series", "series per partition",
+                                         "MB (plain)", "bytes per partition"], rows))
+
+    return _scale_section(record, "size", body)
+
+
+def scale_clusters(record: Record) -> str:
+    def body(rec: Record) -> str:
+        c = rec["values"]["clusters"]
+        rows = [["first cycle of every cluster: CPU s", _num(c["first_cycle"]["cpu_s"])],
+                ["rounds of all clusters in the loops", _num(c["rounds"], 1)],
+                ["fast clusters' cycles: p50, max (ms)",
+                 f"{_num(c['fast_p50_ms'], 0)}, {_num(c['fast_max_ms'], 0)}"],
+                ["the slow cluster's cycles (ms)",
+                 ", ".join(_num(d, 0) for d in c["slow_durations_ms"]) or "—"],
+                ["CPU s per round of all clusters",
+                 _num(c["cpu_s"] / c["rounds"]) if c["rounds"] else "—"]]
+        rows += [[f"scrape {mode}: n, p50 s, p99 s",
+                  f"{x['n']}, {_num(x['p50_s'], 3)}, {_num(x['p99_s'], 3)}"]
+                 for mode, x in c["scrape"].items()]
+        rows.append(["VmHWM MiB", f"{c['hwm_mb']:.0f}"])
+        return (f"{c['clusters']} clusters, {_num(c['partitions'])} partitions in one process, "
+                f"one cluster's Burrow answering every `/lag` after {c['slow_ms_per_lag']:.0f} ms, "
+                f"{c['seconds']:.0f} s of every cluster's loop while 2 + 2 scrapers scrape "
+                "(absolute figures: no baseline in the same run):\n\n"
+                + _table(["measured", "this run"], rows))
+
+    return _scale_section(record, "clusters", body)
+
+
+def scale_shards(record: Record) -> str:
+    def body(rec: Record) -> str:
+        s = rec["values"]["shards"]
+        rows = [[str(i), _num(c["partitions"]), "yes" if c["up"] else "**no**",
+                 f"{p['bytes'] / 1e6:.1f}", f"{p['hwm_mb']:.0f}"]
+                for i, (c, p) in enumerate(zip(s["cycles"], s["per_shard"], strict=True))]
+        return (f"{_num(s['partitions'])} partitions over {s['shards']} exporter processes, "
+                f"shard i of {s['shards']} each, one cycle each in parallel. The union of their "
+                f"/metrics: {_num(s['series'])} `kafka_consumer_freshness_ms` series, "
+                f"{s['missing']} missing, {s['extra']} extra, {s['duplicated']} twice; "
+                f"{_num(s['groups'])} of {_num(s['groups_expected'])} group roll-ups, "
+                f"{s['groups_duplicated']} twice.\n\n"
+                + _table(["shard", "partitions", "up", "/metrics MB", "VmHWM MiB"], rows))
+
+    return _scale_section(record, "shards", body)
+
+
+# --- spark: bench_compact, bench_spark, bench_report -------------------------------------------
+
+
+def compact(record: Record) -> str:
+    v, r = record["values"], record["ratios"]
+    return (f"{v['days']} days of 30 s cycles, {_num(v['files_written'])} cycle files with "
+            f"{_num(v['rows'])} rows, became {v['partitions_compacted']} files. Same data, same "
+            "run, small files ÷ compacted: reading the table with pyarrow "
+            f"**{_x(r['read_ratio'])}**, the Spark report on `{v['master']}` "
+            f"**{_x(r['report_ratio'])}** (best of the repetitions each).")
+
+
+def spark_lookups(record: Record) -> str:
+    v = record["values"]
+    if "lookups" not in v:
+        return "This run skipped the lookups (`--skip-lookups`)."
+    lk, r = v["lookups"], record["ratios"]["lookups_spark_over_threadpool"]
+    return (f"{_num(lk['lookups'])} reads on {_num(lk['partitions'])} partitions of Kafka "
+            f"{lk['kafka_version']}, added RTT {lk['rtt_ms']:g} ms, one plan, on `{v['master']}`: "
+            f"Spark tasks ({lk['spark_tasks']} tasks, {lk['spark_python_workers']} Python "
+            f"workers) took **{_x(r['warm'])}** the thread-pool engine's time warm and "
+            f"{_x(r['cold'])} cold, in the same run.")
+
+
+def spark_report(record: Record) -> str:
+    v, r = record["values"], record["ratios"]
+    rows = [[label, f"**{_x(r[key], 2)}**" if key in r else "—"]
+            for key, label in (("spark_over_duckdb_slo", "query only (warm, best of the reps)"),
+                               ("spark_over_duckdb_slo_end_to_end",
+                                "end to end (session start + first query)"),
+                               ("spark_over_duckdb_slo_cpu", "CPU seconds"))]  # fmt: skip
+    return (f"The report's tables over {_num(v['rows'])} generated history rows, Spark on "
+            "`local[2]` against the DuckDB + `domain.slo` reference, asserted equal cell for "
+            "cell; Spark ÷ reference in the same run:\n\n" + _table(["measured", "ratio"], rows))
+
+
+# --- pages ---------------------------------------------------------------------------------------
+
+
+def _cmd(bench: str, page: str, extra: str = "") -> str:
+    return (f"`.venv/bin/python -m benchmarks.{bench}{extra} --record docs/records/{page}`, "
+            "then `.venv/bin/python scripts/render_docs.py`.")
+
+
+#: page → [(block name, record under docs/records, how to record it, figures)]
+PAGES: dict[str, list[tuple[str, str, str, Block]]] = {
+    PERFORMANCE: [
+        ("performance-cycle", "performance/bench_cycle.json",
+         _cmd("bench_cycle", "performance", " --compare-prop fetch.wait.max.ms=10"), cycle_ratios),
+        ("performance-fetch", "performance/bench_cycle.json",
+         _cmd("bench_cycle", "performance"), cycle_fetches),
+        ("performance-compare", "performance/bench_cycle.json",
+         _cmd("bench_cycle", "performance", " --compare-prop fetch.wait.max.ms=10"),
+         cycle_compare),
+        ("performance-rss", "performance/bench_cycle.json",
+         _cmd("bench_cycle", "performance"), cycle_rss),
+        ("performance-caught-up", "performance/bench_caught_up.json",
+         _cmd("bench_caught_up", "performance"), caught_up),
+    ],
+    SCALE: [
+        ("scale-single", "scale/bench_scale.json", _cmd("bench_scale", "scale"), scale_single),
+        ("scale-series", "scale/bench_scale.json", _cmd("bench_scale", "scale"), scale_series),
+        ("scale-clusters", "scale/bench_scale.json", _cmd("bench_scale", "scale"),
+         scale_clusters),
+        ("scale-shards", "scale/bench_scale.json", _cmd("bench_scale", "scale"), scale_shards),
+    ],
+    SPARK: [
+        ("spark-compact", "spark/bench_compact.json", _cmd("bench_compact", "spark"), compact),
+        ("spark-lookups", "spark/bench_spark.json", _cmd("bench_spark", "spark"),
+         spark_lookups),
+        ("spark-report", "spark/bench_report.json", _cmd("bench_report", "spark"), spark_report),
+    ],
+}
+
+
+def pages(root: Path) -> dict[str, str]:
+    """Every page of this module with its blocks filled from the records under `root`."""
+    out = {}
+    for page, blocks in PAGES.items():
+        text = read_page(root, page)
+        for name, relative, how, body in blocks:
+            text = replace_block(text, name, _block(root, relative, how, body), where=page)
+        out[page] = text
+    return out
