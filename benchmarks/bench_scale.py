@@ -1,14 +1,15 @@
 """The scale benchmark: one exporter, a hundred thousand partitions; then twenty clusters; then
 half a million partitions over sharded replicas.
 
-    python -m benchmarks.bench_scale                       # ~8-10 minutes on 2 cores
+    python -m benchmarks.bench_scale --record docs/records/scale   # every phase
     python -m benchmarks.bench_scale --before /tmp/ft-before --profile /tmp/prof
     python -m benchmarks.bench_scale --skip clusters,shards --json out.json
 
 Pieces, each in a process of its own so that only the exporter's CPU is the exporter's:
 
-- **Kafka**: `devstack.RealStack(nodes=1)` (Apache Kafka 4.1); `--topics` topics of `--partitions`
-  partitions, `--records` records each. Only its broker is used: Burrow's answers are generated.
+- **Kafka**: `devstack.RealStack(nodes=1)` (devstack's default Kafka); `--topics` topics of
+  `--partitions` partitions, `--records` records each. Only its broker is used: Burrow's
+  answers are generated.
 - **Burrow**: `benchmarks.scale_burrow` serves v3 JSON for `--groups` groups × `--partitions`
   partitions; `--lagging` of the groups commit at real records of those topics (so their Kafka
   reads are real), the rest are caught up.
@@ -28,7 +29,7 @@ Phases and what they print:
    exposition): the same scrapes, `--baseline-rounds` each; ratios baseline ÷ cached.
 3. *Size*: bytes of /metrics per partition and series, the default set against every family.
 4. *Before* (`--before DIR`, an older tree of the exporter, e.g. before the cached exposition:
-   `git archive 4708e60~1 freshness_tracker | tar -x -C DIR`): its cycles alternate with the
+   `git archive <commit> freshness_tracker | tar -x -C DIR`): its cycles alternate with the
    current exporter's (both processes alive, one cycle at a time), then its scrapes, RSS and
    size on the same Burrow and Kafka; the report prints the cycle CPU ratios.
 5. *Clusters*: `--clusters` clusters of `--groups`/`--clusters` groups each in one exporter, one
@@ -40,7 +41,8 @@ Phases and what they print:
    processes (shard i of N each): one cycle each, then the union of their /metrics: every
    partition's freshness series exactly once, none missing, and every group's roll-up once.
 
-Benchmarks are not tests: nothing here asserts; it prints figures (and `--json FILE`).
+Benchmarks are not tests: nothing here asserts; it prints figures (and `--json FILE`;
+`--record DIR` writes the run record docs/scale.md is rendered from).
 """
 
 from __future__ import annotations
@@ -505,7 +507,7 @@ def shards(args: argparse.Namespace, bootstrap: str, results: dict[str, Any]) ->
 
 
 def report(r: dict[str, Any], args: argparse.Namespace) -> None:
-    print(f"\n== issue 11 scale benchmark: {args.groups} groups × {args.partitions} partitions, "
+    print(f"\n== scale benchmark: {args.groups} groups × {args.partitions} partitions, "
           f"{args.lagging:.0%} lagging; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
           + (f"; exporter env {args.env}" if args.env else ""))
     if "cycle" in r:
