@@ -16,6 +16,7 @@ import pytest
 
 from devstack import RealStack
 from devstack.processes import free_port
+from freshness_tracker.cli import EXIT_DEADLINE_S
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.sinks.render import format_ms
 from tests.stack_support import poll, require_managed
@@ -288,4 +289,4 @@ def test_sigterm_between_cycles_exits_at_once_with_nothing_left_busy(tmp_path: P
     assert code == 0, log
     assert "signal=SIGTERM" in log and "stopped" in log, log
     assert "still busy" not in log and "still blocked" not in log, log
-    assert took < 2.0, (took, log)  # the exit deadline it used to wait out is 3.5 s
+    assert took < EXIT_DEADLINE_S, (took, log)  # nothing left to wait out that deadline for

@@ -168,8 +168,10 @@ def test_clusters_take_turns_to_compute_and_one_waiting_for_burrow_holds_none(
         exporter.close()
     assert all(c.health.up for c in snapshot.clusters) and len(snapshot.clusters) == 5
     assert measuring.most == COMPUTE_SLOTS and rendering.most == COMPUTE_SLOTS
+    # the four fast ones were done before the slow one's Burrow answered: none waited for it
     fast = [done[c] - started for c in CLUSTERS if c != "slow"]
-    assert max(fast) < 2.0 < done["slow"] - started, (fast, done["slow"] - started)
+    assert max(fast) < done["slow"] - started and done["slow"] - started >= 2.5, \
+        (fast, done["slow"] - started)
 
 
 def test_a_cycle_whose_turn_never_comes_is_still_measured_and_published_in_time() -> None:
