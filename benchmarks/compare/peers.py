@@ -17,8 +17,10 @@ CFT: its ``HTTPServer(port)`` has no address option and listens on every interfa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -409,8 +411,14 @@ class Tool:
             if self._env is not None
             else {**os.environ, "RUST_LOG": os.environ.get("FT_PEER_LOG", "warn")}
         )
+        # its own process group: stop() reaches what a wrapper script started, too
         self._proc = subprocess.Popen(
-            self.cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=self.workdir
+            self.cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.workdir,
+            start_new_session=True,
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -468,17 +476,24 @@ class Tool:
         if self._exporter is not None:
             self._exporter.stop()
             return
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
+        if self._proc is not None:
+            self._signal_group(signal.SIGTERM)
             try:
                 self._proc.wait(10)
             except subprocess.TimeoutExpired:
-                self._proc.kill()
+                self._signal_group(signal.SIGKILL)
                 self._proc.wait(5)
+            self._signal_group(signal.SIGKILL)  # a child that outlived the wrapper
         self._proc = None
         if self._log is not None:
             self._log.close()
             self._log = None
+
+    def _signal_group(self, sig: int) -> None:
+        if self._proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, sig)  # the group this Popen started (its pid is the pgid)
 
     def log_text(self) -> str:
         """The peer's whole log ('' for ours, whose log the exporter process keeps)."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tomllib
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,40 @@ def test_burrow_at_its_default_refresh(render: str, tmp_path: Path) -> None:
     assert "offset-refresh = 1\n" not in changed and "topic-refresh = 1\n" not in changed
     with pytest.raises(ValueError, match="no poll-refresh"):
         with_refresh(toml, {"poll-refresh": 5})
+
+
+def test_stop_ends_what_a_wrapper_script_started(tmp_path: Path) -> None:
+    """A peer run through a script that does not ``exec`` (the CFT's wrapper may not): the
+    server it started is counted with it and stopped with it."""
+    import sys
+
+    from devstack.processes import free_port
+
+    port = free_port()
+    wrapper = _binary(tmp_path / "run")
+    wrapper.write_text(
+        f"#!/bin/sh\n{sys.executable} -m http.server --bind 127.0.0.1 {port}\necho done\n"
+    )
+    spec = peers.ToolSpec("wrapped", "a wrapped server", "kminion", "0", collects_on_scrape=True)
+    tool = peers.Tool(spec, [str(wrapper)], tmp_path, port)
+    with tool:
+        tool.start(timeout_s=30)
+        family = peers._tree(tool.pid)
+        assert len(family) == 2  # the shell and the server it waits for
+        assert tool.cpu_s() >= peers.proc_cpu_s(family[1])
+    from devstack.processes import wait_until
+
+    for pid in family:  # SIGKILL is sent; the kernel may take a moment to end it
+        wait_until(partial(_ended, pid), 10.0, f"{pid} to end")
+
+
+def _ended(pid: int) -> bool:
+    return _state(pid) in ("gone", "Z")
+
+
+def _state(pid: int) -> str:
+    """A process's state letter, "gone" once reaped (an orphan's zombie waits for init)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
