@@ -1,7 +1,9 @@
 """``python -m benchmarks.accuracy``: run the accuracy harness and write its report.
 
 Full run (default): six shapes, 8 min of traffic, ~9 min wall time; writes ``build/accuracy/``
-(run.json, report.md, PNGs) and regenerates ``docs/accuracy.md`` with ``docs/img/accuracy-*.png``.
+(run.json, report.md, PNGs). ``docs/accuracy.md`` is rendered from committed run records, which
+``python -m benchmarks.compare`` writes (with a real Prometheus evaluating the query-time rule);
+``--docs PATH`` writes this run's own page elsewhere.
 ``--quick``: 2 min of traffic (~2.5 min wall), report under ``build/accuracy/`` only.
 ``--from RUN.json``: re-score and re-plot a saved run without the stack.
 """
@@ -40,8 +42,7 @@ def _parser() -> argparse.ArgumentParser:
                    "1.2.1) or 4.1.1 (the Burrow >= 1.9.5 in FT_BURROW_BIN)")
     p.add_argument("--out", type=Path, default=REPO / "build" / "accuracy",
                    help="report directory (default build/accuracy)")
-    p.add_argument("--docs", type=Path, help="write the docs page here "
-                   "(default docs/accuracy.md for a full run)")
+    p.add_argument("--docs", type=Path, help="also write this run's page here")
     p.add_argument("--no-docs", action="store_true", help="do not write the docs page")
     p.add_argument("--from", dest="from_run", type=Path,
                    help="re-score a saved run.json instead of running")
@@ -81,8 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(own_error_table(results, run.config))
     print(f"\nreport: {report}  (raw run: {args.out / 'run.json'})")
-    docs = args.docs or (None if args.no_docs or run.config.mode == "quick" or args.from_run
-                         else REPO / "docs" / "accuracy.md")
+    docs = args.docs
     if docs is not None and not args.no_docs:
         write_docs(run, results, docs, docs.parent / "img")
         print(f"docs: {docs}")

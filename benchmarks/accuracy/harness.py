@@ -81,7 +81,10 @@ class RunData:
 
     @classmethod
     def load(cls, path: Path) -> RunData:
-        d = json.loads(path.read_text())
+        return cls.from_json(json.loads(path.read_text()))
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RunData:
         return cls(
             config=HarnessConfig(**d["config"]), t0_ms=d["t0_ms"], end_ms=d["end_ms"],
             wall_s=d.get("wall_s", 0.0), sampler_failures=d.get("sampler_failures", 0),
@@ -99,11 +102,12 @@ def run_harness(
     workdir: Path | None = None,
     progress: Callable[[str], None] = lambda _m: None,
     kafka_version: str | None = None,
-    on_ready: Callable[[], None] | None = None,
+    on_ready: Callable[[str], None] | None = None,
 ) -> RunData:
     """Start the stack (unless given; ``kafka_version`` picks devstack's Kafka line), the
     exporter and the shapes; sample; return the run. ``on_ready`` runs once the topics, groups
-    and exporter are up, just before the shapes play (benchmarks.compare starts its peers)."""
+    and exporter are up, just before the shapes play, with the exporter's URL (benchmarks.compare
+    starts its peers and Prometheus)."""
     began = time.monotonic()
     shapes = shapes if shapes is not None else standard_shapes(
         config.duration_s, config.low_volume_interval_s)
@@ -131,7 +135,7 @@ def run_harness(
         exporter.start()
         _wait_for_series(exporter.url, stack.cluster, drivers)
         if on_ready is not None:
-            on_ready()
+            on_ready(exporter.url)
         progress(f"exporter ready at {exporter.url} (frequency_sec={config.frequency_s:g}); "
                  f"playing {len(drivers)} shapes for {config.duration_s:.0f} s")
         t0 = time.time() + 1.0

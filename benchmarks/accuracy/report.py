@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.accuracy.analysis import METHODS, ShapeResult
+from benchmarks.accuracy.analysis import METHODS, MethodScore, ShapeResult
 from benchmarks.accuracy.harness import HarnessConfig, RunData
 from benchmarks.accuracy.shapes import NOTES
 
-__all__ = ["fmt", "markdown_table", "own_error_table", "plot_shape", "write_docs",
+__all__ = ["fmt", "markdown_table", "own_error_table", "pages", "plot_shape", "write_docs",
+           "write_plots",
            "write_report"]
 
 COLORS = {"truth": "#222222", "ours": "#1f77b4", "interpolation": "#ff7f0e", "rate": "#2ca02c"}
@@ -391,3 +393,217 @@ produced timestamp and commit, and every sample) is saved as `run.json` beside t
   own; ours is scraped as Prometheus would scrape it. That favours them by up to one cycle.
 - One partition per topic, one consumer per group, a local broker: the per-partition arithmetic
   is the same for many partitions; how reads are batched across partitions is not measured here."""
+
+
+# ---- the page from run records ------------------------------------------------------------
+
+PAGE = "docs/accuracy.md"
+COMPARISON_RECORDS = "docs/records/comparison"
+ACCURACY_RECORDS = "docs/records/accuracy"
+PAGE_METHODS = ("ours", "ours_rule", "ours_cycle", "interpolation", "rate")
+PAGE_TITLES = {
+    "ours": "freshness-tracker, gauge",
+    "ours_rule": "freshness-tracker, rule (from Prometheus)",
+    "ours_cycle": "freshness-tracker gauge, within one cycle",
+    "interpolation": METHODS["interpolation"],
+    "rate": METHODS["rate"],
+}
+
+
+def _runs(root: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(image prefix, record) for each run the page shows: the latest complete comparison run
+    (the dev stack) first, then every accuracy record, failed ones included."""
+    from benchmarks.accuracy.record import load_records
+
+    out: list[tuple[str, dict[str, Any]]] = []
+    compare = [r for r in load_records(root / COMPARISON_RECORDS, kind="accuracy")
+               if r.get("status") == "complete"]
+    if compare:
+        out.append(("accuracy-", compare[-1]))
+    for rec in load_records(root / ACCURACY_RECORDS, kind="accuracy"):
+        kafka = str(rec.get("kafka", "unknown"))
+        out.append((f"accuracy-kafka-{kafka}-", rec))
+    return out
+
+
+def _page_score(shape: Any, key: str) -> MethodScore | None:
+    if key == "ours_rule":
+        return shape.rule  # type: ignore[no-any-return]
+    return shape.result.scores.get(key)  # type: ignore[no-any-return]
+
+
+def page_table(shapes: Sequence[Any], cfg: HarnessConfig) -> str:
+    t = f"{cfg.threshold_s:g}"
+    head = ("| shape | method | mean \\|err\\| (s) | max \\|err\\| (s) | err after onset (s) "
+            f"| err after recovery (s) | false alarms > {t} s (s) | missed alarms (s) "
+            "| first alert vs truth (s) | no number (samples) |")
+    lines = [head, "|" + "---|" * 10]
+    for sh in shapes:
+        first = True
+        for key in PAGE_METHODS:
+            s = _page_score(sh, key)
+            if s is None:
+                continue
+            name = f"**{sh.result.run.shape.name}**" if first else ""
+            first = False
+            delay = s.alarm_delay_s
+            alert = "—" if delay is None else "never" if math.isinf(delay) else f"{delay:+.1f}"
+            lines.append(
+                f"| {name} | {PAGE_TITLES[key]} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
+                f"{fmt(s.onset_s)} | {fmt(s.recovery_s)} | {s.false_alarm_s:.0f} | "
+                f"{s.missed_s:.0f} | {alert} | {_undefined(s.nan_pct, s.inf_pct)} |")
+    return "\n".join(lines)
+
+
+def worst_sample(sh: Any) -> dict[str, float] | None:
+    """Where the gauge's largest raw error happened, and what the truth did just before: the
+    evidence for whether it is a value one cycle (plus Burrow's delay) old."""
+    res: ShapeResult = sh.result
+    errors = [abs(v - t) if math.isfinite(v) and math.isfinite(t) else -1.0
+              for v, t in zip(res.ours_s, res.truth_s, strict=True)]
+    if not errors or max(errors) < 0:
+        return None
+    i = errors.index(max(errors))
+    at = res.t_s[i]
+    before = [v for ct, v in zip(res.curve_t_s, res.curve_s, strict=True)
+              if at - res.cycle_window_s - 10 <= ct <= at and math.isfinite(v)]
+    drop = next((at - ct for ct, v in zip(reversed(res.curve_t_s), reversed(res.curve_s),
+                                          strict=True)
+                 if ct <= at and math.isfinite(v) and v > 0), math.nan)
+    return {"t_s": at, "error_s": errors[i], "value_s": res.ours_s[i], "truth_s": res.truth_s[i],
+            "truth_before_max_s": max(before, default=math.nan), "since_truth_fell_s": drop,
+            "aligned_s": res.aligned_s[i] if i < len(res.aligned_s) else math.nan}
+
+
+def worst_table(shapes: Sequence[Any], t0_ms: float, end_ms: float) -> str:
+    from benchmarks.compare.page import _burrow_delays
+
+    lines = ["| shape | gauge's max \\|err\\| (s) | at (s) | gauge / truth then (s) "
+             "| truth's peak in the 10 s + one cycle before (s) | since the truth last fell "
+             "(s) | within one cycle (s) | commit → Burrow shows it, median / max (s) |",
+             "|" + "---|" * 8]
+    for sh in shapes:
+        w = worst_sample(sh)
+        if w is None:
+            continue
+        delays = _burrow_delays(sh, t0_ms, end_ms)
+        burrow = (f"{fmt(statistics.median(delays))} / {fmt(max(delays))}" if delays else "—")
+        lines.append(
+            f"| {sh.result.run.shape.name} | {fmt(w['error_s'])} | {w['t_s']:.0f} | "
+            f"{fmt(w['value_s'])} / {fmt(w['truth_s'])} | {fmt(w['truth_before_max_s'])} | "
+            f"{fmt(w['since_truth_fell_s'])} | {fmt(w['aligned_s'])} | {burrow} |")
+    return "\n".join(lines)
+
+
+def _run_section(prefix: str, rec: dict[str, Any]) -> list[str]:
+    from benchmarks.compare.page import _load, _when, scored
+    from benchmarks.compare.report import other_gauges_table
+
+    head = (f"## Apache Kafka {rec.get('kafka', '?')} + {rec.get('burrow', '?')} "
+            f"(run of {_when(rec)})")
+    what = [
+        f"- Record: `{rec.get('_file', '')}`; command: `{rec.get('command', '')}`.",
+        f"- Machine: {_load(rec.get('machine', {}))}.",
+        f"- {rec.get('prometheus', 'no Prometheus')} scraped ours every "
+        f"{rec.get('config', {}).get('frequency_s', '?')} s and evaluated the shipped rules.",
+        *(f"- {key}: `{v}`." for key, v in rec.get("versions", {}).items()),
+    ]
+    if rec.get("status") != "complete" or "run" not in rec:
+        return [head, "", *what, "",
+                f"**This run {rec.get('status', 'failed')}**: "
+                f"`{rec.get('error', 'no error recorded')}`. Nothing of it is scored.", ""]
+    run, shapes = scored(rec)
+    cfg = run.config
+    parts = [head, "", *what, "",
+             f"{cfg.duration_s:.0f} s of traffic, exporter `frequency_sec = "
+             f"{cfg.frequency_s:g}`, samples every {cfg.sample_interval_s:g} s, alert threshold "
+             f"{cfg.threshold_s:g} s, interpolation table {cfg.table_limit} points, rate window "
+             f"{cfg.rate_window_s:g} s, \"after onset / recovery\" = the {cfg.moment_window_s:g}"
+             " s after the moment.", "",
+             page_table(shapes, cfg), "",
+             "### Commit lag, data current as of, the catch-up estimate", "",
+             other_gauges_table(shapes), "",
+             "### Our own error", "", own_error_table([s.result for s in shapes], cfg), "",
+             "### Where each shape's largest error comes from", "", _WORST_TEXT, "",
+             worst_table(shapes, run.t0_ms, run.end_ms), "", "### Shapes", ""]
+    for sh in shapes:
+        name = sh.result.run.shape.name
+        parts += [f"**{sh.result.run.shape.title}** (`{name}`): "
+                  f"{sh.result.run.shape.description}", "",
+                  f"![{name}](img/{prefix}{name}.png)", ""]
+    return parts
+
+
+def pages(root: Path) -> dict[str, str]:
+    """``{"docs/accuracy.md": text}`` from the records under ``root/docs/records`` only."""
+    runs = _runs(root)
+    parts = ["# Accuracy: freshness against ground truth", "", _RECORD_INTRO, ""]
+    if not runs:
+        parts += ["No run is recorded yet.", ""]
+    for prefix, rec in runs:
+        parts += _run_section(prefix, rec)
+    parts += [_METHODS_TEXT.format(limit=60, window=60, threshold=20).replace(
+        "### The methods", "## The methods"), "", "## Our own error, explained", "",
+        _OWN_ERROR_TEXT.format(freq=2, refresh=2), "", _RECORD_SETUP, ""]
+    return {PAGE: "\n".join(parts)}
+
+
+def write_plots(root: Path) -> list[Path]:
+    """One plot per shape and recorded run (truth, ours' gauge and rule, the two ports)."""
+    from benchmarks.compare.page import scored
+    from benchmarks.compare.report import plot_shape as plot_compare
+
+    written = []
+    for prefix, rec in _runs(root):
+        if rec.get("status") != "complete" or "run" not in rec:
+            continue
+        run, shapes = scored(rec)
+        for sh in shapes:
+            sh.peers, sh.curves = {}, {}
+            path = root / "docs" / "img" / f"{prefix}{sh.result.run.shape.name}.png"
+            plot_compare(sh, path, run.config)
+            written.append(path)
+    return written
+
+
+_RECORD_INTRO = """\
+How far off is each way of turning Kafka offsets into time? This page puts freshness-tracker's
+gauge (`kafka_consumer_freshness_ms`) and its query-time rule
+(`cluster_consumer:kafka_consumer_freshness_seconds:querytime_max`, evaluated by a real
+Prometheus from the shipped rules: what a dashboard shows) beside the two estimates
+offsets-only exporters use, on real traffic, against a ground truth known exactly. It is
+rendered by `scripts/render_docs.py` from the run records in [`records/`](records/) (the plots
+by `python -m benchmarks.compare --from docs/records/comparison`); the runs are made by
+`python -m benchmarks.compare` with the accuracy harness
+([`benchmarks/accuracy/`](../benchmarks/accuracy/)) on the real local stack (`devstack/`), six
+traffic shapes at once, each on its own topic with its own **real consumer group** whose
+commits reach Burrow through `__consumer_offsets`. A Burrow 1.9.5, where used, was built
+locally from its source (never committed).
+
+**Ground truth** at time t: t − timestamp of the oldest record not yet committed, 0 when none.
+The harness knows it exactly from its own log: the CreateTime it gave every record it produced
+and the time every commit of its consumer returned."""
+
+_WORST_TEXT = """\
+For each shape, the sample with the gauge's largest raw error: the value and the truth then,
+the truth's peak just before, how long before the truth had last been above 0, the error once
+one cycle's publication delay is forgiven, and how long Burrow took to show each commit (the
+harness asks Burrow every sample interval). A large raw error with a small "within one cycle"
+error is a value one cycle plus Burrow's delay old while the truth fell at once: on low volume
+the truth falls from a record's whole age to 0 at each commit, so any delay at all shows that
+age as error until ours (or any tool) sees the commit. The bound is the record's age at its
+commit, not something a faster exporter removes: only a faster view of the commit does."""
+
+_RECORD_SETUP = """\
+## Reproduce
+
+```sh
+python -m benchmarks.compare --skip-cost                # the dev stack, every peer beside ours
+FT_BURROW_BIN=/path/to/Burrow python -m benchmarks.compare --tools ours --skip-cost \\
+    --kafka-version 4.1.1 --record-dir docs/records/accuracy   # ours alone on Kafka 4
+python -m benchmarks.compare --from docs/records/comparison    # re-render pages and plots
+```
+
+Time is compressed ("low volume" is one record every 45 s rather than every few minutes), the
+estimators are evaluated at the sampling instant with no publication delay of their own (which
+favours them by up to one cycle), and each shape is one partition with one consumer."""

@@ -42,6 +42,8 @@ class Sample:
     commit_ts_ms: float | None = None  # Burrow end.timestamp (the broker's commit time)
     ours_catch_up_s: float | None = None  # kafka_consumer_group_catch_up_estimate_seconds
     ours_catching_up: float | None = None  # kafka_consumer_group_catching_up (1/0)
+    ours_commit_lag_ms: float | None = None  # kafka_consumer_commit_lag_ms, partition 0
+    ours_data_as_of_s: float | None = None  # kafka_consumer_group_data_current_as_of_..._seconds
 
     def to_json(self) -> list[Any]:
         return list(asdict(self).values())
@@ -144,20 +146,24 @@ class Sampler:
                 leo = int(offsets[0])
             key = (target.group, target.topic)
             fresh, offset, olag = ours.get(key, (None, None, None))
-            estimate, catching_up = ours.get(("__group__", target.group), (None, None))
+            estimate, catching_up, as_of = ours.get(("__group__", target.group),
+                                                    (None, None, None))
+            commit_lag = ours.get(("__commit_lag__", target.group, target.topic))
             self.samples[target.shape].append(Sample(
                 metrics_ms=metrics_ms, ours_ms=fresh, ours_offset=offset, ours_lag=olag,
                 cycle_start_ms=cycle_start, cycle_s=cycle_s,
                 burrow_ms=(lag_ms + topic_ms) / 2, committed=committed,
                 current_lag=current_lag, leo=leo, commit_ts_ms=commit_ts,
                 ours_catch_up_s=estimate, ours_catching_up=catching_up,
+                ours_commit_lag_ms=commit_lag, ours_data_as_of_s=as_of,
             ))
 
 
 def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:
     """{(group, topic): (freshness ms, committed offset, offset lag)} for partition 0, plus
-    {("__cycle__",): (cycle start ms, cycle duration s)} and {("__group__", group): (catch-up
-    estimate s, catching up 1/0)} for ``cluster``."""
+    {("__cycle__",): (cycle start ms, cycle duration s)}, {("__group__", group): (catch-up
+    estimate s, catching up 1/0, data current as of s)} and {("__commit_lag__", group, topic):
+    commit lag ms} for ``cluster``."""
     scrape = Scrape.parse(text)
 
     def by(name: str, *keys: str, **match: Any) -> dict[tuple[str, ...], float]:
@@ -169,14 +175,18 @@ def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:
 
     fresh, offset, lag = (by(family.name, "consumer", "topic", partition=0) for family in (
         catalogue.FRESHNESS, catalogue.COMMITTED, catalogue.OFFSET_LAG))
-    estimate, catching_up = (by(family.name, "consumer") for family in (
-        catalogue.GROUP_CATCH_UP, catalogue.GROUP_CATCHING_UP))
+    estimate, catching_up, as_of = (by(family.name, "consumer") for family in (
+        catalogue.GROUP_CATCH_UP, catalogue.GROUP_CATCHING_UP, catalogue.GROUP_DATA_AS_OF))
+    commit_lag = by(catalogue.COMMIT_LAG.name, "consumer", "topic", partition=0)
     start = one(LAST_ATTEMPT)
     result: dict[tuple[str, ...], Any] = {
         ("__cycle__",): (None if start is None else start * 1000, one(DURATION))}
     for key in fresh.keys() | offset.keys() | lag.keys():
         o, n = offset.get(key), lag.get(key)
         result[key] = (fresh.get(key), None if o is None else int(o), None if n is None else int(n))
-    for group in estimate.keys() | catching_up.keys():
-        result[("__group__", *group)] = (estimate.get(group), catching_up.get(group))
+    for group in estimate.keys() | catching_up.keys() | as_of.keys():
+        result[("__group__", *group)] = (estimate.get(group), catching_up.get(group),
+                                         as_of.get(group))
+    for key, value in commit_lag.items():
+        result[("__commit_lag__", *key)] = value
     return result

@@ -1,17 +1,20 @@
 """``python -m benchmarks.compare``: freshness-tracker beside the tools users would pick instead.
 
-Accuracy (the accuracy harness's six shapes, ground truth and scoring, with the peers scraped
-beside ours on a one-node stack) and cost (each tool in turn on the 3-node proxied stack, same
-groups, same poll interval); writes ``build/compare/accuracy.json`` and one
-``build/compare/cost-<partitions>.json`` per size, and regenerates
-``docs/comparison.md`` with ``docs/img/compare-*.png``.
+Accuracy (the accuracy harness's six shapes, ground truth and scoring, with the peers and a real
+Prometheus beside ours on a one-node stack) and cost (each tool in turn on the 3-node proxied
+stack, same groups, same poll interval). Each part writes a run record under
+``docs/records/comparison/`` (``--record-dir``; an accuracy run of ours alone belongs in
+``docs/records/accuracy/``), and the pages (``docs/comparison.md``, ``docs/accuracy.md``) and
+their plots are then rendered from the committed records.
 
-    python -m benchmarks.compare                      # ~25 min: both parts, rewrites the page
-    python -m benchmarks.compare --skip-cost --duration 120   # a quick accuracy look
-    python -m benchmarks.compare --from build/compare  # re-render the page from saved runs
+    python -m benchmarks.compare                      # ~35 min: both parts, rewrites the pages
+    python -m benchmarks.compare --skip-cost --duration 120 --record-dir build/compare
+    python -m benchmarks.compare --tools ours --skip-cost --kafka-version 4.1.1 \
+        --record-dir docs/records/accuracy            # ours only (gauge and rule), Kafka 4
+    python -m benchmarks.compare --from docs/records/comparison  # re-render pages and plots
 
-Peers' binaries: FT_KLAG_BIN, FT_KAFKA_EXPORTER_BIN, or benchmarks/compare/build_peers.sh's
-~/.cache/freshness-tracker/peers. A missing one is reported as not run; nothing else changes.
+Peers' binaries: ``$FT_PEERS_DIR`` (default ~/.cache/freshness-tracker/peers) or each peer's
+``FT_*_BIN``. A missing one is recorded and shown as not run, with the reason.
 """
 
 from __future__ import annotations
@@ -19,21 +22,41 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.accuracy.harness import HarnessConfig, RunData
+from benchmarks.accuracy.harness import HarnessConfig
+from benchmarks.accuracy.record import (
+    FORMAT,
+    git_commit,
+    machine_now,
+    round_peers,
+    round_rule,
+    round_run,
+    save_record,
+)
 from benchmarks.accuracy.shapes import standard_shapes
-from benchmarks.compare.accuracy import pre_onset_rate, run_accuracy, score_peers
+from benchmarks.compare.accuracy import run_accuracy, score_peers
 from benchmarks.compare.cost import run_cost
-from benchmarks.compare.page import render
-from benchmarks.compare.peers import missing_reason
+from benchmarks.compare.page import summary_scores, write_all
+from benchmarks.compare.peers import missing_reason, peer_version_line, spec_for
 
 REPO = Path(__file__).resolve().parents[2]
-ALL_TOOLS = ("ours", "klag_message", "klag_rate", "kafka_exporter")
+log = logging.getLogger("benchmarks.compare")
+ALL_TOOLS = (
+    "ours",
+    "klag_message",
+    "klag_rate",
+    "klag_message_30s",
+    "klag_rate_30s",
+    "kafka_exporter",
+    "kminion",
+    "cft",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,117 +88,199 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=6, help="cost: steady rounds per tool")
     p.add_argument("--reps", type=int, default=1, help="cost: repetitions (order alternates)")
     p.add_argument("--kafka-version", help="devstack's Kafka (default 3.9.1 + Burrow 1.2.1)")
-    p.add_argument("--out", type=Path, default=REPO / "build" / "compare")
-    p.add_argument("--docs", type=Path, default=REPO / "docs" / "comparison.md")
-    p.add_argument("--no-docs", action="store_true")
+    p.add_argument("--out", type=Path, default=REPO / "build" / "compare", help="work dirs")
+    p.add_argument(
+        "--record-dir",
+        type=Path,
+        default=REPO / "docs" / "records" / "comparison",
+        help="where the run's record is written",
+    )
+    p.add_argument("--no-docs", action="store_true", help="do not re-render pages and plots")
     p.add_argument(
         "--from",
         dest="from_dir",
         type=Path,
-        help="render from the accuracy.json / cost-*.json saved in this directory",
+        help="run nothing: re-render the pages and plots from the committed records",
     )
     return p
 
 
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def tool_versions(tools: list[str]) -> dict[str, str]:
+    """Each tool's version as its build recorded it (``$PEERS/<name>/VERSION``); ours: the
+    package version and the tree's commit."""
+    from freshness_tracker import __version__
+
+    out = {}
+    for key in tools:
+        spec = spec_for(key)
+        if spec.peer is None:
+            out[key] = f"freshness-tracker {__version__} (this tree, {git_commit(REPO)})"
+        else:
+            out[key] = peer_version_line(spec.peer) or f"{spec.peer} {spec.version}"
+    return out
+
+
+def burrow_version(burrow121: bool) -> str:
+    """Debian's package version, or the VERSION line beside ``FT_BURROW_BIN``'s build."""
+    import os
+
+    if burrow121:
+        try:
+            out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "burrow"],
+                                 capture_output=True, text=True, timeout=10, check=False)
+            return f"Burrow {out.stdout.strip() or '1.2.1'} (Debian's package)"
+        except OSError:
+            return "Burrow 1.2.1 (Debian's package)"
+    binary = Path(os.environ.get("FT_BURROW_BIN", ""))
+    version = binary.parent.parent / "VERSION"
+    line = version.read_text().strip().splitlines()[0] if version.is_file() else ""
+    return (f"{line} (built locally from its source)" if line
+            else f"Burrow from FT_BURROW_BIN ({binary.name})")
+
+
+def shipped_rule() -> dict[str, str]:
+    """The scored recording rule's expression as the shipped rules file held it at the run,
+    and that file's last commit (the rules are evaluated as shipped, never edited here)."""
+    import yaml
+
+    from benchmarks.compare.accuracy import RULE, RULES_FILE
+
+    groups = yaml.safe_load(RULES_FILE.read_text()).get("groups", [])
+    expr = next((r.get("expr", "") for g in groups for r in g.get("rules", [])
+                 if r.get("record") == RULE), "")
+    return {"record": RULE, "expr": " ".join(str(expr).split()),
+            "file": str(RULES_FILE.relative_to(REPO)), "file_state": git_commit(REPO, RULES_FILE)}
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    out: Path = (args.from_dir or args.out).resolve()  # peers run with their own cwd
-    out.mkdir(parents=True, exist_ok=True)
+    record_dir: Path = (args.from_dir or args.record_dir).resolve()
     wanted = [t for t in args.tools.split(",") if t]
     skipped = {t: r for t in wanted if (r := missing_reason(t)) is not None}
     tools = [t for t in wanted if t not in skipped]
     for t, why in skipped.items():
         print(f"not run: {t}: {why}", file=sys.stderr)
     began = time.monotonic()
+    command = " ".join(["python -m benchmarks.compare", *argv])
+    status = 0
     if not args.from_dir and not args.skip_accuracy:
-        config = HarnessConfig(
-            duration_s=args.duration,
-            frequency_s=args.frequency,
-            threshold_s=args.threshold,
-            low_volume_interval_s=45.0 if args.duration >= 300 else 35.0,
-            moment_window_s=20.0 if args.duration >= 300 else 10.0,
-            mode="compare",
-        )
-        shapes = standard_shapes(config.duration_s, config.low_volume_interval_s)
-        run, peers = run_accuracy(
+        status |= _accuracy(args, tools, wanted, skipped, command, record_dir)
+    if not args.from_dir and not args.skip_cost:
+        status |= _cost(args, tools, skipped, command, record_dir)
+    if not args.no_docs:
+        for path in write_all(REPO, plots=True):
+            print(f"wrote {path.relative_to(REPO)}")
+    print(f"wall time {(time.monotonic() - began) / 60:.1f} min")
+    return status
+
+
+def _accuracy(args: argparse.Namespace, tools: list[str], wanted: list[str],
+              skipped: dict[str, str], command: str, record_dir: Path) -> int:
+    from devstack.prometheus import prometheus_binary, prometheus_version
+
+    config = HarnessConfig(
+        duration_s=args.duration,
+        frequency_s=args.frequency,
+        threshold_s=args.threshold,
+        low_volume_interval_s=45.0 if args.duration >= 300 else 35.0,
+        moment_window_s=20.0 if args.duration >= 300 else 10.0,
+        mode="compare",
+    )
+    binary = prometheus_binary()
+    record: dict[str, Any] = {
+        "format": FORMAT,
+        "kind": "accuracy",
+        "status": "incomplete",
+        "command": command,
+        "started": _now(),
+        "machine": {**machine_now(), "load_start": machine_now()["load"]},
+        "tools": wanted,
+        "skipped": skipped,
+        "versions": tool_versions(tools),
+        "prometheus": f"Prometheus {prometheus_version(binary)} (Debian's package)"
+        if binary else "not installed",
+        "config": config.__dict__,
+        "rules": shipped_rule(),
+    }
+    record["machine"].pop("load", None)
+
+    def on_stack(stack: Any) -> None:
+        record["kafka"] = stack.kafka_version
+        record["burrow"] = burrow_version(stack.burrow121)
+
+    shapes = standard_shapes(config.duration_s, config.low_volume_interval_s)
+    status = 0
+    try:
+        run, peers, rule = run_accuracy(
             config,
             shapes,
             [t for t in tools if t != "ours"],
-            out / "work-accuracy",
+            args.out / "work-accuracy",
+            args.kafka_version,
+            on_stack=on_stack,
+        )
+        record["run"] = round_run(run.to_json())
+        record["peers"] = round_peers(peers)
+        record["rule"] = round_rule(rule)
+        record["scores"] = summary_scores(score_peers(run, peers, rule))
+        record["status"] = "complete"
+    except Exception as exc:  # a failed run is recorded, and renders as failed
+        record["status"] = "failed"
+        record["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:500]}"
+        log.exception("the accuracy run failed")
+        status = 1
+    record["finished"] = _now()
+    record["machine"]["load_end"] = machine_now()["load"]
+    record.setdefault("kafka", args.kafka_version or "unknown")
+    path = save_record(record_dir, record)
+    print(f"record: {path}")
+    return status
+
+
+def _cost(args: argparse.Namespace, tools: list[str], skipped: dict[str, str], command: str,
+          record_dir: Path) -> int:
+    started, load_start = _now(), machine_now()["load"]
+    base = {"format": FORMAT, "kind": "cost", "command": command, "started": started,
+            "skipped": skipped, "versions": tool_versions(tools)}
+    try:
+        cost = run_cost(
+            tools,
+            args.partitions,
+            args.fleet,
+            args.fleet_share,
+            args.poll,
+            args.rounds,
+            args.reps,
+            args.out / "work-cost",
             args.kafka_version,
         )
-        (out / "accuracy.json").write_text(
-            json.dumps(
-                {
-                    "run": run.to_json(),
-                    "peers": peers,
-                    "skipped": skipped,
-                    "when": datetime.now(UTC).isoformat(timespec="seconds"),
-                }
-            )
-        )
-    if not args.from_dir and not args.skip_cost:
-        try:
-            cost = run_cost(
-                tools,
-                args.partitions,
-                args.fleet,
-                args.fleet_share,
-                args.poll,
-                args.rounds,
-                args.reps,
-                out / "work-cost",
-                args.kafka_version,
-            )
-        except Exception as exc:  # a size the stack cannot hold is a result too: say so
-            failed = {
-                "partitions": args.partitions,
-                "fleet": args.fleet,
-                "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}",
-                "when": datetime.now(UTC).isoformat(timespec="seconds"),
-            }
-            (out / f"failed-cost-{args.partitions}.json").write_text(json.dumps(failed))
-            raise
-        cost["skipped"] = skipped
-        cost["when"] = datetime.now(UTC).isoformat(timespec="seconds")
-        label = cost_label(args.partitions, args.fleet, tools)
-        (out / f"cost-{label}.json").write_text(json.dumps(cost))
-        (out / f"failed-cost-{args.partitions}.json").unlink(missing_ok=True)
-    acc_data = _load(out / "accuracy.json")
-    costs = load_costs(out)
-    shapes_scored = None
-    run_data = None
-    if acc_data is not None:
-        run_data = _run_from_json(acc_data["run"])
-        rates = {
-            r.shape.name: rate
-            for r in run_data.shapes
-            if (rate := pre_onset_rate(r.shape)) is not None
+    except Exception as exc:  # a size the stack cannot hold is a result too: say so
+        failed = {
+            **base,
+            "status": "failed",
+            "partitions": args.partitions,
+            "fleet": args.fleet,
+            "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}",
+            "when": _now(),
+            "kafka": args.kafka_version or "default",
+            "machine": {**machine_now(), "load_start": load_start},
         }
-        shapes_scored = score_peers(run_data, acc_data["peers"], rates)
-    measured = {sc["partitions"] for c in costs for sc in c["scenarios"]}
-    failures = [
-        f
-        for path in sorted(out.glob("failed-cost-*.json"))
-        if (f := json.loads(path.read_text()))["partitions"] not in measured
-    ]
-    page, readme = render(
-        run_data,
-        shapes_scored,
-        acc_data,
-        costs,
-        REPO / "docs" / "img",
-        plots=not args.no_docs,
-        failed=failures,
-    )
-    print(page)
-    print("\n---- README table ----\n" + readme)
-    if not args.no_docs:
-        args.docs.parent.mkdir(parents=True, exist_ok=True)
-        args.docs.write_text(page)
-        print(f"\ndocs: {args.docs}")
-    print(f"wall time {(time.monotonic() - began) / 60:.1f} min")
+        save_record(record_dir, failed)
+        log.exception("the cost run failed")
+        return 1
+    machine = machine_now()
+    cost.update(base)
+    cost.update({"status": "complete", "when": _now(), "label": cost_label(
+        args.partitions, args.fleet, tools), "machine": {**machine, "load_start": load_start,
+                                                         "load_end": machine["load"]}})
+    cost.setdefault("kafka", cost.get("kafka_version", "unknown"))
+    save_record(record_dir, cost)
     return 0
 
 
@@ -193,22 +298,6 @@ def load_costs(out: Path) -> list[dict[str, Any]]:
         return max((sc["partitions"] for sc in c["scenarios"]), default=0), c.get("when", "")
 
     return sorted(runs, key=size_then_time)
-
-
-def _load(path: Path) -> dict[str, Any] | None:
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def _run_from_json(d: dict[str, Any]) -> RunData:
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(d, f)
-    path = Path(f.name)
-    try:
-        return RunData.load(path)
-    finally:
-        path.unlink()
 
 
 if __name__ == "__main__":

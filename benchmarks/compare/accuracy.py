@@ -20,16 +20,31 @@ from typing import Any
 
 from benchmarks.accuracy.analysis import MethodScore, ShapeResult, _Scorer, analyse
 from benchmarks.accuracy.harness import HarnessConfig, RunData, run_harness
+from benchmarks.accuracy.scores import (
+    CatchUpScore,
+    ErrorScore,
+    catch_up_score,
+    commit_lag_truth_ms,
+    data_as_of_truth_ms,
+    error_score,
+    offset_threshold,
+    pre_onset_rate,
+)
 from benchmarks.accuracy.shapes import Shape
-from benchmarks.compare.exposition import parse_exposition
+from benchmarks.compare.exposition import TOOLS, parse_exposition
 from benchmarks.compare.peers import Tool, make_tool
 from devstack import RealStack
+from devstack.prometheus import PrometheusProcess, ScrapeJob
 
 __all__ = [
     "ACC_PREFIX",
+    "OURS_JOB",
+    "RULE",
+    "RULES_FILE",
     "PeerSample",
     "PeerSampler",
     "offset_alert_delay",
+    "pre_onset_rate",
     "run_accuracy",
     "score_peer",
     "score_peers",
@@ -38,6 +53,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 ACC_PREFIX = "^acc-"  # the harness's topics and groups (acc-<random>-<shape>)
+REPO = Path(__file__).resolve().parents[2]
+#: the shipped rules, loaded unchanged (generated from the chart by deploy/generate.py)
+RULES_FILE = REPO / "examples" / "prometheus" / "freshness-tracker.rules.yml"
+#: the query-time recording rule scored beside the gauge
+RULE = "cluster_consumer:kafka_consumer_freshness_seconds:querytime_max"
+OURS_JOB = "freshness-tracker"  # the job name the shipped rules select
 
 
 @dataclass
@@ -124,18 +145,25 @@ def run_accuracy(
     workdir: Path,
     kafka_version: str | None = None,
     progress: Callable[[str], None] = print,
-) -> tuple[RunData, dict[str, Any]]:
+    on_stack: Callable[[RealStack], None] | None = None,
+) -> tuple[RunData, dict[str, Any], dict[str, Any]]:
     """Start a one-node stack, run the harness, and once its topics, groups and our exporter are
     up start the peers (so none starts before the topics exist: klag-exporter caches topic
-    metadata for 5 minutes) and scrape them until the run ends. Returns the harness's run and
-    the peers' samples (``{tool: {"group/topic": [PeerSample json]}}``)."""
+    metadata for 5 minutes) and a Prometheus that scrapes ours and every peer at its poll
+    interval and evaluates the shipped rules; scrape the peers until the run ends, then read the
+    query-time rule from Prometheus on the sample grid. Returns the harness's run, the peers'
+    samples (``{tool: {"group/topic": [PeerSample json]}}``) and ``{"rule": {group: [[t_ms,
+    value_s]]}, "prometheus_failures": n}``."""
     stack = RealStack(kafka_version=kafka_version)
     progress(f"starting a one-node stack (Apache Kafka {stack.kafka_version}) for accuracy")
     stack.start()
+    if on_stack is not None:
+        on_stack(stack)
     running: list[Tool] = []
     sampler = PeerSampler(running, config.sample_interval_s)
+    prom: list[PrometheusProcess] = []
 
-    def start_peers() -> None:
+    def start_peers(exporter_url: str) -> None:
         for key in tools:
             tool = make_tool(
                 key,
@@ -152,6 +180,8 @@ def run_accuracy(
         for tool in running:
             _wait_for_groups(tool, len(shapes))
             progress(f"  {tool.spec.title} serving {tool.url}, every group exported")
+        prom.append(_start_prometheus(workdir / "prometheus", exporter_url, running, config))
+        progress(f"  Prometheus {prom[0].url} scraping {1 + len(running)} jobs, rules loaded")
         sampler.start()
 
     try:
@@ -164,12 +194,61 @@ def run_accuracy(
             on_ready=start_peers,
         )
         sampler.stop()
-        return run, sampler.to_json()
+        rule = read_rule(prom[0], run) if prom else {}
+        return run, sampler.to_json(), {"rule": rule, "peer_failures": sampler.failures}
     finally:
         sampler.stop()
+        for p in prom:
+            p.stop()
         for tool in running:
             tool.stop()
         stack.stop()
+
+
+def _hostport(url: str) -> str:
+    return url.removeprefix("http://").removeprefix("https://").rstrip("/")
+
+
+def _start_prometheus(
+    workdir: Path, exporter_url: str, tools: Sequence[Tool], config: HarnessConfig
+) -> PrometheusProcess:
+    """Prometheus scraping ours (the rules' job) and each peer at its own poll interval,
+    evaluating the shipped rules at the run's frequency; ready once the rule has a value."""
+    jobs = [ScrapeJob(OURS_JOB, (_hostport(exporter_url),), config.frequency_s)]
+    jobs += [
+        ScrapeJob(t.spec.key, (_hostport(t.url),), t.poll_s or config.frequency_s) for t in tools
+    ]
+    prom = PrometheusProcess(
+        workdir,
+        jobs,
+        [RULES_FILE],
+        scrape_interval_s=config.frequency_s,
+        evaluation_interval_s=config.frequency_s,
+    ).start()
+    try:
+        prom.wait(lambda: bool(prom.query(RULE)), 60, f"{RULE} evaluated")
+    except BaseException:
+        prom.stop()
+        raise
+    return prom
+
+
+def read_rule(prom: PrometheusProcess, run: RunData) -> dict[str, list[list[float]]]:
+    """The query-time rule per group, as a dashboard's range query on the sampler's grid reads
+    it: ``{group: [[t_ms, value_s], ...]}`` (no point where Prometheus had no value)."""
+    step = run.config.sample_interval_s
+    groups = {r.group for r in run.shapes}
+    out: dict[str, list[list[float]]] = {}
+    for series in prom.query_range(
+        f'{RULE}{{consumer=~"{ACC_PREFIX.lstrip("^")}.*"}}',
+        run.t0_ms / 1000,
+        run.end_ms / 1000,
+        step,
+    ):
+        group = series["metric"].get("consumer")
+        if group in groups:
+            out[group] = [[float(t) * 1000, float(v)] for t, v in series["values"]]
+    return out
 
 
 def _wait_for_groups(tool: Tool, groups: int, timeout_s: float = 90.0) -> None:
@@ -263,46 +342,76 @@ class CompareShape:
     peers: dict[str, MethodScore]
     curves: dict[str, PeerCurve]
     offset_alert_s: dict[str, float | None]
+    #: ours' query-time rule as Prometheus evaluated it (None: no Prometheus in the run)
+    rule: MethodScore | None = None
+    rule_curve: PeerCurve | None = None
+    #: the offset-lag threshold offsets-only tools are judged with (records) and its basis
+    offset_threshold: tuple[float, str] | None = None
+    commit_lag: ErrorScore | None = None
+    data_as_of: ErrorScore | None = None
+    catch_up: CatchUpScore | None = None
+
+
+def offset_only(tool: str, series: dict[str, list[PeerSample]]) -> bool:
+    """A tool that exports no time lag: known as such, or without one in the whole run."""
+    from benchmarks.compare.peers import SPECS
+
+    spec = SPECS.get(tool)
+    if spec is not None and spec.metrics in TOOLS:
+        return TOOLS[spec.metrics].time_lag is None
+    return all(s.time_lag_s is None for rows in series.values() for s in rows)
 
 
 def score_peers(
-    run: RunData, peer_json: dict[str, Any], offset_rate_per_s: dict[str, float]
+    run: RunData, peer_json: dict[str, Any], rule_json: dict[str, Any] | None = None
 ) -> list[CompareShape]:
-    """Every shape: the harness's analysis plus each peer's score and curve.
-
-    ``offset_rate_per_s``: per shape, the produce rate that turns the time threshold into an
-    offset threshold for offsets-only tools (threshold_s × rate records)."""
+    """Every shape: the harness's analysis, ours' query-time rule, each peer's score and curve,
+    and ours' other gauges (commit lag, data current as of, the catch-up estimate)."""
     peers = load_peer_samples(peer_json)
+    rules = (rule_json or {}).get("rule", {})
+    duration_s = (run.end_ms - run.t0_ms) / 1000
     out = []
     for res in analyse(run):
         key = f"{res.run.group}/{res.run.topic}"
         scores: dict[str, MethodScore] = {}
         curves: dict[str, PeerCurve] = {}
         alerts: dict[str, float | None] = {}
+        threshold = offset_threshold(res.run.shape, run.config.threshold_s, duration_s)
         for tool, series in peers.items():
             samples = series.get(key, [])
-            if tool == "kafka_exporter":
-                rate = offset_rate_per_s.get(res.run.shape.name)
+            if offset_only(tool, series):
                 alerts[tool] = (
                     None
-                    if rate is None
-                    else offset_alert_delay(
-                        res, run.config, run.t0_ms, samples, run.config.threshold_s * rate
-                    )
+                    if threshold is None
+                    else offset_alert_delay(res, run.config, run.t0_ms, samples, threshold[0])
                 )
                 continue
             score, t_s, values = score_peer(res, run.config, run.t0_ms, run.end_ms, samples, tool)
             scores[tool] = score
             curves[tool] = PeerCurve(t_s, values)
-        out.append(CompareShape(res, scores, curves, alerts))
+        shape = CompareShape(res, scores, curves, alerts, offset_threshold=threshold)
+        if res.run.group in rules:
+            points = [PeerSample(t, v, None) for t, v in rules[res.run.group]]
+            shape.rule, t_s, values = score_peer(
+                res, run.config, run.t0_ms, run.end_ms, points, "ours_rule"
+            )
+            shape.rule_curve = PeerCurve(t_s, values)
+        _score_other_gauges(shape, run)
+        out.append(shape)
     return out
 
 
-def pre_onset_rate(shape: Shape) -> float | None:
-    """Records per second produced in the 30 s before the shape's first onset (None: no onset)."""
-    onset = next((e.at_s for e in shape.events if e.kind == "onset" and e.at_s is not None), None)
-    if onset is None:
-        return None
-    window = [t for t in shape.produce_at_s if onset - 30 <= t < onset]
-    span = min(30.0, onset)
-    return len(window) / span if span > 0 else None
+def _score_other_gauges(shape: CompareShape, run: RunData) -> None:
+    r = shape.result.run
+    samples = [s for s in r.samples if run.t0_ms <= s.metrics_ms <= run.end_ms]
+    lag_truth = [commit_lag_truth_ms(r.truth, s.metrics_ms) for s in samples]
+    as_of_truth = [data_as_of_truth_ms(r.truth, s.metrics_ms) for s in samples]
+    shape.commit_lag = error_score(
+        [None if s.ours_commit_lag_ms is None else s.ours_commit_lag_ms / 1000 for s in samples],
+        [None if v is None else v / 1000 for v in lag_truth],
+    )
+    shape.data_as_of = error_score(
+        [s.ours_data_as_of_s for s in samples],
+        [None if v is None else v / 1000 for v in as_of_truth],
+    )
+    shape.catch_up = catch_up_score(r, run.t0_ms)

@@ -1,47 +1,128 @@
-"""The text of ``docs/comparison.md`` (and the README's short table) from the saved runs."""
+"""``docs/comparison.md`` (and the README's short table) from the committed run records.
+
+:func:`pages` is the renderer ``scripts/render_docs.py`` calls: it reads only the records under
+``docs/records/comparison/`` and returns the page's text, so the page can be checked against
+them anywhere. :func:`write_all` (``python -m benchmarks.compare``) also draws the plots.
+"""
 
 from __future__ import annotations
 
 import math
-import os
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.accuracy.harness import RunData
+from benchmarks.accuracy.record import load_records
 from benchmarks.accuracy.report import fmt
-from benchmarks.compare.accuracy import CompareShape
+from benchmarks.compare.accuracy import CompareShape, score_peers
 from benchmarks.compare.report import (
     ACC_COLUMNS,
     TITLES,
     _score,
     accuracy_table,
     cost_table,
-    machine,
+    headline_table,
+    other_gauges_table,
     plot_shape,
 )
 from benchmarks.compare.stats import ratio, ratio_text
 
-__all__ = ["render"]
+__all__ = ["PAGE", "RECORDS", "latest_scored", "pages", "render", "summary_scores", "write_all"]
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+PAGE = "docs/comparison.md"
+RECORDS = "docs/records/comparison"
+
+
+def summary_scores(shapes: Sequence[CompareShape]) -> dict[str, Any]:
+    """Per shape and method, the scores the page shows (kept in the record for audit)."""
+    out: dict[str, Any] = {}
+    for sh in shapes:
+        entry: dict[str, Any] = {}
+        for key in (*ACC_COLUMNS, *sh.peers):
+            s = _score(sh, key)
+            if s is not None:
+                entry[key] = {k: (None if isinstance(v, float) and not math.isfinite(v)
+                                  else round(v, 3) if isinstance(v, float) else v)
+                              for k, v in s.__dict__.items()}
+        entry["offset_alert_s"] = {k: None if v is None or not math.isfinite(v) else round(v, 3)
+                                   for k, v in sh.offset_alert_s.items()}
+        for name in ("commit_lag", "data_as_of", "catch_up"):
+            value = getattr(sh, name)
+            entry[name] = None if value is None else {
+                k: (None if isinstance(v, float) and not math.isfinite(v)
+                    else round(v, 3) if isinstance(v, float) else v)
+                for k, v in value.to_json().items()}
+        out[sh.result.run.shape.name] = entry
+    return out
+
+
+def scored(record: dict[str, Any]) -> tuple[RunData, list[CompareShape]]:
+    """A complete accuracy record's run, scored again from its samples."""
+    run = RunData.from_json(record["run"])
+    return run, score_peers(run, record.get("peers", {}), record.get("rule"))
+
+
+def latest_scored(
+    records: Sequence[dict[str, Any]],
+) -> tuple[dict[str, Any], RunData, list[CompareShape]] | None:
+    complete = [r for r in records if r.get("status") == "complete" and "run" in r]
+    if not complete:
+        return None
+    record = complete[-1]
+    run, shapes = scored(record)
+    return record, run, shapes
+
+
+def pages(root: Path) -> dict[str, str]:
+    """``{"docs/comparison.md": text}`` from ``root/docs/records/comparison`` only."""
+    records = load_records(root / RECORDS)
+    acc = [r for r in records if r.get("kind") == "accuracy"]
+    costs = sorted((r for r in records if r.get("kind") == "cost"
+                    and r.get("status", "complete") == "complete"),
+                   key=lambda c: (_size(c), c.get("when", "")))
+    failed_costs = [r for r in records if r.get("kind") == "cost" and r.get("status") == "failed"]
+    latest = latest_scored(acc)
+    failed_acc = [r for r in acc if r.get("status") != "complete"]
+    page, _readme = render(latest[0] if latest else None, latest[2] if latest else None, costs,
+                           failed_costs, failed_acc)
+    return {PAGE: page}
+
+
+def write_all(root: Path, plots: bool = True) -> list[Path]:
+    """Both benchmark pages from the committed records, and (``plots``) their plots."""
+    from benchmarks.accuracy import report as accuracy_report
+
+    written = []
+    for renderer in (pages, accuracy_report.pages):
+        for rel, text in renderer(root).items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            written.append(path)
+    if plots:
+        latest = latest_scored(load_records(root / RECORDS, kind="accuracy"))
+        if latest is not None:
+            _record, run, shapes = latest
+            for shape in shapes:
+                path = root / "docs" / "img" / f"compare-{shape.result.run.shape.name}.png"
+                plot_shape(shape, path, run.config)
+                written.append(path)
+        written += accuracy_report.write_plots(root)
+    return written
 
 
 def render(
-    run: RunData | None,
+    record: dict[str, Any] | None,
     shapes: Sequence[CompareShape] | None,
-    acc: dict[str, Any] | None,
     costs: Sequence[dict[str, Any]],
-    img_dir: Path,
-    plots: bool = True,
     failed: Sequence[dict[str, Any]] = (),
+    failed_runs: Sequence[dict[str, Any]] = (),
 ) -> tuple[str, str]:
-    """The page and the README's table. `costs`: one saved cost run per size, smallest first;
-    `failed`: sizes whose run did not complete (named on the page with the error)."""
-    skipped = {**(acc or {}).get("skipped", {})}
-    for cost in costs:
-        skipped |= cost.get("skipped", {})
+    """The page and the README's table. `record`: the latest complete accuracy record and
+    `shapes` its scores; `costs`: cost records, smallest size first; `failed`: cost runs that
+    did not complete; `failed_runs`: accuracy runs that did not."""
     parts = [
         "# Side by side: freshness-tracker and the tools users would pick instead",
         "",
@@ -49,14 +130,22 @@ def render(
         "",
         "## What ran",
         "",
-        *_versions(acc, costs, skipped),
+        *_versions(record, costs),
         "",
     ]
+    for bad in failed_runs:
+        parts += [_failed_run(bad), ""]
     readme_rows: list[str] = []
-    if run is not None and shapes is not None:
+    if record is not None and shapes is not None:
+        run = RunData.from_json(record["run"])
         cfg = run.config
-        when = (acc or {}).get("when", "")
         parts += [
+            "## Headline",
+            "",
+            _HEADLINE_TEXT.format(threshold=cfg.threshold_s),
+            "",
+            headline_table(shapes),
+            "",
             "## Accuracy",
             "",
             _ACC_TEXT.format(
@@ -65,39 +154,50 @@ def render(
                 interval=cfg.sample_interval_s,
                 threshold=cfg.threshold_s,
                 window=cfg.moment_window_s,
-                when=when,
+                when=record.get("started", ""),
                 wall=run.wall_s / 60,
             ),
             "",
             accuracy_table(shapes, cfg),
             "",
+            *_thresholds(shapes),
+            "",
             *_acc_summary(shapes),
             "",
+            "### Ours beyond freshness",
+            "",
+            _OTHER_TEXT,
+            "",
+            other_gauges_table(shapes),
+            "",
         ]
-        rel = Path(os.path.relpath(img_dir, DOCS))
         for shape in shapes:
             name = shape.result.run.shape.name
-            if plots:
-                plot_shape(shape, img_dir / f"compare-{name}.png", cfg)
             parts += [
                 f"### {shape.result.run.shape.title} (`{name}`)",
                 "",
-                f"![{name}]({(rel / f'compare-{name}.png').as_posix()})",
+                f"![{name}](img/compare-{name}.png)",
                 "",
             ]
         readme_rows += _readme_accuracy(shapes)
+    elif not failed_runs:
+        parts += ["## Accuracy", "", "No accuracy run is recorded yet.", ""]
+    parts += ["## Cost at equal work", ""]
     if costs or failed:
-        parts += ["## Cost at equal work", "", _COST_TEXT, ""]
+        parts += [_COST_TEXT, ""]
         for failure in failed:
             parts += [_failed_text(failure), ""]
         for cost in costs:
             parts += _cost_section(cost)
         for cost, earlier in _latest_per_size(costs):
             readme_rows += _readme_cost(cost, earlier)
+    else:
+        parts += ["No cost run is recorded yet (`python -m benchmarks.compare --skip-accuracy` "
+                  "writes one).", ""]
     parts += [
-        "## Where a peer beats us, and what would close it",
+        "## Where a peer beats us, and why",
         "",
-        *_beats(shapes, costs),
+        *_beats(shapes, costs, *_window(record)),
         "",
         _CANNOT,
         "",
@@ -114,60 +214,80 @@ def render(
     return "\n".join(parts), readme
 
 
-def _versions(
-    acc: dict[str, Any] | None, costs: Sequence[dict[str, Any]], skipped: dict[str, str]
-) -> list[str]:
-    from benchmarks.compare.peers import KMINION_VERSION, kafka_exporter_bin, klag_bin
+def _window(record: dict[str, Any] | None) -> tuple[float, float]:
+    if record is None or "run" not in record:
+        return 0.0, math.inf
+    return float(record["run"]["t0_ms"]), float(record["run"]["end_ms"])
 
-    lines = [f"- Machine: {machine()}."]
-    if acc is not None:
-        lines.append(
-            "- Accuracy: one-node Apache Kafka 3.9.1 (KRaft) + Debian's Burrow 1.2.1 "
-            "(`offset-refresh = 1`), devstack's `RealStack()` as the accuracy harness runs "
-            "it: on this shared 2-core machine, six shapes with real groups and four "
-            "exporters beside three broker JVMs would measure the machine's load more than "
-            "the tools (the 3-node stack is the cost part's)."
-        )
+
+def _when(record: dict[str, Any]) -> str:
+    return str(record.get("started") or record.get("when", ""))[:16].replace("T", " ") + " UTC"
+
+
+def _load(machine: dict[str, Any]) -> str:
+    start, end = machine.get("load_start"), machine.get("load_end")
+    text = f"{machine.get('cores', '?')} cores ({machine.get('cpu', 'unknown CPU')}), " \
+           f"{machine.get('system', '')}"
+    if start:
+        text += f"; load average (1/5/15 min) {'/'.join(f'{v:g}' for v in start)} at the start"
+    if end:
+        text += f", {'/'.join(f'{v:g}' for v in end)} at the end"
+    return text
+
+
+def _failed_run(record: dict[str, Any]) -> str:
+    return (f"**Accuracy run of {_when(record)} ({record.get('_file', '')}): "
+            f"{record.get('status', 'failed')}**: `{record.get('error', 'no error recorded')}`; "
+            "nothing of it is scored.")
+
+
+def _versions(record: dict[str, Any] | None, costs: Sequence[dict[str, Any]]) -> list[str]:
+    lines = []
+    if record is not None:
+        lines += [
+            f"- Accuracy run of {_when(record)} (record `{RECORDS}/{record.get('_file', '')}`):"
+            f" `{record.get('command', '')}`.",
+            f"- Machine: {_load(record.get('machine', {}))}. Shared with other jobs, so every "
+            "figure is compared with ours measured in the same run.",
+            f"- Stack: one-node Apache Kafka {record.get('kafka', '?')} (KRaft) + "
+            f"{record.get('burrow', '?')} (`offset-refresh = 1`); "
+            f"{record.get('prometheus', 'no Prometheus')} scraping every tool at its poll "
+            "interval and evaluating the shipped rules "
+            "(`examples/prometheus/freshness-tracker.rules.yml`, unchanged) at the run's "
+            "frequency.",
+        ]
+        rules = record.get("rules")
+        if rules:
+            lines.append(f"- The rule scored: `{rules.get('record')}` = `{rules.get('expr')}` "
+                         f"(`{rules.get('file')}` at {rules.get('file_state')}).")
+        for key, version in record.get("versions", {}).items():
+            lines.append(f"- {TITLES.get(key, key)}: `{version}`.")
+        for key, why in record.get("skipped", {}).items():
+            lines.append(f"- {TITLES.get(key, key)}: **not run**: {why}.")
     for cost in costs:
         lines.append(
-            f"- Cost, {_sizes(cost)} (run of {cost.get('when', '')[:16].replace('T', ' ')} "
-            f"UTC): {cost['nodes']}-node Apache Kafka {cost['kafka_version']} "
-            f"(KRaft, RF {cost.get('replication_factor', cost['nodes'])}, frame proxies "
-            f"counting requests) + {cost['burrow']} Burrow."
+            f"- Cost, {_sizes(cost)} (run of {_when(cost)}): {cost['nodes']}-node Apache Kafka "
+            f"{cost['kafka_version']} (KRaft, RF {cost.get('replication_factor', cost['nodes'])},"
+            f" frame proxies counting requests) + {cost['burrow']} Burrow."
         )
     lines += [
-        "- freshness-tracker: this tree, `python -m freshness_tracker run`, default settings "
-        "except `frequency_sec`.",
-        f"- klag-exporter 0.1.22: `cargo install klag-exporter --version 0.1.22 --locked` "
-        f"({'built into ' + _home(klag_bin()) if klag_bin() else 'not built'}); its defaults "
-        'except `poll_interval` (= ours\' frequency), `granularity = "partition"` (ours exports '
-        'partitions) and `timestamp_sampling.mode`, run twice: `"message"` (reads the record '
-        'at the committed offset, like us) and `"rate"` (its default: offset lag ÷ the high '
-        "watermark's rate over its last 5 polls).",
-        "- kafka_exporter 1.9.0: "
-        + (
-            f"built locally from the v1.9.0 tag ({_home(kafka_exporter_bin())}; `go install` of "
-            "the module is refused by the Go module proxy, 403, but the tag's source builds with "
-            "its dependencies from the proxy: `benchmarks/compare/build_peers.sh`); offsets "
-            "only, it collects on every scrape."
-            if kafka_exporter_bin()
-            else "not built."
-        ),
-        f"- kminion {KMINION_VERSION}: **not run**. `go install "
-        f"github.com/cloudhut/kminion/v2@v{KMINION_VERSION}` is refused by the Go module proxy "
-        "(403 for that module), and the GitHub snapshot this machine can reach ends at "
-        "2021-06-22 (tags up to v2.1.0), so v2.3.5's source is not available here. kminion, like "
-        "kafka_exporter, exports offsets only.",
-        "- Burrow 1.9.5's `/metrics`: **not run**: its module is refused by the Go module proxy "
-        "(403) too, and Debian's Burrow 1.2.1, which we run, has no `/metrics` endpoint at all "
-        "(only the REST API ours reads).",
+        "- Peers are built on this machine from their fetched sources (never committed, never "
+        "a dependency of the package or of CI); each binds 127.0.0.1 only. A Burrow 1.9.5, "
+        "where used, was built locally from its source.",
         "- kafka-lag-exporter (interpolation) and lag ÷ rate: our own ports "
-        "(`benchmarks/accuracy/estimators.py`), run on the very Burrow samples ours used; the "
-        "archived Scala project cannot be built from the registries.",
+        "(`benchmarks/accuracy/estimators.py`), run on the very Burrow samples ours used.",
     ]
-    for tool, why in skipped.items():
-        lines.append(f"- not run this time: {tool}: {why}.")
     return lines
+
+
+def _thresholds(shapes: Sequence[CompareShape]) -> list[str]:
+    lines = []
+    for sh in shapes:
+        if sh.offset_threshold is not None and sh.offset_alert_s:
+            records, basis = sh.offset_threshold
+            lines.append(f"- {sh.result.run.shape.name}: offset-lag alert threshold "
+                         f"{records:.1f} records ({basis}).")
+    return (["Offsets-only tools' alert thresholds:", "", *lines]) if lines else []
 
 
 def _sizes(cost: dict[str, Any]) -> str:
@@ -179,7 +299,7 @@ def _cost_section(cost: dict[str, Any]) -> list[str]:
     nodes = cost["nodes"]
     rf = cost.get("replication_factor", nodes)
     topics = cost.get("topic_counts", {})
-    tools = "; ".join(dict.fromkeys(TITLES[r["tool"]] for r in cost["results"]))
+    tools = "; ".join(dict.fromkeys(TITLES.get(r["tool"], r["tool"]) for r in cost["results"]))
     parts = [
         f"### {_sizes(cost)} (run of {cost.get('when', '')[:16].replace('T', ' ')} UTC)",
         "",
@@ -241,7 +361,7 @@ def _home(path: Path | None) -> str:
 
 def _acc_summary(shapes: Sequence[CompareShape]) -> list[str]:
     lines = ["In short (this run):", ""]
-    for key in ACC_COLUMNS:
+    for key in (*ACC_COLUMNS, *_extra_peers(shapes)):
         scored = [(s, sh.result.run.shape.name) for sh in shapes if (s := _score(sh, key))]
         if not scored:
             continue
@@ -249,7 +369,7 @@ def _acc_summary(shapes: Sequence[CompareShape]) -> list[str]:
         false = sum(s.false_alarm_s for s, _ in scored)
         stuck = next((s.alarm_delay_s for s, n in scored if n == "stuck"), None)
         none = [n for s, n in scored if s.nan_pct or s.inf_pct]
-        text = f"- **{TITLES[key]}**: "
+        text = f"- **{TITLES.get(key, key)}**: "
         if means:
             worst = max(means)
             text += f"worst mean |error| {fmt(worst[0])} s ({worst[1]}); "
@@ -265,6 +385,11 @@ def _acc_summary(shapes: Sequence[CompareShape]) -> list[str]:
             text += f"; no number at times on {', '.join(none)}"
         lines.append(text + ".")
     return lines
+
+
+def _extra_peers(shapes: Sequence[CompareShape]) -> list[str]:
+    """Peers scored in the run that the fixed column order does not name."""
+    return sorted({k for sh in shapes for k in sh.peers} - set(ACC_COLUMNS))
 
 
 def _readme_accuracy(shapes: Sequence[CompareShape]) -> list[str]:
@@ -442,32 +567,74 @@ _METRIC_FIX = {
 
 _ACCURACY_FIX = (
     "Ours reads committed offsets from Burrow, which sees a commit only once it has read it from "
-    "`__consumer_offsets` (and log end offsets at its `offset-refresh`); klag asks the brokers "
-    "at each poll. The difference shows where the truth moves fast: a commit that clears a "
-    "backlog, a group catching up. Reading committed offsets from Kafka (OffsetFetch, one "
-    "request per group) instead of Burrow's `/lag` would close it; not done here: Burrow is the "
-    "design's single source of offsets and group status"
+    "`__consumer_offsets` (and log end offsets at its `offset-refresh`), then publishes at its "
+    "next cycle; klag and the Consumer Freshness Tracker's own reads ask differently (klag the "
+    "brokers at each poll). Where the truth moves fast (a commit that clears a record, a group "
+    "catching up) each second of that delay is error. The Burrow delays measured in this run "
+    "are listed below"
 )
 
 
+def _burrow_delays(sh: CompareShape, t0_ms: float, end_ms: float) -> list[float]:
+    """Seconds from each commit that moved the offset to the first Burrow answer showing it
+    (the harness polls Burrow every sample interval, so to within one interval)."""
+    r = sh.result.run
+    samples = [s for s in r.samples if s.committed is not None]
+    delays, last = [], None
+    for at_ms, offset in r.truth.commits:
+        if offset == last or not t0_ms <= at_ms <= end_ms:
+            last = offset
+            continue
+        last = offset
+        seen = next((s.burrow_ms for s in samples
+                     if s.burrow_ms >= at_ms and int(s.committed or 0) >= offset), None)
+        if seen is not None:
+            delays.append((seen - at_ms) / 1000)
+    return delays
+
+
 def _beats(
-    shapes: Sequence[CompareShape] | None, costs: Sequence[dict[str, Any]]
+    shapes: Sequence[CompareShape] | None, costs: Sequence[dict[str, Any]],
+    t0_ms: float = 0.0, end_ms: float = math.inf,
 ) -> list[str]:
-    """One bullet per reason, naming every case of this run where a peer beat us."""
+    """Every case of this run where a peer did better than ours (gauge or rule) on mean
+    |error|, error after onset or first-alert delay, by how much; then the cost cases."""
     found: dict[str, list[str]] = {}
     fixes: dict[str, str] = {}
     for sh in shapes or []:
-        ours = sh.result.scores["ours"]
-        for key in ("klag_message", "klag_rate"):
-            s = sh.peers.get(key)
-            if s is None or not math.isfinite(s.mean_abs_s) or s.nan_pct + s.inf_pct > 5:
-                continue  # a mean over the samples where it said nothing is no win
-            if s.mean_abs_s < 0.8 * ours.mean_abs_s and ours.mean_abs_s - s.mean_abs_s > 0.05:
-                found.setdefault("accuracy", []).append(
-                    f"{sh.result.run.shape.name}: {TITLES[key]} {fmt(s.mean_abs_s)} s against "
-                    f"ours {fmt(ours.mean_abs_s)} s"
-                )
-                fixes["accuracy"] = _ACCURACY_FIX
+        name = sh.result.run.shape.name
+        for ours_key in ("ours", "ours_rule"):
+            ours = _score(sh, ours_key)
+            if ours is None:
+                continue
+            for key, s in sh.peers.items():
+                if s.nan_pct + s.inf_pct > 5:
+                    continue  # a mean over the samples where it said nothing is no win
+                for label, mine, theirs in (
+                    ("mean |error|", ours.mean_abs_s, s.mean_abs_s),
+                    ("error after onset", ours.onset_s, s.onset_s),
+                    ("first alert", ours.alarm_delay_s, s.alarm_delay_s),
+                ):
+                    if mine is None or theirs is None or not math.isfinite(theirs):
+                        continue
+                    if label == "first alert":  # an early alert is a false one: by its size
+                        mine, theirs = abs(mine), abs(theirs)
+                    if not math.isfinite(mine) or theirs < mine - 0.05:
+                        found.setdefault("accuracy", []).append(
+                            f"{name}, {label}: {TITLES.get(key, key)} {fmt(theirs)} s against "
+                            f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s)"
+                        )
+                        fixes["accuracy"] = _ACCURACY_FIX
+    if "accuracy" in found and shapes:
+        delays = []
+        for sh in shapes:
+            d = _burrow_delays(sh, t0_ms, end_ms)
+            if d:
+                delays.append(f"{sh.result.run.shape.name}: median {fmt(statistics.median(d))} s,"
+                              f" max {fmt(max(d))} s over {len(d)} commits")
+        if delays:
+            fixes["accuracy"] += (": from a commit to Burrow's `/lag` showing it, "
+                                  + "; ".join(delays))
     labels = {
         ("steady", "cpu_per_round_s"): "CPU per steady round",
         ("steady", "peak_rss_mib"): "peak RSS",
@@ -479,7 +646,8 @@ def _beats(
     latest = [c for c, _earlier in _latest_per_size(costs)]  # a later run of a size supersedes
     for cost, sc in ((c, sc) for c in latest for sc in c["scenarios"]):
         name = sc["name"]
-        for key in ("klag_message", "klag_rate", "kafka_exporter"):
+        peers = sorted({r["tool"] for r in cost["results"]} - {"ours", "ours_stats"})
+        for key in peers:
             for path, label in labels.items():
                 r = ratio(
                     _cost_median(cost, name, key, path), _cost_median(cost, name, "ours", path)
@@ -488,7 +656,7 @@ def _beats(
                 if r is None or r >= 0.8 or (gave_up and path == ("steady", "metrics_bytes")):
                     continue  # a /metrics emptied by abandoned rounds is no smaller exposition
                 found.setdefault(label, []).append(
-                    f"{sc['title']}: {TITLES[key]} {ratio_text(r)}"
+                    f"{sc['title']}: {TITLES.get(key, key)} {ratio_text(r)}"
                     + (" while abandoning rounds at its timeout" if gave_up else "")
                 )
                 fixes[label] = _METRIC_FIX.get(path, "")
@@ -496,14 +664,14 @@ def _beats(
         burrow = _cost_median(cost, name, "ours", ("steady", "burrow_cpu_per_round_s"))
         if ours_cpu is None or burrow is None:
             continue
-        for key in ("klag_message", "klag_rate", "kafka_exporter"):
+        for key in peers:
             v = _cost_median(cost, name, key, ("steady", "cpu_per_round_s"))
             r = ratio(v, ours_cpu + burrow)
             if v is not None and r is not None and r < 1:
                 label = "CPU per steady round, counting Burrow"
                 found.setdefault(label, []).append(
-                    f"{sc['title']}: {TITLES[key]} {v:.3f} s against ours {ours_cpu:.3f} s + "
-                    f"Burrow {burrow:.3f} s ({ratio_text(r)})"
+                    f"{sc['title']}: {TITLES.get(key, key)} {v:.3f} s against ours "
+                    f"{ours_cpu:.3f} s + Burrow {burrow:.3f} s ({ratio_text(r)})"
                 )
                 fixes[label] = _BURROW_FIX
     lines = []
@@ -525,27 +693,45 @@ _BURROW_FIX = (
 
 
 _INTRO = """\
-Generated by `python -m benchmarks.compare` ([`benchmarks/compare/`](../benchmarks/compare/)):
-every number and plot below comes from the runs named here. It builds on the accuracy harness
+Generated from the run records in [`records/comparison/`](records/comparison/) by
+`scripts/render_docs.py` (the plots by `python -m benchmarks.compare --from
+docs/records/comparison`); the runs are made by `python -m benchmarks.compare`
+([`benchmarks/compare/`](../benchmarks/compare/)). It builds on the accuracy harness
 ([accuracy.md](accuracy.md): its six traffic shapes, real consumer groups and exact ground truth)
-and on the proxied real-Kafka stack of [performance.md](performance.md). The peers are built
-from their public releases on this machine; none is a dependency of the package or of CI, and
-each binds 127.0.0.1 only."""
+and on the proxied real-Kafka stack of [performance.md](performance.md). Every figure below is
+computed from a record; a run that failed is shown as failed."""
+
+_HEADLINE_TEXT = """\
+Per shape, mean |error| against the ground truth (s) of ours as a scrape of the gauge reads it,
+of ours as Prometheus' query-time rule gives it (`time() − the oldest uncommitted record's
+timestamp`, evaluated by a real Prometheus from the shipped rules), and of the best peer that
+exports a time lag (a peer with no number in more than 5 % of the samples is not counted); then
+the first alert above {threshold:g} s relative to the truth's crossing (negative: before)."""
+
+_OTHER_TEXT = """\
+The other time figures ours exports, scraped on the same grid and scored raw against the
+harness's own log: commit lag (`kafka_consumer_commit_lag_ms`, the last commit's time minus the
+append time of the last record it committed), "data current as of"
+(`kafka_consumer_group_data_current_as_of_timestamp_seconds`, that record's append time) and,
+on the outage-then-catch-up shape, the catch-up estimate
+(`kafka_consumer_group_catch_up_estimate_seconds`): each estimate read while the group catches
+up predicts the moment the lag reaches 0 (read time + estimate); its error is that moment minus
+the moment the truth reached 0 (positive: predicted too late)."""
 
 _ACC_TEXT = """\
 Same stack, same groups, same traffic, same run: {duration:.0f} s of the six shapes, every tool
-polling every {freq:g} s (ours' `frequency_sec`, klag's `poll_interval`), every tool's `/metrics`
-scraped every {interval:g} s ({when}, {wall:.1f} min wall time). Every tool is scored raw, as a
-Prometheus scrape sees it, by the harness's own scorer: mean and max |error| against the ground
-truth, the mean |error| over the {window:g} s after the shape's onset (burst, stall, outage) and
-after its recovery, seconds above the {threshold:g} s threshold while the truth was below it,
-and, where the truth crosses the threshold after an onset, when the tool first alerted relative
-to the truth's crossing (negative: before). "No number": samples where the tool exported no time
-lag (klag's rate mode omits the series below 0.01 records/s) or +∞ (our lag ÷ rate port).
-The two ports are evaluated at Burrow's sampling instant, with no publication delay of their
-own; that favours them by up to one poll. kafka_exporter has no time lag: its row is when an
-offset-lag alert fires, the threshold being {threshold:g} s × the shape's produce rate before the
-onset (the best an operator who knew the rate could set)."""
+polling every {freq:g} s (ours' `frequency_sec`, klag's `poll_interval`; the `30 s` klag rows at
+its own default), every tool's `/metrics` scraped every {interval:g} s (run of {when},
+{wall:.1f} min wall time). Every tool is scored raw, as a scrape sees it, by the harness's own
+scorer: mean and max |error| against the ground truth, the mean |error| over the {window:g} s
+after the shape's onset (burst, stall, outage) and after its recovery, seconds above the
+{threshold:g} s threshold while the truth was below it, and, where the truth crosses the
+threshold after an onset, when the tool first alerted relative to the truth's crossing
+(negative: before). Ours' rule row is Prometheus' range query of the recording rule on the same
+grid. "No number": samples where the tool exported no time lag or +∞. The two ports are
+evaluated at Burrow's sampling instant, with no publication delay of their own; that favours
+them by up to one poll. Offsets-only tools (kafka_exporter, kminion) have no time lag: their
+row is when an offset-lag alert fires, at the threshold listed under the table."""
 
 _COST_TEXT = """\
 Each tool alone in turn on a 3-node Apache Kafka behind frame proxies that count every request
@@ -564,25 +750,11 @@ CPU over ours' window is the "+ Burrow" row (with `offset-refresh = 1`, ten time
 default rate: it is the accuracy stack's setting). A deployment that already runs Burrow pays
 that anyway; one that does not should add it to ours.
 
-Ours' steady rounds read nothing from Kafka (its log: `reads=0`, every timestamp from its
-cache), yet the 2,000-partition runs count ListOffsets (18 to 75 per round in the 90 %
-caught-up fleet) and a few ApiVersions in them. They were librdkafka's, not ours: with
-statistics enabled (ours set `statistics.interval.ms` = 10 s to count its Fetch requests for
-`freshness_tracker_kafka_fetch_requests_total`), librdkafka starts a timer for every partition
-of every topic a consumer has handled (all partitions of a topic, not only the assigned ones),
-and each firing asks the partition's leader for its log start offset with a ListOffsets request
-unless the consumer already knows that the broker's Fetch carries the log start (Fetch v5 or
-later, learnt from the connection's ApiVersions). A pool consumer that has never talked to a
-broker does not know that yet, so 10 s after its first batch in a topic, every partition of that
-topic led by such a broker sends one ListOffsets, and the connection this opens (the
-ApiVersions) ends it: a one-off per pool consumer and broker, in the steady window only because
-that window starts right after the first round. `python -m benchmarks.compare.lag_timer`
-reproduces it on librdkafka's mock cluster (no JVM): a consumer that read only one broker's
-partitions sent one ListOffsets per partition to each other broker 10 s later, opened a
-connection to each, and nothing more over three timer periods. The same statistics cost far
-more CPU than requests (an idle consumer holding 10,000 partitions: 2.05 CPU s per 10 s with
-them, 0.13 without; the 20,000-partition runs below), so they are now off unless a cluster's
-`kafka` properties set `statistics.interval.ms`; the Fetch-request count is then 0."""
+librdkafka's statistics (`statistics.interval.ms`) start a timer per partition of every topic
+a consumer has handled, and each firing can send a ListOffsets and open a connection; they are
+off in ours unless a cluster's `kafka` properties set them (`ours_stats` measures them on).
+`python -m benchmarks.compare.lag_timer` reproduces the requests on librdkafka's mock
+cluster."""
 
 _CANNOT = """\
 ## What each tool cannot do
@@ -591,27 +763,20 @@ _CANNOT = """\
   is visible only once Burrow has read it, and log end offsets only at Burrow's
   `offset-refresh`. No OpenTelemetry push (Prometheus exposition only).
 - **klag-exporter, "message"** reads the record at the committed offset, like us, but re-reads
-  after its cache TTL (60 s) even when nothing moved; no reading of the record before a caught-up
-  group's commit (so no commit lag or "data current as of" for caught-up groups); no batching
-  per leader (a pool of `max_concurrent_fetches` = 5 consumers reading partition by partition:
-  compare the first rounds' Fetch counts above). It caches the topic list for
-  `metadata_cache_ttl` (300 s by default): a partition created after its last refresh has no
-  high watermark for up to 5 minutes and is exported with offset lag 0 and time lag 0 (both
-  modes). In a first run of this comparison, with the peers started before the harness created
-  its topics, klag showed 0 for the stuck consumer for ~240 s while the truth rose past 240 s
-  (its alert came 229.5 s after the truth's, "message" mode), and never alerted on the burst or
-  the outage; the run above starts the peers once the topics exist. Its collection timeout is
-  the poll interval up to 10 s and the poll interval − 5 s above: a round that takes longer is
-  abandoned, so at 20,000 partitions on this machine, polling every 10 s, the message mode
-  exported nothing and the rate mode finished only some of its rounds (both modes).
+  after its cache TTL even when nothing moved; no reading of the record before a caught-up
+  group's commit (so no commit lag or "data current as of"). It caches the topic list for
+  `metadata_cache_ttl` (300 s by default): a partition created after its last refresh is
+  exported with lag 0 until then, which is why the peers start once the harness's topics
+  exist. A round longer than its collection timeout is abandoned.
 - **klag-exporter, "rate"** (its default) estimates: offset lag ÷ the high watermark's rate over
-  its last 5 polls. Right while the produce rate is steady; no number when the producer is idle
-  or slower than 0.01 records/s (exactly when a stuck consumer on a quiet topic matters), and
-  wrong by the ratio of rates when traffic changes (the stuck shape's nightly drop).
+  its last polls. Right while the produce rate is steady; no number when the producer is idle
+  (exactly when a stuck consumer on a quiet topic matters), and wrong by the ratio of rates
+  when traffic changes (the stuck shape's nightly drop).
 - **kafka_exporter / kminion** export offsets only: any time figure has to be estimated in
-  PromQL from offset rates (the `rate` row's method), with the same failure modes.
-  kafka_exporter collects on every scrape, three ListOffsets per partition: at 20,000
-  partitions a scrape took 22–31 s here, longer than a 10 s scrape interval.
+  PromQL from offset rates (the `rate` row's method), with the same failure modes; both ask
+  Kafka on every scrape.
+- **Consumer Freshness Tracker** (kafka-helmsman) reads Burrow like us and the record at the
+  committed offset per partition; it exports freshness per partition as of its last run.
 - **kafka-lag-exporter** (archived) interpolates a table of (offset, time) points: see the
   interpolation rows and [accuracy.md](accuracy.md) for its runaway extrapolation."""
 
@@ -619,14 +784,13 @@ _REPRODUCE = """\
 ## Reproduce
 
 ```sh
-benchmarks/compare/build_peers.sh          # klag-exporter (cargo) and kafka_exporter (go build)
-python -m benchmarks.compare               # both parts at 2,000 partitions (~35 min)
+python -m benchmarks.compare               # both parts; writes a record, re-renders the pages
+python -m benchmarks.compare --skip-cost   # accuracy only (480 s of traffic)
 python -m benchmarks.compare --skip-accuracy --partitions 20000 --fleet 20000
-python -m benchmarks.compare --skip-cost --duration 120   # a quick accuracy look
-python -m benchmarks.compare --from build/compare         # re-render from saved runs
+python -m benchmarks.compare --from docs/records/comparison   # re-render pages and plots
+.venv/bin/python scripts/render_docs.py --check              # the pages match the records
 ```
 
-`--partitions`, `--fleet`, `--fleet-share`, `--poll`, `--rounds`, `--reps`, `--tools` change the
-cost part; `--help` lists everything. The raw runs are `build/compare/accuracy.json` and one
-`cost-<partitions>.json` per size (`cost-<partitions>-<tools>.json` when `--tools` named
-fewer than all; a run replaces only its own file, the page shows every run saved)."""
+Peers' binaries are looked up under `~/.cache/freshness-tracker/peers` (`FT_PEERS_DIR`), each
+with the `VERSION` line its build wrote; Prometheus is Debian's `prometheus`. `--help` lists
+every option."""

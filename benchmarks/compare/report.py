@@ -18,31 +18,129 @@ from benchmarks.compare.stats import ratio, ratio_text
 __all__ = ["ACC_COLUMNS", "accuracy_table", "cost_table", "machine", "plot_shape", "write_page"]
 
 TITLES = {
-    "ours": "freshness-tracker",
+    "ours": "freshness-tracker (gauge)",
+    "ours_rule": "freshness-tracker (rule, from Prometheus)",
     "ours_stats": "freshness-tracker, librdkafka statistics on (as before)",
-    "klag_message": 'klag-exporter 0.1.22, "message"',
-    "klag_rate": 'klag-exporter 0.1.22, "rate"',
+    "klag_message": 'klag-exporter "message"',
+    "klag_rate": 'klag-exporter "rate"',
+    "klag_message_30s": 'klag-exporter "message", 30 s (its default)',
+    "klag_rate_30s": 'klag-exporter "rate", 30 s (its default)',
+    "cft": "Consumer Freshness Tracker",
     "interpolation": "interpolation (kafka-lag-exporter's method, our port)",
     "rate": "offset lag ÷ produce rate (our port)",
-    "kafka_exporter": "kafka_exporter 1.9.0 (offsets only)",
-    "burrow": "+ Burrow 1.2.1 (ours' offsets source)",
+    "kafka_exporter": "kafka_exporter (offsets only)",
+    "kminion": "kminion (offsets only)",
+    "burrow": "+ Burrow (ours' offsets source)",
 }
 COLORS = {
     "truth": "#222222",
     "ours": "#1f77b4",
+    "ours_rule": "#17becf",
     "klag_message": "#d62728",
     "klag_rate": "#9467bd",
+    "klag_message_30s": "#e377c2",
+    "klag_rate_30s": "#8c564b",
+    "cft": "#bcbd22",
     "interpolation": "#ff7f0e",
     "rate": "#2ca02c",
 }
-STYLES = {"ours": "-", "klag_message": "-.", "klag_rate": "--", "interpolation": ":", "rate": ":"}
-ACC_COLUMNS = ("ours", "klag_message", "klag_rate", "interpolation", "rate")
+STYLES = {"ours": "-", "ours_rule": "-", "klag_message": "-.", "klag_rate": "--",
+          "klag_message_30s": "-.", "klag_rate_30s": "--", "cft": "-",
+          "interpolation": ":", "rate": ":"}
+#: peers that export a time lag, in the order the tables list them
+PEER_COLUMNS = ("klag_message", "klag_rate", "klag_message_30s", "klag_rate_30s", "cft")
+ACC_COLUMNS = ("ours", "ours_rule", *PEER_COLUMNS, "interpolation", "rate")
+
+
+def _title(key: str) -> str:
+    return TITLES.get(key, key)
+
+
+def _order(key: str) -> int:
+    keys = list(TITLES)
+    return keys.index(key) if key in keys else len(keys)
 
 
 def _score(shape: CompareShape, key: str) -> MethodScore | None:
     if key in ("ours", "interpolation", "rate"):
         return shape.result.scores[key]
+    if key == "ours_rule":
+        return shape.rule
     return shape.peers.get(key)
+
+
+def best_peer(shape: CompareShape, attr: str) -> tuple[str, float] | None:
+    """The peer with the lowest finite ``attr`` (a peer silent on > 5 % of samples excluded;
+    an alert delay is compared by its size: an alert before the truth's crossing is a false
+    one, no better than as late)."""
+    best: tuple[str, float] | None = None
+    for key, s in shape.peers.items():
+        v = getattr(s, attr)
+        if v is None or not math.isfinite(v) or s.nan_pct + s.inf_pct > 5:
+            continue
+        if best is None or _size(attr, v) < _size(attr, best[1]):
+            best = (key, v)
+    return best
+
+
+def _size(attr: str, v: float) -> float:
+    return abs(v) if attr == "alarm_delay_s" else v
+
+
+def headline_table(shapes: Sequence[CompareShape]) -> str:
+    lines = [
+        "| shape | ours, gauge | ours, rule | best peer | ours' first alert (gauge / rule) "
+        "| best peer's first alert |",
+        "|---|---|---|---|---|---|",
+    ]
+    for sh in shapes:
+        gauge, rule = sh.result.scores["ours"], sh.rule
+        peer = best_peer(sh, "mean_abs_s")
+        alert = best_peer(sh, "alarm_delay_s")
+        offset_alerts = [(k, v) for k, v in sh.offset_alert_s.items()
+                         if v is not None and math.isfinite(v)]
+        if offset_alerts:
+            k, v = min(offset_alerts, key=lambda kv: abs(kv[1]))
+            if alert is None or abs(v) < abs(alert[1]):
+                alert = (k, v)
+        lines.append(
+            f"| {sh.result.run.shape.name} | {fmt(gauge.mean_abs_s)} | "
+            f"{fmt(rule.mean_abs_s) if rule else 'not run'} | "
+            + (f"{fmt(peer[1])} ({TITLES.get(peer[0], peer[0])})" if peer else "—")
+            + f" | {_alert(gauge.alarm_delay_s)} / {_alert(rule.alarm_delay_s) if rule else '—'}"
+            + " | "
+            + (f"{_alert(alert[1])} ({TITLES.get(alert[0], alert[0])})" if alert else "—")
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def other_gauges_table(shapes: Sequence[CompareShape]) -> str:
+    lines = [
+        "| shape | commit lag mean / max \\|err\\| (s) | data current as of mean / max "
+        "\\|err\\| (s) | catch-up estimate |",
+        "|---|---|---|---|",
+    ]
+    for sh in shapes:
+        def pair(e: Any) -> str:
+            if e is None or not e.scored:
+                return "no value"
+            return f"{fmt(e.mean_abs_s)} / {fmt(e.max_abs_s)} ({e.scored} samples)"
+
+        cu = sh.catch_up
+        catch = "—"
+        if cu is not None:
+            catch = (
+                f"truth: caught up {fmt(cu.catch_up_s)} s after resuming from a "
+                f"{fmt(cu.outage_s)} s outage; {cu.with_estimate} of {cu.samples} samples had "
+                f"an estimate; predicted end − true end: mean \\|err\\| {fmt(cu.mean_abs_s)} s, "
+                f"median {fmt(cu.median_s)} s, max \\|err\\| {fmt(cu.max_abs_s)} s"
+                + (f"; first estimate {fmt(cu.first_after_s)} s after resuming, off by "
+                   f"{fmt(cu.first_s)} s" if cu.first_s is not None else "")
+            )
+        lines.append(f"| {sh.result.run.shape.name} | {pair(sh.commit_lag)} | "
+                     f"{pair(sh.data_as_of)} | {catch} |")
+    return "\n".join(lines)
 
 
 def _no_number(s: MethodScore) -> str:
@@ -72,14 +170,14 @@ def accuracy_table(shapes: Sequence[CompareShape], cfg: HarnessConfig) -> str:
     ]
     for shape in shapes:
         first = True
-        for key in ACC_COLUMNS:
+        for key in (*ACC_COLUMNS, *sorted(set(shape.peers) - set(ACC_COLUMNS))):
             s = _score(shape, key)
             if s is None:
                 continue
             name = f"**{shape.result.run.shape.name}**" if first else ""
             first = False
             lines.append(
-                f"| {name} | {TITLES[key]} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
+                f"| {name} | {TITLES.get(key, key)} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
                 f"{fmt(s.onset_s)} | {fmt(s.recovery_s)} | {s.false_alarm_s:.0f} | "
                 f"{_alert(s.alarm_delay_s)} | {_no_number(s)} |"
             )
@@ -141,11 +239,11 @@ def cost_table(cost: dict[str, Any], rep: int = 0) -> str:
             "| peak RSS (MiB) | /metrics (KiB) |",
             "|" + "---|" * 9,
         ]
-        for r in sorted(rows, key=lambda r: list(TITLES).index(r["tool"])):
+        for r in sorted(rows, key=lambda r: _order(r["tool"])):
             if "error" in r:
-                lines.append(f"| {TITLES[r['tool']]} | failed: {r['error']} |" + " |" * 7)
+                lines.append(f"| {_title(r['tool'])} | failed: {r['error']} |" + " |" * 7)
                 continue
-            lines.append(f"| {TITLES[r['tool']]} | " + " | ".join(_cost_row(r, base)) + " |")
+            lines.append(f"| {_title(r['tool'])} | " + " | ".join(_cost_row(r, base)) + " |")
             if r["tool"] == "ours" and "burrow_cpu_per_round_s" in r["steady"]:
                 s = r["steady"]
                 lines.append(
@@ -157,11 +255,11 @@ def cost_table(cost: dict[str, Any], rep: int = 0) -> str:
             "Requests by API (first round, from the tool's start / per steady round):",
             "",
         ]
-        for r in sorted(rows, key=lambda r: list(TITLES).index(r["tool"])):
+        for r in sorted(rows, key=lambda r: _order(r["tool"])):
             if "error" in r:
                 continue
             lines.append(
-                f"- {TITLES[r['tool']]}: {_apis(r['first']['requests'])} / "
+                f"- {_title(r['tool'])}: {_apis(r['first']['requests'])} / "
                 f"{_apis(r['steady']['requests_per_round'])}"
             )
         lines += _unfinished_rounds(rows)
@@ -178,7 +276,7 @@ def _unfinished_rounds(rows: list[dict[str, Any]]) -> list[str]:
         if s is None or not s.get("timeouts_since_start"):
             continue
         notes.append(
-            f"- {TITLES[r['tool']]}: {s['timeouts_since_start']} rounds abandoned at its "
+            f"- {_title(r['tool'])}: {s['timeouts_since_start']} rounds abandoned at its "
             "collection timeout since its start (its log: \"Collection timed out\"), "
             f"finished rounds seen in the steady window: {s.get('distinct_round_stamps', 0)}; its "
             f"last `/metrics` had {s.get('series', 0):,} series against "
@@ -222,6 +320,8 @@ def plot_shape(shape: CompareShape, path: Path, cfg: HarnessConfig) -> None:
     res = shape.result
     series: list[tuple[str, list[float], list[float]]] = [
         ("ours", res.t_s, res.ours_s),
+        *([("ours_rule", shape.rule_curve.t_s, shape.rule_curve.values)]
+          if shape.rule_curve is not None else []),
         *[(k, c.t_s, c.values) for k, c in shape.curves.items()],
         ("interpolation", res.t_est_s, res.interp_s),
         ("rate", res.t_est_s, res.rate_s),
@@ -244,15 +344,15 @@ def plot_shape(shape: CompareShape, path: Path, cfg: HarnessConfig) -> None:
             min(v, top) if math.isfinite(v) else (top if v == math.inf else math.nan)
             for v in values
         ]
-        label = TITLES[key] + (f": mean |err| {fmt(score.mean_abs_s)} s" if score else "")
+        label = TITLES.get(key, key) + (f": mean |err| {fmt(score.mean_abs_s)} s" if score else "")
         over = sum(1 for v in values if v > top)
         if over:
             label += f" ({over} samples off scale)"
         ax.plot(
             t,
             clipped,
-            STYLES[key],
-            color=COLORS[key],
+            STYLES.get(key, "-"),
+            color=COLORS.get(key, "#7f7f7f"),
             lw=1.3,
             label=label,
             zorder=4 if key == "ours" else 3,

@@ -1,0 +1,231 @@
+"""The accuracy and comparison benchmarks' scoring beyond freshness and their run records:
+catch-up estimate error, the offset threshold of offsets-only tools, commit lag and "data
+current as of" truths, a record's round trip into the pages, and a failed run rendered failed.
+Pure: no stack, no peer, no Prometheus is started."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.accuracy import report as accuracy_report
+from benchmarks.accuracy.harness import HarnessConfig, RunData, ShapeRun
+from benchmarks.accuracy.record import (
+    GZIP_ABOVE,
+    load_records,
+    round_peers,
+    round_rule,
+    round_run,
+    save_record,
+)
+from benchmarks.accuracy.sampler import Sample
+from benchmarks.accuracy.scores import (
+    catch_up_score,
+    commit_lag_truth_ms,
+    data_as_of_truth_ms,
+    offset_threshold,
+)
+from benchmarks.accuracy.shapes import Event, Shape, standard_shapes
+from benchmarks.accuracy.truth import TruthLog
+from benchmarks.compare import page as compare_page
+from benchmarks.compare.accuracy import score_peers
+from devstack.prometheus import ScrapeJob
+
+T0 = 1_000_000_000_000
+
+
+def _sample(t_ms: float, **kw: Any) -> Sample:
+    base: dict[str, Any] = {
+        "metrics_ms": t_ms, "ours_ms": None, "ours_offset": None, "ours_lag": None,
+        "cycle_start_ms": None, "cycle_s": 0.01, "burrow_ms": t_ms, "committed": None,
+        "current_lag": None, "leo": None,
+    }
+    return Sample(**{**base, **kw})
+
+
+# ---- truths and the catch-up estimate -------------------------------------------------------
+
+
+def _outage_run() -> ShapeRun:
+    """A record a second for 40 s; commits keep up to t=10, the consumer is down until t=20,
+    then commits every second, two records at a time, and has everything at t=30."""
+    truth = TruthLog()
+    for i in range(40):
+        truth.produced(i, T0 + i * 1000)
+    for i in range(11):
+        truth.committed(T0 + i * 1000, i)
+    for k, t in enumerate(range(21, 31)):
+        truth.committed(T0 + t * 1000, min(11 + 2 * (k + 1), t + 1))
+    shape = Shape("outage-catchup", "o", "", tuple(float(i) for i in range(40)),
+                  ((0.0, 0.0), (10.0, None), (20.0, 0.5)),
+                  (Event("outage", "onset", 10.0),))
+    # estimates while catching up: exact at t=22, 3 s late at t=24, absent at t=26
+    samples = [
+        _sample(T0 + 22_000, ours_catch_up_s=8.0),
+        _sample(T0 + 24_000, ours_catch_up_s=9.0),
+        _sample(T0 + 26_000),
+        _sample(T0 + 35_000, ours_catch_up_s=0.0),  # after: not scored
+    ]
+    return ShapeRun(shape, "t", "g", truth, samples)
+
+
+def test_the_catch_up_estimate_is_scored_against_when_the_truth_reached_zero() -> None:
+    run = _outage_run()
+    score = catch_up_score(run, T0)
+    assert score is not None
+    assert score.outage_s == 10.0
+    assert score.catch_up_s == 10.0  # resumed at 20, everything committed at 30
+    assert (score.samples, score.with_estimate) == (3, 2)
+    assert score.first_s == pytest.approx(0.0) and score.first_after_s == pytest.approx(2.0)
+    assert score.max_abs_s == pytest.approx(3.0)
+    assert score.mean_abs_s == pytest.approx(1.5)
+    assert score.median_s == pytest.approx(1.5)
+
+
+def test_no_catch_up_score_without_an_outage() -> None:
+    run = _outage_run()
+    steady = ShapeRun(Shape("steady", "s", "", (0.0,), ((0.0, 0.0),)), "t", "g", run.truth, [])
+    assert catch_up_score(steady, T0) is None
+
+
+def test_commit_lag_and_data_current_as_of_come_from_the_last_commit() -> None:
+    truth = _outage_run().truth
+    # at t=15.5 the last commit (t=10) was of offset 10: last committed record 9, appended at 9
+    assert commit_lag_truth_ms(truth, T0 + 15_500) == pytest.approx(1000.0)
+    assert data_as_of_truth_ms(truth, T0 + 15_500) == pytest.approx(T0 + 9000)
+    # the first commit (offset 0) covers no record
+    assert commit_lag_truth_ms(truth, T0 + 100) is None
+    assert data_as_of_truth_ms(truth, T0 - 1) is None
+
+
+# ---- offsets-only tools' threshold ------------------------------------------------------------
+
+
+def test_an_offset_threshold_is_never_zero_on_a_topic_idle_before_its_onset() -> None:
+    shapes = {s.name: s for s in standard_shapes(480.0, 45.0)}
+    burst = offset_threshold(shapes["burst-idle"], 20.0, 480.0)
+    assert burst is not None
+    records, basis = burst
+    assert records == pytest.approx(20.0 * 300 / 480)  # the run's average rate
+    assert "average" in basis
+    stuck = offset_threshold(shapes["stuck"], 20.0, 480.0)
+    assert stuck is not None and stuck[0] == pytest.approx(40.0)  # 2 records/s before the stall
+    assert offset_threshold(shapes["steady"], 20.0, 480.0) is None  # no onset
+
+
+# ---- records and pages ----------------------------------------------------------------------
+
+
+def _tiny_record(status: str = "complete") -> dict[str, Any]:
+    """A comparison record of the stuck-at-10 story: ours' gauge 1 s late, the rule exact, a
+    peer 3 s over the truth."""
+    truth = TruthLog()
+    for i in range(60):
+        truth.produced(i, T0 + i * 1000)
+    for i in range(11):
+        truth.committed(T0 + i * 1000, i)
+    shape = Shape("stuck", "Stuck", "stalls at 10 s", tuple(float(i) for i in range(60)),
+                  ((0.0, 0.0), (10.0, None)), (Event("stall", "onset", 10.0),))
+    samples = []
+    rule, peer = [], []
+    for i in range(1, 59):
+        t = T0 + i * 1000 + 0.4
+        fresh = truth.freshness_ms(t)
+        assert fresh is not None
+        samples.append(_sample(t, ours_ms=max(fresh - 1000, 0.0), committed=min(i, 10),
+                               ours_commit_lag_ms=0.0, ours_data_as_of_s=(T0 + 9000) / 1000))
+        rule.append([t, fresh / 1000])
+        peer.append([t, fresh / 1000 + 3.0, None])
+    run = RunData(HarnessConfig(duration_s=59.0, moment_window_s=5.0), T0, T0 + 59_000,
+                  [ShapeRun(shape, "acc-x-stuck", "acc-x-stuck-group", truth, samples)],
+                  wall_s=70.0)
+    record: dict[str, Any] = {
+        "format": 1, "kind": "accuracy", "status": status, "command": "python -m x",
+        "started": "2026-01-02T03:04:05+00:00", "finished": "2026-01-02T03:05:15+00:00",
+        "machine": {"cores": 2, "cpu": "cpu", "system": "Linux", "load_start": [1.0, 2.0, 3.0],
+                    "load_end": [4.0, 5.0, 6.0]},
+        "versions": {"ours": "freshness-tracker 0.1.0", "klag_message": "klag 0.1.29 abc"},
+        "skipped": {"kminion": "kminion was not built: go refused"},
+        "kafka": "3.9.1", "burrow": "Burrow 1.2.1 (Debian's package)",
+        "prometheus": "Prometheus 2.42.0+ds", "config": run.config.__dict__,
+    }
+    if status == "complete":
+        record["run"] = round_run(run.to_json())
+        record["peers"] = round_peers({"klag_message": {"acc-x-stuck-group/acc-x-stuck": peer}})
+        record["rule"] = round_rule({"rule": {"acc-x-stuck-group": rule}})
+    else:
+        record["error"] = "TimeoutError: the stack never came up"
+    return record
+
+
+def _root_with(tmp_path: Path, *records: dict[str, Any]) -> Path:
+    for record in records:
+        save_record(tmp_path / compare_page.RECORDS, record)
+    return tmp_path
+
+
+def test_a_record_round_trips_into_the_comparison_page(tmp_path: Path) -> None:
+    root = _root_with(tmp_path, _tiny_record())
+    [loaded] = load_records(root / compare_page.RECORDS)
+    assert loaded["run"]["t0_ms"] == T0 and isinstance(loaded["run"]["shapes"][0]["samples"][0][0],
+                                                        int)
+    run = RunData.from_json(loaded["run"])
+    [shape] = score_peers(run, loaded["peers"], loaded["rule"])
+    assert shape.rule is not None and shape.rule.mean_abs_s == pytest.approx(0.0, abs=0.01)
+    assert shape.peers["klag_message"].mean_abs_s == pytest.approx(3.0, abs=0.01)
+    assert shape.result.scores["ours"].mean_abs_s == pytest.approx(0.9, abs=0.2)
+    page = compare_page.pages(root)[compare_page.PAGE]
+    assert page == compare_page.pages(root)[compare_page.PAGE]  # deterministic
+    assert "| stuck | 0." in page  # the headline row
+    assert "`klag 0.1.29 abc`" in page  # the version its build recorded
+    assert "**not run**: kminion was not built: go refused" in page
+    assert "1/2/3 at the start, 4/5/6 at the end" in page
+    # the peer beat the gauge on nothing; the page says where it did beat something, or nowhere
+    assert "klag-exporter \"message\" 3.00 s against" not in page
+    accuracy = accuracy_report.pages(root)[accuracy_report.PAGE]
+    assert "freshness-tracker, rule (from Prometheus)" in accuracy
+    assert "![stuck](img/accuracy-stuck.png)" in accuracy
+
+
+def test_a_failed_run_renders_as_failed_and_the_previous_complete_run_stays(
+    tmp_path: Path,
+) -> None:
+    good = _tiny_record()
+    bad = {**_tiny_record("failed"), "started": "2026-01-03T00:00:00+00:00"}
+    root = _root_with(tmp_path, good, bad)
+    page = compare_page.pages(root)[compare_page.PAGE]
+    assert "failed**: `TimeoutError: the stack never came up`" in page
+    assert "## Headline" in page  # from the complete run
+    only_bad = _root_with(tmp_path / "b", bad)
+    page = compare_page.pages(only_bad)[compare_page.PAGE]
+    assert "failed**" in page and "## Headline" not in page
+    save_record(only_bad / accuracy_report.ACCURACY_RECORDS, {**bad, "kafka": "4.1.1"})
+    accuracy = accuracy_report.pages(only_bad)[accuracy_report.PAGE]
+    assert "**This run failed**: `TimeoutError: the stack never came up`" in accuracy
+
+
+def test_a_record_above_a_megabyte_is_gzipped(tmp_path: Path) -> None:
+    record = {"kind": "accuracy", "started": "2026-01-01T00:00:00+00:00", "kafka": "3.9.1",
+              "status": "failed", "padding": "x" * (GZIP_ABOVE + 1)}
+    path = save_record(tmp_path, record)
+    assert path.name.endswith(".json.gz")
+    assert json.loads(gzip.decompress(path.read_bytes()))["padding"] == record["padding"]
+    [loaded] = load_records(tmp_path)
+    assert loaded["padding"] == record["padding"]
+
+
+def test_rounding_keeps_milliseconds_as_integers_and_drops_non_finite() -> None:
+    peers = round_peers({"t": {"g/t": [[1.6, 2.00049, 3.0], [2.0, math.inf, None]]}})
+    assert peers == {"t": {"g/t": [[2, 2.0, 3.0], [2, None, None]]}}
+
+
+def test_a_scrape_job_has_its_own_interval_and_a_timeout_within_it() -> None:
+    job = ScrapeJob("klag_rate_30s", ("127.0.0.1:1",), 30.0).config()
+    assert job["scrape_interval"] == "30s" and job["scrape_timeout"] == "10s"
+    assert ScrapeJob("ours", ("127.0.0.1:2",), 1.5).config()["scrape_interval"] == "1500ms"
+    assert "scrape_interval" not in ScrapeJob("x", ("127.0.0.1:3",)).config()
