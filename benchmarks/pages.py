@@ -83,15 +83,21 @@ def run_line(record: Record, where: str) -> str:
     return line
 
 
-def _block(root: Path, relative: str, how: str, body: Block) -> str:
-    """The block for record `relative` (under docs/records): its source, its run line, and
-    `body`'s figures when the run passed."""
+def _block(root: Path, relative: str, how: str, body: Block, first: bool = True) -> str:
+    """The block for record `relative` (under docs/records): its source, the run line (in the
+    page's first block from that record), and `body`'s figures when the run passed."""
     where = f"docs/records/{relative}"
     record = load_record(record_path(root, relative))
     if record is None:
         return f"{source_comment(where)}\n{no_record_block(where, how)}"
-    head = f"{source_comment(where)}\n{run_line(record, where)}"
-    if run_outcome(record) in (FAILED, INCOMPLETE):
+    outcome = run_outcome(record)
+    if first:
+        head = f"{source_comment(where)}\n{run_line(record, where)}"
+    elif outcome in (FAILED, INCOMPLETE):
+        head = f"{source_comment(where)}\nThe run was {outcome} (above): no figures."
+    else:
+        head = source_comment(where)
+    if outcome in (FAILED, INCOMPLETE):
         return head
     return f"{head}\n\n{body(record)}"
 
@@ -386,7 +392,10 @@ def pages(root: Path) -> dict[str, str]:
     out = {}
     for page, blocks in PAGES.items():
         text = read_page(root, page)
+        seen: set[str] = set()
         for name, relative, how, body in blocks:
-            text = replace_block(text, name, _block(root, relative, how, body), where=page)
+            block = _block(root, relative, how, body, first=relative not in seen)
+            seen.add(relative)
+            text = replace_block(text, name, block, where=page)
         out[page] = text
     return out
