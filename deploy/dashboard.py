@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from freshness_tracker.objective_rules import CHANGE_WINDOW
 from freshness_tracker.sinks.prometheus import (
     BUILD_INFO,
     CLUSTER_CYCLE_DURATION,
@@ -54,11 +55,14 @@ def one_copy(selector: str) -> str:
 
 def freshness_now(stamp: Family, gauge: Family, selector: str) -> str:
     """Freshness in ms as of the query (docs/querytime.md): now minus the oldest uncommitted
-    record's append time, per series, never below 0; where no timestamp is exported (nothing
-    waits, so the gauge is 0, or the family is not exported: per partition it is opt-in) the
-    gauge's own value."""
-    return (f"1000 * clamp_min(time() - {stamp.name}{{{selector}}}, 0) "
-            f"or {gauge.name}{{{selector}}}")
+    record's append time, per series, never below 0, while that record has stayed the same over
+    `$change_window` (still waiting, it ages with the clock); else the gauge's own value: the
+    record changed (the group commits: the gauge is the closer value), nothing waits (the gauge
+    is 0), or no timestamp is exported (per partition it is opt-in). The chart's rule is the
+    same expression."""
+    series = f"{stamp.name}{{{selector}}}"
+    return (f"(1000 * clamp_min(time() - {series}, 0) "
+            f"unless changes({series}[$change_window]) > 0) or {gauge.name}{{{selector}}}")
 
 
 GROUP_NOW = freshness_now(GROUP_OLDEST_UNCOMMITTED, GROUP_MAX_FRESHNESS, GROUP)
@@ -456,6 +460,13 @@ def build() -> dict[str, Any]:
             variable("topic", "Topic",
                      f'label_values({TOPIC_OFFSET_LAG.name}{{job=~"$job", '
                      'cluster=~"$cluster", consumer=~"$consumer"}, topic)'),
+            {"name": "change_window", "label": "Freshness change window", "type": "custom",
+             "query": CHANGE_WINDOW, "current": {"text": CHANGE_WINDOW, "value": CHANGE_WINDOW},
+             "options": [{"text": CHANGE_WINDOW, "value": CHANGE_WINDOW, "selected": True}],
+             "hide": 0,
+             "description": "The query-time freshness ages a record with the clock once it has "
+                            "stayed the same this long: the chart's "
+                            "prometheusRule.freshnessChangeWindow (docs/querytime.md)."},
         ]},
         "panels": _panels(),
     }

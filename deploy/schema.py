@@ -16,6 +16,9 @@ LIST: dict[str, Any] = {"type": "array"}
 PORT: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 65535}
 # Prometheus durations as prometheus-operator accepts them: 30s, 5m, 1h30m, 0m
 DURATION: dict[str, Any] = {"type": "string", "pattern": r"^(0|([0-9]+(ms|s|m|h|d|w|y))+)$"}
+#: A range selector's window: a Prometheus duration that is not zero.
+WINDOW: dict[str, Any] = {"type": "string", "pattern": r"^([0-9]+(ms|s|m|h|d|w|y))+$",
+                          "not": {"pattern": r"^(0+(ms|s|m|h|d|w|y))+$"}}
 K8S_NAME: dict[str, Any] = {"type": "string", "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
                             "maxLength": 253}
 OPT_K8S_NAME: dict[str, Any] = {"type": "string",
@@ -173,6 +176,7 @@ SCHEMA: dict[str, Any] = obj({
         "enabled": BOOL, "namespace": STR, "labels": STR_MAP, "job": STR,
         "freshnessObjectiveSeconds": {"type": "number", "exclusiveMinimum": 0},
         "freshnessFor": DURATION,
+        "freshnessChangeWindow": WINDOW,
         "retentionHeadroomSeconds": {"type": "number", "exclusiveMinimum": 0},
         "retentionHeadroomFor": DURATION,
         "noSuccessSeconds": {"type": "number", "exclusiveMinimum": 0},

@@ -43,6 +43,7 @@ comments (one line each: anything that is not a printable character is escaped).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -63,6 +64,7 @@ from freshness_tracker.spark.objectives import check_regex
 
 __all__ = [
     "BAD",
+    "CHANGE_WINDOW",
     "PAGE",
     "TICKET",
     "WINDOWS",
@@ -89,6 +91,11 @@ PAGE = (BurnRate("1h", "5m", 14.4), BurnRate("6h", "30m", 6))
 TICKET = (BurnRate("1d", "2h", 3), BurnRate("3d", "6h", 1))
 #: Every window an alert reads, shortest first.
 WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
+#: How long the oldest uncommitted record must stay the same before the SLI ages it with the
+#: clock: the chart's default `prometheusRule.freshnessChangeWindow`, twice a 30 s scrape and cycle
+#: with room to spare.
+CHANGE_WINDOW = "2m"
+_WINDOW = re.compile(r"([0-9]+(ms|s|m|h|d|w|y))+")
 
 _ALERTS = (
     ("KafkaConsumerFreshnessBudgetBurnFast", PAGE, "critical", "fast"),
@@ -148,22 +155,28 @@ def _selectors(objectives: Sequence[Objective], i: int, job: str | None) -> str:
                       *(f"consumer!~{_promql_string(o.consumer)}" for o in objectives[:i])])
 
 
-def _freshness_now(stamp: str, gauge: str, selector: str) -> str:
+def _freshness_now(stamp: str, gauge: str, selector: str, window: str) -> str:
     """The worst freshness in ms at the rule's evaluation time: per series, time() minus the
-    oldest uncommitted record's timestamp (0 if it is ahead), or the gauge where no record
-    waits (its 0 must not age) or the exporter exports no timestamp; then the worst copy."""
-    return (f"max by (cluster, consumer) (\n    clamp_min(time() - {stamp}{{{selector}}}, 0) "
-            f"* 1000\n  or\n    {gauge}{{{selector}}}\n)")
+    oldest uncommitted record's timestamp (0 if it is ahead) while that record has not changed
+    over `window` (it is still waiting, so it ages with the clock); else the gauge: the record
+    changed (the group commits), or none waits (its 0 must not age), or the exporter exports no
+    timestamp. Then the worst copy. The chart's rule is the same expression."""
+    series = f"{stamp}{{{selector}}}"
+    return (f"max by (cluster, consumer) (\n    (\n        clamp_min(time() - {series}, 0) * 1000\n"
+            f"      unless\n        changes({series}[{window}]) > 0\n    )\n"
+            f"  or\n    {gauge}{{{selector}}}\n)")
 
 
-def _sli(objectives: Sequence[Objective], i: int, job: str | None) -> dict[str, Any]:
+def _sli(objectives: Sequence[Objective], i: int, job: str | None,
+         window: str) -> dict[str, Any]:
     o = objectives[i]
     sel = _selectors(objectives, i, job)
     if o.topic is None:
-        worst = _freshness_now(GROUP_OLDEST_UNCOMMITTED.name, GROUP_MAX_FRESHNESS.name, sel)
+        worst = _freshness_now(GROUP_OLDEST_UNCOMMITTED.name, GROUP_MAX_FRESHNESS.name, sel,
+                               window)
     else:
         worst = _freshness_now(TOPIC_OLDEST_UNCOMMITTED.name, TOPIC_MAX_FRESHNESS.name,
-                               f"{sel}, topic=~{_promql_string(o.topic)}")
+                               f"{sel}, topic=~{_promql_string(o.topic)}", window)
     reported = f"max by (cluster, consumer) ({GROUP_STATUS.name}{{{sel}}})"
     return {
         "record": BAD,
@@ -223,11 +236,16 @@ def _duration(ms: int) -> str:
 
 
 def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
-                    source: str = "objectives") -> dict[str, Any]:
+                    source: str = "objectives",
+                    change_window: str = CHANGE_WINDOW) -> dict[str, Any]:
     """The rules file (`{"groups": [...]}`) for `objectives`, in their order (first match).
 
-    Raises ConfigError for an empty list, a regex Prometheus cannot run or a job name that is
-    not Unicode text (a PromQL string and the file are UTF-8).
+    `change_window` is how long the oldest uncommitted record must stay unchanged before the
+    SLI ages it with the clock (the chart's `prometheusRule.freshnessChangeWindow`).
+
+    Raises ConfigError for an empty list, a regex Prometheus cannot run, a job name that is not
+    Unicode text (a PromQL string and the file are UTF-8) or a window that is not a Prometheus
+    duration above zero.
     """
     if not objectives:
         raise ConfigError(f"{source}: objectives", "expected a non-empty list")
@@ -237,7 +255,11 @@ def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
             check_regex(o.topic, f"{source}: objectives[{i}].topic")
     if job is not None and not _is_text(job):
         raise ConfigError("--job", f"{job!r} is not valid Unicode text", "give the job's name")
-    recording: list[dict[str, Any]] = [_sli(objectives, i, job) for i in range(len(objectives))]
+    if not _WINDOW.fullmatch(change_window) or not any(c in "123456789" for c in change_window):
+        raise ConfigError("--change-window", "expected a Prometheus duration above zero",
+                          "give one such as 2m (at least twice the scrape interval)")
+    recording: list[dict[str, Any]] = [_sli(objectives, i, job, change_window)
+                                       for i in range(len(objectives))]
     recording += [{"record": f"{BAD}:ratio_rate{w}", "expr": f"avg_over_time({BAD}[{w}])"}
                   for w in WINDOWS]
     alerts = [_alert(objectives, i, name, rates, severity, speed)
@@ -268,10 +290,11 @@ def rules_yaml(body: Any, *, allow_unicode: bool = True) -> str:
 
 
 def render_rules(objectives: Sequence[Objective], *, job: str | None = None,
-                 source: str = "objectives", helm_values: bool = False) -> str:
+                 source: str = "objectives", helm_values: bool = False,
+                 change_window: str = CHANGE_WINDOW) -> str:
     """The rules as YAML with a header naming the objectives: a Prometheus rules file, or (with
     `helm_values`) values for the chart (`prometheusRule.extraGroups`)."""
-    rules = objective_rules(objectives, job=job, source=source)
+    rules = objective_rules(objectives, job=job, source=source, change_window=change_window)
     header = [f"# Freshness objectives from {_comment(source)} as Prometheus rules, GENERATED by",
               "# `freshness-tracker rules`: regenerate it when the objectives change.",
               "# The first objective matching a consumer judges it (as in the Spark report):"]

@@ -242,7 +242,7 @@ def test_freshness_panels_age_the_oldest_uncommitted_record_at_query_time(
         (target, *_) = _panel(board, title)["targets"]
         assert f"clamp_min(time() - {stamp}{{" in target["expr"], title
         expr = target["expr"].replace("$job", ".*").replace("$cluster", ".*").replace(
-            "$consumer", ".*").replace("$topic", ".*")
+            "$consumer", ".*").replace("$topic", ".*").replace("$change_window", "2m")
         tests.append({"expr": expr, "eval_time": "8m", "exp_samples": [
             {"labels": "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}",
              "value": value} for labels, value in expected[title]]})
