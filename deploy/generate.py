@@ -63,8 +63,11 @@ def _rule_spec(template: str, values: dict[str, Any]) -> str:
     return rules_yaml(spec, allow_unicode=False)
 
 
-def rules_text() -> str:
-    return RULES_HEADER + _rule_spec("prometheusrule.yaml", {"prometheusRule": {"enabled": True}})
+def rules_text(values: dict[str, Any] | None = None) -> str:
+    """The shipped rules file; `values` are prometheusRule values over the chart's defaults (a
+    benchmark renders them for its own intervals, as a user would)."""
+    return RULES_HEADER + _rule_spec("prometheusrule.yaml",
+                                     {"prometheusRule": {"enabled": True, **(values or {})}})
 
 
 def compat_rules_text() -> str:

@@ -54,7 +54,8 @@ log = logging.getLogger(__name__)
 
 ACC_PREFIX = "^acc-"  # the harness's topics and groups (acc-<random>-<shape>)
 REPO = Path(__file__).resolve().parents[2]
-#: the shipped rules, loaded unchanged (generated from the chart by deploy/generate.py)
+#: the shipped rules with default values (generated from the chart by deploy/generate.py); a
+#: run renders them from the chart as a user would, with freshnessChangeWindow for its intervals
 RULES_FILE = REPO / "examples" / "prometheus" / "freshness-tracker.rules.yml"
 #: the query-time recording rule scored beside the gauge
 RULE = "cluster_consumer:kafka_consumer_freshness_seconds:querytime_max"
@@ -218,10 +219,13 @@ def _start_prometheus(
     jobs += [
         ScrapeJob(t.spec.key, (_hostport(t.url),), t.poll_s or config.frequency_s) for t in tools
     ]
+    rules = workdir / "freshness-tracker.rules.yml"
+    rules.parent.mkdir(parents=True, exist_ok=True)
+    rules.write_text(rules_for_run(config.frequency_s, config.frequency_s))  # ours' intervals
     prom = PrometheusProcess(
         workdir,
         jobs,
-        [RULES_FILE],
+        [rules],
         scrape_interval_s=config.frequency_s,
         evaluation_interval_s=config.frequency_s,
     ).start()
@@ -233,14 +237,40 @@ def _start_prometheus(
     return prom
 
 
+def change_window_s(frequency_s: float, scrape_s: float) -> int:
+    """The chart's freshnessChangeWindow for these intervals, as docs/querytime.md tells a
+    user to choose it: three times the larger of the cycle and the scrape interval, so a group
+    that commits shows a change in every window."""
+    return max(1, math.ceil(3 * max(frequency_s, scrape_s)))
+
+
+def rules_for_run(frequency_s: float, scrape_s: float) -> str:
+    """The chart's rules rendered as a user with these intervals would render them."""
+    from deploy.generate import rules_text
+
+    return rules_text({"freshnessChangeWindow": f"{change_window_s(frequency_s, scrape_s)}s"})
+
+
+def rule_expression(rules_yaml: str) -> str:
+    """The PromQL of the query-time recording rule: a dashboard evaluates it at each step,
+    where the recorded series is as old as the last rule evaluation."""
+    import yaml
+
+    doc = yaml.safe_load(rules_yaml)
+    (expr,) = [r["expr"] for g in doc["groups"] for r in g["rules"] if r.get("record") == RULE]
+    return str(expr)
+
+
 def read_rule(prom: PrometheusProcess, run: RunData) -> dict[str, list[list[float]]]:
     """The query-time rule per group, as a dashboard's range query on the sampler's grid reads
-    it: ``{group: [[t_ms, value_s], ...]}`` (no point where Prometheus had no value)."""
+    it (the rule's expression evaluated at each step): ``{group: [[t_ms, value_s], ...]}`` (no
+    point where Prometheus had no value)."""
     step = run.config.sample_interval_s
     groups = {r.group for r in run.shapes}
+    expr = rule_expression((prom.workdir / "freshness-tracker.rules.yml").read_text())
     out: dict[str, list[list[float]]] = {}
     for series in prom.query_range(
-        f'{RULE}{{consumer=~"{ACC_PREFIX.lstrip("^")}.*"}}',
+        expr,
         run.t0_ms / 1000,
         run.end_ms / 1000,
         step,
