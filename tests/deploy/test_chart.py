@@ -329,7 +329,9 @@ def test_sidecar_burrow_gets_no_burrow_env_and_no_service_links() -> None:
         docs = render(values)
         spec = pod_spec(docs)
         assert spec["enableServiceLinks"] is False, name
-        for c in _containers(docs):
+        containers = _containers(docs)
+        assert containers, name  # the loop below checks each one
+        for c in containers:
             names = [e["name"] for e in c.get("env", [])]
             assert not [n for n in names if n.upper().startswith("BURROW_")], (name, c["name"])
         if values.get("burrow", {}).get("enabled", True) and "url" not in values.get("burrow",

@@ -300,6 +300,7 @@ def test_the_cycle_deadline_bounds_every_batch(executor: ThreadPoolExecutor) -> 
         reads = reader.read([req("t", p, 1) for p in range(4)])
 
     assert time.monotonic() - started < 3.0  # not 4 x 30 s
+    assert len(reads) == 4, reads  # one answer per request, each checked below
     assert all(r.outcome is ReadOutcome.FAILED for r in reads)
     assert len(broker.assignments) == 1
     assert sum(r.error == "not read: the cycle deadline was reached first" for r in reads) == 3
@@ -460,6 +461,7 @@ def test_far_apart_offsets_on_one_partition_get_their_own_seek(
 
     reads = reader.read([req("t", 0, 10), req("t", 0, 11), req("t", 0, 90_000)])
 
+    assert len(reads) == 3, reads
     assert all(r.outcome is ReadOutcome.FOUND for r in reads)
     assert broker.assignments == [[("t", 0, 10)], [("t", 0, 90_000)]]
     assert len(broker.delivered[("t", 0)]) <= 10  # not the 90,000 records in between
@@ -488,6 +490,7 @@ def test_batches_are_cut_per_leader(broker: FakeBroker, executor: ThreadPoolExec
 
     reads = reader.read(requests)
 
+    assert [r.request for r in reads] == requests
     assert all(r.outcome is ReadOutcome.FOUND for r in reads)
     leaders = {(t, p): log.leader for (t, p), log in broker.logs.items()}
     for batch in broker.assignments:
