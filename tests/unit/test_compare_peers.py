@@ -28,7 +28,7 @@ from benchmarks.compare.peers import (
 )
 from devstack.burrow import burrow121_config, burrow_config
 
-# tests/data/compare/: kminion 2.3.5 and the CFT, written from their metric definitions
+# tests/data/compare/: kminion 2.3.5 and the CFT (see each file's header)
 DATA = Path(__file__).resolve().parents[1] / "data" / "compare"
 KMINION = (DATA / "kminion.prom").read_text()
 CFT = (DATA / "cft.prom").read_text()
@@ -43,12 +43,16 @@ def test_kminion_has_per_partition_offsets_under_its_own_label_names() -> None:
 
 def test_cft_freshness_is_milliseconds_of_one_cluster_and_its_rounds_a_summary() -> None:
     expo = parse_exposition(CFT, "cft", cluster="local")
-    assert expo.time_lag_s == {("g1", "t1", 0): 79.911, ("g1", "t1", 1): 0.0}  # not "other"
+    assert expo.time_lag_s == {
+        ("smk-g1", "smk-t01", 8): 3685.885,
+        ("smk-g1", "smk-t01", 7): 3686.152,
+        ("adhoc.kafka_consumer_freshness", "smk-t01", 9): 0.0,  # its own consumers' group
+    }
     assert expo.offset_lag == {}
-    assert expo.rounds == 4 and expo.rounds_seconds == 1.0
-    assert expo.round_seconds == 0.25  # the mean round so far
-    assert expo.round_stamp == pytest.approx(1795635153.456)  # the last successful round
-    assert parse_exposition(CFT, "cft").time_lag_s[("g1", "t1", 0)] == 5.0  # the last cluster
+    assert expo.rounds == 1 and expo.rounds_seconds == pytest.approx(8.953285591)
+    assert expo.round_seconds == pytest.approx(8.953285591)  # the mean round so far
+    assert expo.round_stamp == pytest.approx(1795805486.896)  # the last successful round
+    assert parse_exposition(CFT, "cft").time_lag_s[("smk-g1", "smk-t01", 8)] == 5.0  # last seen
 
 
 def test_kminion_config_is_loopback_with_the_runs_groups_and_lag_alone() -> None:
