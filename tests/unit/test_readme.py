@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from freshness_tracker.config import settings as config_settings
-from freshness_tracker.reference import reference_tree
+from freshness_tracker.reference import reference_text, reference_tree
 from freshness_tracker.sinks.history import HISTORY_SCHEMA
 from freshness_tracker.sinks.prometheus import (
     ALL_PARTITION_METRICS,
@@ -32,6 +32,7 @@ from freshness_tracker.sinks.prometheus import (
     PARTITION_FAMILIES,
     READ_DURATION,
     TOPIC_FAMILIES,
+    Level,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -141,6 +142,35 @@ def test_every_catalogue_family_is_in_the_metrics_page() -> None:
     assert _families_as_served() - listed == set()
 
 
+#: docs/metrics.md's sections, by the level of the families they list.
+SECTION_LEVELS = {"Per partition": {Level.PARTITION, Level.PARTITION_OWNER},
+                  "Per topic": {Level.TOPIC}, "Per group": {Level.GROUP},
+                  "Per cluster: health": {Level.CLUSTER, Level.CLUSTER_STATUS}}
+
+
+def _sections(text: str) -> dict[str, str]:
+    parts = re.split(r"^## (.+)$", text, flags=re.M)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_the_metrics_page_lists_each_family_at_its_level_with_its_labels() -> None:
+    sections = _sections(_text(DOCS / "metrics.md"))
+    for title, levels in SECTION_LEVELS.items():
+        listed = {row[0].strip("`"): row for row in _table_rows(sections[title]) if row}
+        families = [f for f in (*PARTITION_FAMILIES, *TOPIC_FAMILIES, *GROUP_FAMILIES,
+                                *HEALTH_FAMILIES) if f.level in levels]
+        assert {f.name for f in families} == set(listed) - {"metric"}, title
+        for family in families:
+            row, said = listed[family.name], ", ".join(family.level.labels)
+            if family.level in (Level.CLUSTER, Level.CLUSTER_STATUS):
+                assert row[1] == said, family.name  # the health table has a labels column
+            elif family.level is Level.PARTITION_OWNER:
+                extra = family.level.labels[len(Level.PARTITION.labels):]
+                assert all(f"`{label}`" in row[-1] for label in extra), family.name
+            else:
+                assert f"Labels: `{said}`" in sections[title], family.name
+
+
 def test_the_metrics_page_marks_exactly_the_opt_in_families() -> None:
     exported = {row[0].strip("`"): row[1] for row in _table_rows(_text(DOCS / "metrics.md"))
                 if row and row[0].strip("`") in ALL_PARTITION_METRICS}
@@ -205,6 +235,35 @@ def test_the_key_table_holds_every_key_and_only_real_ones() -> None:
     documented = {key for row in rows for key in _table_keys(row[0])}
     assert documented - _known_keys() == set(), "keys the config does not read"
     assert _known_keys() - documented == set(), "keys missing from docs/configuration.md"
+
+
+def _env_overrides() -> dict[str, str]:
+    """HOCON key -> the environment variable reference.conf lets override it."""
+    out, path = {}, []
+    for line in reference_text().splitlines():
+        code = line.split("#", 1)[0].strip()
+        opened = re.match(r"^([\w.]+)\s*\{$", code)
+        if opened:
+            path.append(opened.group(1))
+        elif code == "}":
+            path.pop()
+        override = re.match(r"^([\w.]+)\s*=\s*\$\{\?(\w+)\}$", code)
+        if override:
+            out[".".join([*path, override.group(1)])] = override.group(2)
+    return out
+
+
+def test_the_key_table_names_every_environment_override() -> None:
+    overrides = _env_overrides()
+    assert "burrow.url" in overrides  # the walk above found the sections
+    rows = {key: row for row in _table_rows(_text(DOCS / "configuration.md"))
+            if row and row[0] != "key" for key in _table_keys(row[0])}
+    missing = []
+    for key, variable in overrides.items():
+        said = [t.lstrip(".") for t in re.findall(r"`([^`]+)`", rows[key][2])]
+        if not any(variable.endswith(t) for t in said):
+            missing.append((key, variable))
+    assert missing == []
 
 
 def _hocon_keys(text: str) -> Iterator[str]:
