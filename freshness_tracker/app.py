@@ -369,7 +369,8 @@ class Exporter:
     def status_page(self, query: Mapping[str, str]) -> bytes:
         """The page at `/` from the current snapshot (what /metrics serves), for a person."""
         return render_status_page(self.holder.current, self._clock(), query,
-                                  refresh_s=max(int(self.settings.frequency_s), 5))
+                                  refresh_s=max(int(self.settings.frequency_s), 5),
+                                  previous=self.holder.previous)
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         """Liveness: no cluster's cycle is stuck and every cluster loop is alive. Burrow or Kafka

@@ -16,6 +16,7 @@ __all__ = ["SnapshotHolder"]
 class SnapshotHolder:
     def __init__(self) -> None:
         self._current = Snapshot()
+        self._previous = Snapshot()
         self._lock = threading.Lock()  # serialises writers only; readers never block
         self._published = threading.Condition(self._lock)
         self._count = 0
@@ -25,12 +26,21 @@ class SnapshotHolder:
         return self._current
 
     @property
+    def previous(self) -> Snapshot:
+        """Each cluster's cycle before its current one (which records were already waiting)."""
+        return self._previous
+
+    @property
     def publications(self) -> int:
         return self._count
 
     def publish(self, update: ClusterSnapshot) -> None:
         """Replace one cluster's entry; other clusters keep their own last cycle."""
         with self._lock:
+            replaced = next((c for c in self._current.clusters if c.cluster == update.cluster),
+                            None)
+            if replaced is not None:
+                self._previous = self._previous.with_cluster(replaced)
             self._current = self._current.with_cluster(update)
             self._count += 1
             self._published.notify_all()

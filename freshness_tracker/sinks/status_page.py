@@ -73,19 +73,36 @@ def _duration(ms: int | None) -> str:
 _WAITING = frozenset({PartitionStatus.OK, PartitionStatus.GAP, PartitionStatus.DATA_LOSS})
 
 
-def _partition_now(r: PartitionResult, now_ms: int) -> int | None:
-    """The partition's freshness at `now_ms`: its waiting record's age then (0 if the record is
-    ahead of our clock), or the cycle's value when nothing waits (0) or it is unknown."""
-    if r.freshness_ms is None or r.record_timestamp_ms is None or r.status not in _WAITING:
-        return r.freshness_ms
-    return max(now_ms - r.record_timestamp_ms, 0)
+class _Ages:
+    """Freshness at the request's time, as the query-time rule computes it: a waiting record
+    ages with the clock (0 if it is ahead of our clock) only while it is the one the previous
+    cycle saw waiting too, or the group is new; a record that changed belongs to a group that
+    commits, whose next cycle names a younger one, so its cycle's value is the closer number."""
 
+    def __init__(self, now_ms: int, previous: Snapshot | None) -> None:
+        self.now_ms = now_ms
+        before = () if previous is None else previous.clusters
+        self._groups = {(c.cluster, g.consumer): g.oldest_uncommitted_ms
+                        for c in before for g in c.groups}
+        self._partitions = {r.key: r.record_timestamp_ms for c in before for r in c.partitions}
 
-def _group_now(g: GroupResult, now_ms: int) -> int | None:
-    """The group's max freshness at `now_ms` (its oldest uncommitted record's age then)."""
-    if g.max_freshness_ms is None or g.oldest_uncommitted_ms is None:
-        return g.max_freshness_ms
-    return max(now_ms - g.oldest_uncommitted_ms, 0)
+    def partition(self, r: PartitionResult) -> int | None:
+        """The partition's freshness now, or its cycle's value when nothing waits (0), it is
+        unknown or its record changed since the previous cycle."""
+        if r.freshness_ms is None or r.record_timestamp_ms is None or r.status not in _WAITING:
+            return r.freshness_ms
+        if self._partitions.get(r.key, r.record_timestamp_ms) != r.record_timestamp_ms:
+            return r.freshness_ms
+        return max(self.now_ms - r.record_timestamp_ms, 0)
+
+    def group(self, g: GroupResult) -> int | None:
+        """The group's max freshness now (its oldest uncommitted record's age), likewise."""
+        if g.max_freshness_ms is None or g.oldest_uncommitted_ms is None:
+            return g.max_freshness_ms
+        if self._groups.get((g.cluster, g.consumer), g.oldest_uncommitted_ms) \
+                != g.oldest_uncommitted_ms:
+            return g.max_freshness_ms
+        return max(self.now_ms - g.oldest_uncommitted_ms, 0)
 
 
 def _freshness(ms: int | None, lower_bound: bool) -> str:
@@ -145,13 +162,13 @@ def _cluster_rows(clusters: Iterable[ClusterSnapshot], now_ms: int) -> Iterable[
                f'<td class="n">{h.partitions}</td><td>{error}</td></tr>')
 
 
-def _group_rows(groups: Iterable[GroupResult], now_ms: int) -> Iterable[str]:
+def _group_rows(groups: Iterable[GroupResult], ages: _Ages) -> Iterable[str]:
     for g in groups:
         loss = g.data_loss_partitions > 0
         link = "/?" + urlencode({"cluster": g.cluster, "group": g.consumer})
         yield (f'<tr class="{"loss" if loss else "group"}"><td>{_e(g.cluster)}</td>'
                f'<td><a href="{_e(link)}">{_e(g.consumer)}</a></td>'
-               f'<td class="n">{_freshness(_group_now(g, now_ms), loss)}</td>'
+               f'<td class="n">{_freshness(ages.group(g), loss)}</td>'
                f'<td class="n">{"-" if g.offset_lag is None else g.offset_lag}</td>'
                f"<td>{_e(g.burrow_status)}</td>"
                f'<td class="n">{g.data_loss_partitions or ""}</td>'
@@ -166,14 +183,14 @@ def _unmeasured(g: GroupResult) -> str:
     return str(g.unmeasured_partitions or "")
 
 
-def _partition_rows(partitions: Iterable[PartitionResult], now_ms: int) -> Iterable[str]:
+def _partition_rows(partitions: Iterable[PartitionResult], ages: _Ages) -> Iterable[str]:
     """One row per partition. Its "measurement" cell names how it was measured only when that
     is not the ordinary way (ok is left blank), so it is never read as Burrow's status."""
     for r in partitions:
         measured = "" if r.status is PartitionStatus.OK else r.status.value
         lag = "-" if r.log_end_offset is None and r.committed_offset is not None else r.offset_lag
         lost = f"{r.lost_records} lost" if r.data_loss else ""
-        freshness = _freshness(_partition_now(r, now_ms), r.freshness_is_lower_bound)
+        freshness = _freshness(ages.partition(r), r.freshness_is_lower_bound)
         yield (f'<tr class="{"loss" if r.data_loss else "partition"}"><td>{_e(r.key.topic)}</td>'
                f'<td class="n">{r.key.partition}</td>'
                f'<td class="n">{"-" if r.committed_offset is None else r.committed_offset}</td>'
@@ -184,11 +201,12 @@ def _partition_rows(partitions: Iterable[PartitionResult], now_ms: int) -> Itera
                f"<td>{_e(measured)}</td><td>{_e(r.burrow_status)}</td><td>{lost}</td></tr>")
 
 
-def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
+def _overview(snapshot: Snapshot, ages: _Ages) -> Iterable[str]:
+    now_ms = ages.now_ms
     # Worst first: data loss, groups not measured at all, then the oldest unconsumed data,
     # then unmeasured partitions.
     groups = sorted((g for c in snapshot.clusters for g in c.groups), key=lambda g: (
-        -(g.data_loss_partitions > 0), -(g.error is not None), -(_group_now(g, now_ms) or 0),
+        -(g.data_loss_partitions > 0), -(g.error is not None), -(ages.group(g) or 0),
         -g.unmeasured_partitions))
     behind = sum(1 for g in groups if (g.max_freshness_ms or 0) > 0)
     down = sum(1 for c in snapshot.clusters if not c.health.up)
@@ -203,13 +221,14 @@ def _overview(snapshot: Snapshot, now_ms: int) -> Iterable[str]:
     if not groups:
         yield '<p class="meta">No consumer group measured yet.</p>'
         return
-    yield _table(GROUP_COLUMNS, _group_rows(groups[:GROUP_ROWS], now_ms))
+    yield _table(GROUP_COLUMNS, _group_rows(groups[:GROUP_ROWS], ages))
     if len(groups) > GROUP_ROWS:
         yield (f'<p class="meta">{_count(len(groups) - GROUP_ROWS, "more group")}, all fresher '
                "than these; /metrics has every one.</p>")
 
 
-def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> Iterable[str]:
+def _drill_down(snapshot: Snapshot, ages: _Ages, cluster: str, group: str) -> Iterable[str]:
+    now_ms = ages.now_ms
     found = next((c for c in snapshot.clusters if c.cluster == cluster), None)
     summary = None if found is None else next(
         (g for g in found.groups if g.consumer == group), None)
@@ -219,23 +238,25 @@ def _drill_down(snapshot: Snapshot, now_ms: int, cluster: str, group: str) -> It
                'current snapshot. <a href="/">Back to every group</a>.</p>')
         return
     yield (f'<p class="meta">cluster {_e(cluster)}: max freshness '
-           f"{_freshness(_group_now(summary, now_ms), summary.data_loss_partitions > 0)}, "
+           f"{_freshness(ages.group(summary), summary.data_loss_partitions > 0)}, "
            f"Burrow status {_e(summary.burrow_status)}; "
            + ("" if summary.error is None else f"unmeasured: {_e(summary.error)}; ")
            + "cycle finished "
            f'{_ago(now_ms, found.finished_ms)}. <a href="/">Back to every group</a>.</p>')
     partitions = sorted((p for p in found.partitions if p.key.consumer == group),
-                        key=lambda p: (-(_partition_now(p, now_ms) or 0), p.key.topic,
+                        key=lambda p: (-(ages.partition(p) or 0), p.key.topic,
                                        p.key.partition))
-    yield _table(PARTITION_COLUMNS, _partition_rows(partitions, now_ms))
+    yield _table(PARTITION_COLUMNS, _partition_rows(partitions, ages))
 
 
 def render_status_page(snapshot: Snapshot, now_ms: int, query: Mapping[str, str] | None = None,
-                       refresh_s: int = 15) -> bytes:
-    """The page for `query` (`cluster` and `group` drill down; anything else is the overview)."""
+                       refresh_s: int = 15, previous: Snapshot | None = None) -> bytes:
+    """The page for `query` (`cluster` and `group` drill down; anything else is the overview).
+    `previous` holds each cluster's cycle before the current one (which records still wait)."""
     query = query or {}
+    ages = _Ages(now_ms, previous)
     cluster, group = query.get("cluster"), query.get("group")
     if cluster is not None and group is not None:
-        return _page(f"{group}: freshness-tracker", _drill_down(snapshot, now_ms, cluster, group),
+        return _page(f"{group}: freshness-tracker", _drill_down(snapshot, ages, cluster, group),
                      refresh_s)
-    return _page("freshness-tracker", _overview(snapshot, now_ms), refresh_s)
+    return _page("freshness-tracker", _overview(snapshot, ages), refresh_s)

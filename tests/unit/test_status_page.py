@@ -222,3 +222,53 @@ def test_a_record_ahead_of_the_clock_is_0_old_never_negative() -> None:
     assert _parse(render_status_page(snap, NOW)).tables[1][1][2] == "0ms"
     drill = _parse(render_status_page(snap, NOW + 40_000, {"cluster": "east", "group": "g"}))
     assert drill.tables[0][1][4] == "10.0s"
+
+
+def _lagging(consumer: str, cycle_freshness: int, stamp: int) -> GroupResult:
+    """A lagging group whose cycle (finished at NOW - 5 s) found its oldest uncommitted record
+    appended at `stamp`, `cycle_freshness` old then."""
+    return replace(_group(consumer, cycle_freshness), oldest_uncommitted_ms=stamp)
+
+
+def test_a_record_still_waiting_ages_and_a_passed_one_shows_its_cycle() -> None:
+    # both groups were 30 s behind at their cycle; "stuck" still waits on the record the previous
+    # cycle saw, "moving" committed past it (its cycle found a younger one): as the query-time
+    # rule, only the waiting record ages with the clock, the other shows its cycle's value
+    cycle = NOW - 5_000
+    current = _snapshot([_lagging("stuck", 30_000, cycle - 30_000),
+                         _lagging("moving", 30_000, cycle - 30_000)])
+    previous = _snapshot([_lagging("stuck", 25_000, cycle - 30_000),
+                          _lagging("moving", 30_000, cycle - 35_000)])
+    rows = {r[1]: r[2] for r in _parse(render_status_page(
+        current, NOW, previous=previous)).tables[1][1:]}
+    assert rows == {"stuck": "35.0s", "moving": "30.0s"}
+    # a group the previous cycle did not list is aged (as the rule ages a new series)
+    rows = {r[1]: r[2] for r in _parse(render_status_page(
+        current, NOW, previous=_snapshot([]))).tables[1][1:]}
+    assert rows == {"stuck": "35.0s", "moving": "35.0s"}
+
+
+def test_a_partition_whose_record_changed_shows_its_cycle_value() -> None:
+    waiting, passed = _partition("g", "t", 0, 20_000), _partition("g", "t", 1, 20_000)
+    before = (waiting._replace(freshness_ms=15_000),
+              passed._replace(record_timestamp_ms=(passed.record_timestamp_ms or 0) - 9_000))
+    page = _parse(render_status_page(
+        _snapshot([_group("g", 20_000)], (waiting, passed)), NOW + 4_000,
+        {"cluster": "east", "group": "g"}, previous=_snapshot([_group("g", 15_000)], before)))
+    assert [(r[1], r[4]) for r in page.tables[0][1:]] == [("0", "24.0s"), ("1", "20.0s")]
+
+
+def test_the_holder_keeps_each_clusters_cycle_before_its_current_one() -> None:
+    from freshness_tracker.publish import SnapshotHolder
+
+    holder = SnapshotHolder()
+    (first,) = _snapshot([_group("g", 1)]).clusters
+    (west,) = _snapshot([_group("w", 1, cluster="west")]).clusters
+    west = replace(west, cluster="west")
+    holder.publish(first)
+    holder.publish(west)
+    assert holder.previous.clusters == ()  # nothing was replaced yet
+    second = replace(first, cycle_id=2)
+    holder.publish(second)
+    assert holder.previous.clusters == (first,)
+    assert holder.current.clusters == (second, west)
