@@ -11,8 +11,9 @@ own ``<name>/REFUSED`` note when it left one) and the rest goes on.
 
 :class:`Tool` gives one interface over all of them: start, ready, ``/metrics`` text, and the CPU
 seconds and peak RSS of the process and its children from ``/proc`` (a wrapper script that
-does not ``exec`` is counted with the JVM it starts). Every tool binds 127.0.0.1, except the
-CFT: its ``HTTPServer(port)`` has no address option and listens on every interface.
+does not ``exec`` is counted with the JVM it starts). Every tool binds 127.0.0.1; upstream's
+CFT cannot (``new HTTPServer(port)``), so the local build reads a ``host`` key for it (the one
+change to its source: binding, not measuring).
 """
 
 from __future__ import annotations
@@ -208,11 +209,13 @@ def kminion_config(bootstrap: str, port: int, group_regex: str, topic_regex: str
 
 def cft_config(burrow_url: str, bootstrap: str, cluster: str, port: int, poll_s: float) -> str:
     """The CFT's YAML (as JSON): Burrow's URL, one cluster (Burrow's name for it) with its
-    bootstrap servers, the port and ``frequency_sec`` (an integer: it casts the value to int,
-    and sleeps that long after each run). Its worker threads and consumers per cluster stay
-    at its defaults. It measures every group Burrow lists for the cluster: it has no filter."""
+    bootstrap servers, 127.0.0.1 and the port (``host`` is the local build's key), and
+    ``frequency_sec`` (an integer: it casts the value to int, and sleeps that long after each
+    run). Its worker threads and consumers per cluster stay at its defaults. It measures every
+    group Burrow lists for the cluster (it has no filter), its own consumers' group included."""
     conf = {
         "burrow": {"url": burrow_url},
+        "host": "127.0.0.1",
         "port": port,
         "frequency_sec": max(1, round(poll_s)),
         "clusters": [{"name": cluster, "kafka": {"bootstrap.servers": bootstrap}}],

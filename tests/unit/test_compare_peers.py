@@ -72,7 +72,7 @@ def test_cft_config_names_burrow_the_cluster_and_an_integer_frequency() -> None:
     conf = yaml.safe_load(cft_config("http://127.0.0.1:8000", "h1:9092", "local", 9998, 2.4))
     assert conf["burrow"] == {"url": "http://127.0.0.1:8000"}
     assert conf["clusters"] == [{"name": "local", "kafka": {"bootstrap.servers": "h1:9092"}}]
-    assert conf["port"] == 9998
+    assert (conf["host"], conf["port"]) == ("127.0.0.1", 9998)
     assert conf["frequency_sec"] == 2 and isinstance(conf["frequency_sec"], int)  # it casts
     assert yaml.safe_load(cft_config("u", "b", "c", 1, 0.2))["frequency_sec"] == 1
     assert "workerThreadCount" not in conf and "numConsumers" not in conf  # its defaults
