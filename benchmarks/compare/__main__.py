@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # a peer's HTTP server sending both Content-Length and chunked: read fine, warned per scrape
+    logging.getLogger("urllib3.response").setLevel(logging.ERROR)
     record_dir: Path = (args.from_dir or args.record_dir).resolve()
     wanted = [t for t in args.tools.split(",") if t]
     skipped = {t: r for t in wanted if (r := missing_reason(t)) is not None}
