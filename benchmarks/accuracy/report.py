@@ -479,7 +479,7 @@ def worst_table(shapes: Sequence[Any], t0_ms: float, end_ms: float) -> str:
     from benchmarks.compare.page import _burrow_delays
 
     lines = ["| shape | gauge's max \\|err\\| (s) | at (s) | gauge / truth then (s) "
-             "| truth's peak in the 10 s + one cycle before (s) | since the truth last fell "
+             "| truth's peak in the 10 s + one cycle before (s) | since the truth was last above 0 "
              "(s) | within one cycle (s) | commit → Burrow shows it, median / max (s) |",
              "|" + "---|" * 8]
     for sh in shapes:
@@ -586,7 +586,8 @@ and the time every commit of its consumer returned."""
 
 _WORST_TEXT = """\
 For each shape, the sample with the gauge's largest raw error: the value and the truth then,
-the truth's peak just before, how long before the truth had last been above 0, the error once
+the truth's peak just before, how long ago the truth was last above 0 (about 0 while it is
+above 0; on low volume, how long ago the commit was), the error once
 one cycle's publication delay is forgiven, and how long Burrow took to show each commit (the
 harness asks Burrow every sample interval). A large raw error with a small "within one cycle"
 error is a value one cycle plus Burrow's delay old while the truth fell at once: on low volume

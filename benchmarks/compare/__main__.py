@@ -228,7 +228,10 @@ def _accuracy(args: argparse.Namespace, tools: list[str], wanted: list[str],
             on_stack=on_stack,
         )
         record["run"] = round_run(run.to_json())
-        record["peers"] = round_peers(peers)
+        keys = {f"{r.group}/{r.topic}" for r in run.shapes}  # not a peer's own groups
+        record["peers"] = round_peers(
+            {tool: {k: v for k, v in series.items() if k in keys} for tool, series in peers.items()}
+        )
         record["rule"] = round_rule(rule)
         record["scores"] = summary_scores(score_peers(run, peers, rule))
         record["status"] = "complete"
