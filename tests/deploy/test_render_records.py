@@ -8,7 +8,8 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
-from typing import Any, Literal
+from types import SimpleNamespace
+from typing import Any, Literal, cast
 
 import pytest
 
@@ -129,3 +130,16 @@ def test_the_recorder_records_each_tests_phases() -> None:
     assert rec.data["tests"]["test_ok"]["call_seconds"] == 1.2
     rec.finish(0)
     assert rec.data["outcome"] == "failed"
+
+
+def test_a_recorder_none_of_whose_tests_ran_writes_nothing(tmp_path: Path) -> None:
+    """A whole-suite session with FT_RECORD_DIR set must not leave a record of a suite it did
+    not select (it would render as an incomplete run of it)."""
+    rec = Recorder(tmp_path / "r.json", "tests/faults/", {"record": "r"})
+    other = SimpleNamespace(items=[SimpleNamespace(nodeid="tests/unit/test_x.py::test_y")])
+    rec.pytest_sessionfinish(cast(pytest.Session, other), 0)
+    assert not (tmp_path / "r.json").exists()
+    ran = SimpleNamespace(items=[SimpleNamespace(nodeid="tests/faults/test_x.py::test_y")])
+    rec.pytest_sessionfinish(cast(pytest.Session, ran), 0)
+    assert json.loads((tmp_path / "r.json").read_text())["tests"] == \
+        {"test_x.py::test_y": {"outcome": "not run"}}

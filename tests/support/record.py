@@ -111,6 +111,8 @@ class Recorder:
             if item.nodeid.startswith(self.scope):
                 self.data["tests"].setdefault(item.nodeid.removeprefix(self.scope),
                                               {"outcome": NOT_RUN})
+        if not (self.data["tests"] or self.data["steps"]):
+            return  # none of its tests was selected: this session is no run of them
         self.finish(int(exitstatus))
 
     def finish(self, exit_status: int) -> None:
