@@ -147,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 (current or "").splitlines(keepends=True), text.splitlines(keepends=True),
                 f"a/{page} (committed)", f"b/{page} (rendered from its records)"))
         else:
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             sys.stdout.write(f"render_docs: wrote {page}\n")
     if args.check and stale:

@@ -8,6 +8,7 @@ a page without its markers or an unimportable renderer is an error, never a sile
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -187,3 +188,45 @@ def test_check_prints_a_diff_and_writes_nothing_and_a_run_writes(tmp_path: Path)
     assert render_docs("--check", *args).returncode == 0
     listed = render_docs("--list", *args).stdout
     assert "docs/reliability.md <- docs/records/reliability/fault-suite.json" in listed
+
+
+FAKE_RENDERERS = '''\
+import itertools
+from pathlib import Path
+
+_calls = itertools.count()
+
+
+def same(root: Path) -> dict[str, str]:
+    return {"docs/x.md": "x\\n"}
+
+
+def changing(root: Path) -> dict[str, str]:
+    return {"docs/x.md": f"{next(_calls)}\\n"}
+
+
+def outside(root: Path) -> dict[str, str]:
+    return {"../x.md": "x\\n"}
+
+
+def not_text(root: Path) -> dict[str, int]:
+    return {"docs/x.md": 1}
+'''
+
+
+@pytest.mark.parametrize(("renderers", "error"), [
+    (["fake_pages:same", "fake_pages:same"], "page docs/x.md is rendered by both"),
+    (["fake_pages:changing"], "renderer fake_pages:changing rendered differently twice"),
+    (["fake_pages:outside"], "page '../x.md' is not a path inside the repository"),
+    (["fake_pages:not_text"], "pages() must return {page path: text}"),
+    (["fake_pages:absent"], "fake_pages has no function absent"),
+])
+def test_a_renderer_that_breaks_the_contract_fails_the_command(
+        tmp_path: Path, renderers: list[str], error: str) -> None:
+    (tmp_path / "fake_pages.py").write_text(FAKE_RENDERERS, encoding="utf-8")
+    args = [arg for spec in renderers for arg in ("--renderer", spec)]
+    result = subprocess.run([*COMMAND, "--check", "--root", str(tmp_path), *args], cwd=ROOT,
+                            capture_output=True, text=True, check=False, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert error in result.stderr
