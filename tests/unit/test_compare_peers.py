@@ -36,7 +36,7 @@ CFT = (DATA / "cft.prom").read_text()
 
 def test_kminion_has_per_partition_offsets_under_its_own_label_names() -> None:
     expo = parse_exposition(KMINION, "kminion")
-    assert expo.offset_lag == {("g1", "t1", 0): 7.0, ("g1", "t1", 1): 0.0}  # not the topic sum
+    assert expo.offset_lag == {("smk-g0", "smk-t00", 0): 2.0, ("smk-g0", "smk-t00", 1): 1.0}
     assert expo.time_lag_s == {}
     assert expo.round_seconds is None and expo.round_stamp is None and expo.rounds is None
 
