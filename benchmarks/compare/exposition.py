@@ -5,9 +5,10 @@ Every tool names things its own way; this module is the one place that knows how
 * **freshness-tracker**: ``kafka_consumer_freshness_ms{cluster, consumer, topic, partition}``
   (milliseconds); its round is ``freshness_tracker_cluster_cycle_duration_seconds`` and
   ``freshness_tracker_cluster_last_attempt_timestamp_seconds``.
-* **klag-exporter** 0.1.22 (``granularity = "partition"``):
+* **klag-exporter** 0.1.22 to 0.1.29 alike (``granularity = "partition"``):
   ``kafka_consumergroup_group_lag_seconds{cluster_name, group, topic, partition, ...}`` (absent
-  when it has no number: rate mode with too little history or an idle producer),
+  when it has no number: rate mode with too little history or an idle producer; 0.1.29 adds
+  ``compaction_detected`` and ``data_loss_detected`` labels),
   ``kafka_consumergroup_group_lag`` (offsets); its round is
   ``kafka_lag_exporter_scrape_duration_seconds`` and
   ``kafka_lag_exporter_last_update_timestamp_seconds``.
