@@ -1,8 +1,8 @@
 """The history table: every cycle's partition results appended as Parquet (extra: history).
 
 One row per (cycle, cluster, consumer, topic, partition). `HISTORY_SCHEMA` is a public contract
-(docs/spark.md): the live exporter (`history.path`) and the Spark snapshot job both write through
-`write_snapshot`, and the Spark report job reads the table back with exactly this schema.
+(docs/history.md): the live exporter (`history.path`) and the Spark snapshot job both write
+through `write_snapshot`, and the Spark report job reads the table back with exactly this schema.
 
 Layout, hive-style so Spark, pyarrow, DuckDB and Trino read it as a partitioned table:
 
@@ -99,7 +99,7 @@ HISTORY_SCHEMA: pa.Schema = pa.schema(
         pa.field("lost_records", pa.int64(), nullable=False),
         pa.field("retention_headroom_ms", pa.int64()),
         pa.field("lookup_error", pa.string()),
-        pa.field("date", pa.date32(), nullable=False),  # path partition: UTC day of cycle_start
+        pa.field("date", pa.date32(), nullable=False),  # path partition: earliest sample_time's day
         pa.field("cluster", pa.string(), nullable=False),  # path partition
     ],
     metadata={"freshness_tracker.history_schema_version": HISTORY_SCHEMA_VERSION},

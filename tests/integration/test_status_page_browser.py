@@ -4,7 +4,7 @@ what a person sees, worst group first, the drill-down to partitions, the links t
 `scripts/run` starts it (its three groups), once against the test stack with groups whose
 values are known to the record.
 
-``FT_STATUS_SCREENSHOT=path.png`` also saves the demo's overview (the README's screenshot):
+``FT_STATUS_SCREENSHOT=path.png`` also saves the demo's overview (docs/usage.md's screenshot):
 
     FT_STATUS_SCREENSHOT=docs/img/status-page.png pytest -k demo \\
         tests/integration/test_status_page_browser.py

@@ -1,4 +1,4 @@
-"""Schema stability: the history table as Spark sees it is a golden contract (docs/spark.md)."""
+"""Schema stability: the history table as Spark sees it is a golden contract (docs/history.md)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_spark_reads_a_compacted_day_with_every_row_once(spark: Any, tmp_path: P
 def test_the_documented_spark_query_keeps_numeric_cluster_names_strings(
         spark: Any, tmp_path: Path) -> None:
     """Spark inferred `cluster=123` as an int (and `007` as 7): with the schema given, as
-    docs/spark.md says, it is the string every other reader sees."""
+    docs/history.md says, it is the string every other reader sees."""
     rows = (PartitionResult(PartitionKey("123", "g", "t", 0), PartitionStatus.OK, "OK", 10, 15,
                             5, START - 2_000, START - 61_000, 61_250, 59_000),)
     for cluster in ("123", "007"):

@@ -124,7 +124,7 @@ def test_an_unknown_key_is_a_warning_and_alone_exits_0(
     tmp_path: Path, burrow: RecordingBurrow, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The README: "Unknown keys are warnings naming the nearest known key"."""
+    """docs/configuration.md: "Unknown keys are warnings naming the nearest known key"."""
     path = _config(tmp_path, burrow.url, _refused_port(), extra="frequency_secs = 5")
     # this test is about the verdict, not Kafka: the cluster's broker answers
     monkeypatch.setattr(check_module, "_kafka_reachable",

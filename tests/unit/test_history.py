@@ -26,7 +26,7 @@ from freshness_tracker.sinks.history import (
 )
 from tests.support.history import START, result, snapshot
 
-#: The public contract (docs/spark.md). Changing it breaks readers: bump the schema version.
+#: The public contract (docs/history.md). Changing it breaks readers: bump the schema version.
 GOLDEN = [
     ("cycle_id", "string", False),
     ("cycle_start", "timestamp[ms, tz=UTC]", False),
