@@ -164,7 +164,10 @@ def run_accuracy(
     sampler = PeerSampler(running, config.sample_interval_s)
     prom: list[PrometheusProcess] = []
 
+    failed: dict[str, str] = {}
+
     def start_peers(exporter_url: str) -> None:
+        started: list[Tool] = []
         for key in tools:
             tool = make_tool(
                 key,
@@ -176,11 +179,25 @@ def run_accuracy(
                 group_regex=ACC_PREFIX,
                 topic_regex=ACC_PREFIX,
             )
-            tool.start()
+            try:
+                tool.start()
+            except Exception as exc:  # a peer that does not start is a result: recorded
+                failed[key] = f"did not start: {' '.join(str(exc).split())[:400]}"
+                tool.stop()
+                continue
+            started.append(tool)
+        for tool in started:
+            try:
+                _wait_for_groups(tool, len(shapes))
+            except Exception as exc:
+                why = " ".join(str(exc).split())[:400]
+                failed[tool.spec.key] = f"did not export the groups: {why}"
+                tool.stop()
+                continue
             running.append(tool)
-        for tool in running:
-            _wait_for_groups(tool, len(shapes))
             progress(f"  {tool.spec.title} serving {tool.url}, every group exported")
+        for key, why in failed.items():
+            progress(f"  {key} not run: {why}")
         prom.append(_start_prometheus(workdir / "prometheus", exporter_url, running, config))
         progress(f"  Prometheus {prom[0].url} scraping {1 + len(running)} jobs, rules loaded")
         sampler.start()
@@ -196,7 +213,11 @@ def run_accuracy(
         )
         sampler.stop()
         rule = read_rule(prom[0], run) if prom else {}
-        return run, sampler.to_json(), {"rule": rule, "peer_failures": sampler.failures}
+        return run, sampler.to_json(), {
+            "rule": rule,
+            "peer_failures": sampler.failures,
+            "peers_failed": failed,
+        }
     finally:
         sampler.stop()
         for p in prom:
