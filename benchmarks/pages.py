@@ -10,6 +10,7 @@ failed run shows as failed with no figures; a missing record says how to make on
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,18 @@ def _span(values: Iterable[float | None], fmt: Callable[[float | None], str]) ->
     if not got:
         return "—"
     return fmt(got[0]) if len(got) == 1 else f"{fmt(got[0])}–{fmt(got[-1])}"
+
+
+def _int(value: Any) -> int:
+    """A count from a record (benchmarks keep their arguments as text)."""
+    return int(value)
+
+
+def _props(value: Any) -> str:
+    """librdkafka properties from a record's arguments (None, a list, or its text)."""
+    if isinstance(value, str):
+        value = None if value == "None" else ast.literal_eval(value)
+    return ", ".join(f"`{v}`" for v in value) if value else "none"
 
 
 def _load(values: list[float] | None) -> str:
@@ -134,11 +147,11 @@ def cycle_ratios(record: Record) -> str:
                      f"**{_x(r['engine_ratio'])}**",
                      f"{s['batched_cycle_failures']} / {s['naive_cycle_failures']}",
                      str(s["not_found_engine"])])
-    intro = (f"{_num(args['partitions'])} lagging partitions (lag {args['min_lag']}–"
+    intro = (f"{_num(_int(args['partitions']))} lagging partitions (lag {args['min_lag']}–"
              f"{args['max_lag']} records), {args['reps']} timed repetitions; each ratio is naive "
              "÷ batched time within one repetition, the median over the repetitions. Naive "
              f"reader: `fetch.wait.max.ms={args['naive_fetch_wait_ms']}`, the engine's consumer "
-             f"config otherwise; extra naive properties: {args['naive_prop'] or 'none'}.")
+             f"config otherwise; extra naive properties: {_props(args['naive_prop'])}.")
     return intro + "\n\n" + _table(
         ["stack", "brokers", "added RTT", "cycle ×", "engine ×",
          "failed reads (batched / naive cycle)", "engine reads not FOUND"], rows)
@@ -183,7 +196,7 @@ def cycle_rss(record: Record) -> str:
             f"default exporter in a fresh process, {args['rss_reps']} times per broker count "
             "(VmHWM, MiB):\n\n" + _table(
                 ["brokers", "peak RSS", "RSS before the cycle", "reads (failed)",
-                 f"peak RSS with {args['compare_prop'] or 'the compared setting'}"], rows))
+                 f"peak RSS with {_props(args['compare_prop'])}"], rows))
 
 
 def cycle_compare(record: Record) -> str:
@@ -196,7 +209,7 @@ def cycle_compare(record: Record) -> str:
                      _num(r["alt_over_default_engine"]), str(s["alt_cycle_failures"])])
     if not rows:
         return "This record has no in-run comparison (`--compare-prop`)."
-    prop = record["values"]["args"]["compare_prop"]
+    prop = _props(record["values"]["args"]["compare_prop"])
     return (f"The batched steps again with {prop}, alternating with the default ones, against "
             "the same naive runs:\n\n" + _table(
                 ["brokers", "added RTT", "cycle × naive", "engine × naive",
