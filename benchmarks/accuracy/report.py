@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import statistics
@@ -559,9 +560,9 @@ def write_plots(root: Path) -> list[Path]:
             continue
         run, shapes = scored(rec)
         for sh in shapes:
-            sh.peers, sh.curves = {}, {}
+            ours_only = dataclasses.replace(sh, peers={}, curves={})
             path = root / "docs" / "img" / f"{prefix}{sh.result.run.shape.name}.png"
-            plot_compare(sh, path, run.config)
+            plot_compare(ours_only, path, run.config)
             written.append(path)
     return written
 
