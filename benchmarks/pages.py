@@ -235,7 +235,10 @@ def caught_up(record: Record) -> str:
 
 def _scale_section(record: Record, key: str, body: Callable[[Record], str]) -> str:
     if key not in record["values"]:
-        return f"Not in this run (`--skip {'single' if key == 'cycle' else key}`)."
+        phase = "single" if key in ("cycle", "size") else key
+        return (f"**Not measured on this tree**: the recorded run skipped this phase (`--skip "
+                f"{phase}`). It is measured by `python -m benchmarks.bench_scale --record "
+                "docs/records/scale` without that `--skip`.")
     return body(record)
 
 
@@ -252,6 +255,12 @@ def scale_single(record: Record) -> str:
                 f"({a['lagging']:.0%} of the groups lagging), default settings:\n\n" + _table(
                     ["cycle", "partitions", "Kafka reads", "cache hits", "failed reads",
                      "exporter CPU s (all threads)", "VmHWM MiB"], rows))
+        if "scrape" in v and "baseline_over_cached_scrape" not in r:
+            text += ("\n\n**Scrapes: not measured on this tree.** The recorded run had no "
+                     "same-run baseline (`--baseline-rounds 0`), and scrape times alone are "
+                     "not claimed here; `python -m benchmarks.bench_scale --skip clusters,shards "
+                     "--record docs/records/scale` measures the cached exposition against "
+                     "`generate_latest` at every scrape.")
         if "scrape" in v and "baseline_over_cached_scrape" in r:
             rows = [[mode, _num(v["scrape"][mode]["n"]), f"{v['scrape'][mode]['bytes'] / 1e6:.1f}",
                      f"**{_x(r['baseline_over_cached_scrape'][mode]['p50_s'], 0)}**",
