@@ -254,7 +254,7 @@ def scale_single(record: Record) -> str:
         text = (f"One exporter, {_num(a['groups'])} groups × {a['partitions']} partitions "
                 f"({a['lagging']:.0%} of the groups lagging), default settings:\n\n" + _table(
                     ["cycle", "partitions", "Kafka reads", "cache hits", "failed reads",
-                     "exporter CPU s (all threads)", "VmHWM MiB"], rows))
+                     "exporter CPU s, all threads (at the load above)", "VmHWM MiB"], rows))
         if "scrape" in v and "baseline_over_cached_scrape" not in r:
             text += ("\n\n**Scrapes: not measured on this tree.** The recorded run had no "
                      "same-run baseline (`--baseline-rounds 0`), and scrape times alone are "
