@@ -311,7 +311,8 @@ def scale_clusters(record: Record) -> str:
         return (f"{c['clusters']} clusters, {_num(c['partitions'])} partitions in one process, "
                 f"one cluster's Burrow answering every `/lag` after {c['slow_ms_per_lag']:.0f} ms, "
                 f"{c['seconds']:.0f} s of every cluster's loop while 2 + 2 scrapers scrape "
-                "(absolute figures: no baseline in the same run):\n\n"
+                "(absolute figures at the load above, not claims: no baseline ran in the same "
+                "run):\n\n"
                 + _table(["measured", "this run"], rows))
 
     return _scale_section(record, "clusters", body)
