@@ -260,9 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     print_report(report)
     if args.record:
         summary = dict(report["summary"])
+        timed = report["rounds"][1:]  # round 0 warms up
         ratios = {"on_over_off": summary.pop("ratio_on_off")}
         values = {"args": {k: v for k, v in report["args"].items() if k not in ("json", "record")},
                   "stack": report["stack"], "summary": summary,
+                  "read_failures": {phase: max(r[phase]["read_failures"] for r in timed)
+                                    for phase in ("off", "on", "on_again")},
                   "wall_s": report["wall_s"]}  # fmt: skip
         print(f"run record written to {record.write(args.record, values, ratios)}")
     if args.json:

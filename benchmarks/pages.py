@@ -219,14 +219,16 @@ def cycle_compare(record: Record) -> str:
 def caught_up(record: Record) -> str:
     v, r = record["values"], record["ratios"]["on_over_off"]
     s = v["summary"]
-    rows = [[label, _num(s[phase]["reads"]), _num(s[phase]["cache_hits"]),
-             _num(s[phase]["with_commit_lag"])]
+    failures = v.get("read_failures", {})
+    rows = [[label, _num(s[phase]["reads"]), str(failures.get(phase, "not recorded")),
+             _num(s[phase]["cache_hits"]), _num(s[phase]["with_commit_lag"])]
             for phase, label in (("off", "`false`"), ("on", "`true`, offsets moved"),
                                  ("on_again", "`true`, no offset moved"))]  # fmt: skip
     return (f"{v['stack']}; {_num(int(v['args']['partitions']))} caught-up partitions, every "
             f"group committing every cycle, {v['args']['rounds']} timed rounds (medians). Same "
             f"run, `true` ÷ `false` per round: **CPU {_x(r['cpu'])}**, wall {_x(r['wall'])}.\n\n"
-            + _table(["`commitLagWhenCaughtUp`", "Kafka reads", "cache hits",
+            + _table(["`commitLagWhenCaughtUp`", "Kafka reads", "failed reads (worst round)",
+                      "cache hits",
                       "caught-up partitions with a commit lag"], rows))
 
 
