@@ -31,6 +31,8 @@ RENDERERS = (
     "tests.deploy.render_records:pages",
     "tests.faults.render_matrix:pages",
     "benchmarks.pages:pages",
+    "benchmarks.compare.page:pages",
+    "benchmarks.accuracy.report:pages",
 )
 
 
