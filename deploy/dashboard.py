@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from freshness_tracker.objective_rules import CHANGE_WINDOW
+from freshness_tracker.objective_rules import RATE_WINDOW
 from freshness_tracker.sinks.prometheus import (
     BUILD_INFO,
     CLUSTER_CYCLE_DURATION,
@@ -54,15 +54,14 @@ def one_copy(selector: str) -> str:
 
 
 def freshness_now(stamp: Family, gauge: Family, selector: str) -> str:
-    """Freshness in ms as of the query (docs/querytime.md): now minus the oldest uncommitted
-    record's append time, per series, never below 0, while that record has stayed the same over
-    `$change_window` (still waiting, it ages with the clock); else the gauge's own value: the
-    record changed (the group commits: the gauge is the closer value), nothing waits (the gauge
-    is 0), or no timestamp is exported (per partition it is opt-in). The chart's rule is the
-    same expression."""
-    series = f"{stamp.name}{{{selector}}}"
-    return (f"(1000 * clamp_min(time() - {series}, 0) "
-            f"unless changes({series}[$change_window]) > 0) or {gauge.name}{{{selector}}}")
+    """Freshness in ms as of the query (docs/querytime.md): per series the cycle's gauge carried
+    forward to now at the rate it grew over `$rate_window` (0 to 1 s per s), so a stuck group
+    ages with the clock and one that keeps up keeps its gauge; the gauge alone where no record
+    waits (it is 0), no timestamp is exported (per partition it is opt-in) or there is no rate
+    yet. The chart's rule is the same expression."""
+    g, ts = f"{gauge.name}{{{selector}}}", f"{stamp.name}{{{selector}}}"
+    return (f"({g} + clamp(deriv({g}[$rate_window]) / 1000, 0, 1) "
+            f"* clamp_min(1000 * (time() - {ts}) - {g}, 0)) or {g}")
 
 
 GROUP_NOW = freshness_now(GROUP_OLDEST_UNCOMMITTED, GROUP_MAX_FRESHNESS, GROUP)
@@ -460,13 +459,13 @@ def build() -> dict[str, Any]:
             variable("topic", "Topic",
                      f'label_values({TOPIC_OFFSET_LAG.name}{{job=~"$job", '
                      'cluster=~"$cluster", consumer=~"$consumer"}, topic)'),
-            {"name": "change_window", "label": "Freshness change window", "type": "custom",
-             "query": CHANGE_WINDOW, "current": {"text": CHANGE_WINDOW, "value": CHANGE_WINDOW},
-             "options": [{"text": CHANGE_WINDOW, "value": CHANGE_WINDOW, "selected": True}],
+            {"name": "rate_window", "label": "Freshness rate window", "type": "custom",
+             "query": RATE_WINDOW, "current": {"text": RATE_WINDOW, "value": RATE_WINDOW},
+             "options": [{"text": RATE_WINDOW, "value": RATE_WINDOW, "selected": True}],
              "hide": 0,
-             "description": "The query-time freshness ages a record with the clock once it has "
-                            "stayed the same this long: the chart's "
-                            "prometheusRule.freshnessChangeWindow (docs/querytime.md)."},
+             "description": "The query-time freshness carries each gauge forward at the rate "
+                            "it grew over this window: the chart's "
+                            "prometheusRule.freshnessRateWindow (docs/querytime.md)."},
         ]},
         "panels": _panels(),
     }

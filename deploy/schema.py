@@ -176,7 +176,7 @@ SCHEMA: dict[str, Any] = obj({
         "enabled": BOOL, "namespace": STR, "labels": STR_MAP, "job": STR,
         "freshnessObjectiveSeconds": {"type": "number", "exclusiveMinimum": 0},
         "freshnessFor": DURATION,
-        "freshnessChangeWindow": WINDOW,
+        "freshnessRateWindow": WINDOW,
         "retentionHeadroomSeconds": {"type": "number", "exclusiveMinimum": 0},
         "retentionHeadroomFor": DURATION,
         "noSuccessSeconds": {"type": "number", "exclusiveMinimum": 0},

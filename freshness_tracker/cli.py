@@ -97,9 +97,9 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("--objectives", required=True,
                        help="HOCON file listing { consumer, topic?, freshness, target }")
     rules.add_argument("--job", help="select only this Prometheus job's series (default: any)")
-    rules.add_argument("--change-window", metavar="DURATION",
-                       help="age a group's oldest uncommitted record with the clock only once "
-                            "it has stayed the same this long (default: 2m; at least twice the "
+    rules.add_argument("--rate-window", metavar="DURATION",
+                       help="carry each group's freshness forward between cycles at the rate "
+                            "it grew over this window (default: 2m; at least three times the "
                             "scrape interval and the exporter's frequency_sec)")
     rules.add_argument("--format", choices=["rules", "helm-values"], default="rules",
                        help="a Prometheus rules file (default), or chart values setting "
@@ -327,13 +327,13 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from freshness_tracker.objective_rules import CHANGE_WINDOW, render_rules
+    from freshness_tracker.objective_rules import RATE_WINDOW, render_rules
     from freshness_tracker.spark.objectives import load_objectives
 
     objectives = load_objectives(args.objectives)
     print(render_rules(objectives, job=args.job, source=args.objectives,
                        helm_values=args.format == "helm-values",
-                       change_window=args.change_window or CHANGE_WINDOW), end="")
+                       rate_window=args.rate_window or RATE_WINDOW), end="")
     return EXIT_OK
 
 

@@ -64,7 +64,7 @@ from freshness_tracker.spark.objectives import check_regex
 
 __all__ = [
     "BAD",
-    "CHANGE_WINDOW",
+    "RATE_WINDOW",
     "PAGE",
     "TICKET",
     "WINDOWS",
@@ -91,10 +91,10 @@ PAGE = (BurnRate("1h", "5m", 14.4), BurnRate("6h", "30m", 6))
 TICKET = (BurnRate("1d", "2h", 3), BurnRate("3d", "6h", 1))
 #: Every window an alert reads, shortest first.
 WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
-#: How long the oldest uncommitted record must stay the same before the SLI ages it with the
-#: clock: the chart's default `prometheusRule.freshnessChangeWindow`, twice a 30 s scrape and cycle
-#: with room to spare.
-CHANGE_WINDOW = "2m"
+#: The window over which the SLI measures how fast a group's freshness gauge grows, to carry it
+#: forward between cycles: the chart's default `prometheusRule.freshnessRateWindow`, holding at
+#: least two cycles at the default 30 s scrape and cycle.
+RATE_WINDOW = "2m"
 _WINDOW = re.compile(r"([0-9]+(ms|s|m|h|d|w|y))+")
 
 _ALERTS = (
@@ -156,15 +156,18 @@ def _selectors(objectives: Sequence[Objective], i: int, job: str | None) -> str:
 
 
 def _freshness_now(stamp: str, gauge: str, selector: str, window: str) -> str:
-    """The worst freshness in ms at the rule's evaluation time: per series, time() minus the
-    oldest uncommitted record's timestamp (0 if it is ahead) while that record has not changed
-    over `window` (it is still waiting, so it ages with the clock); else the gauge: the record
-    changed (the group commits), or none waits (its 0 must not age), or the exporter exports no
-    timestamp. Then the worst copy. The chart's rule is the same expression."""
-    series = f"{stamp}{{{selector}}}"
-    return (f"max by (cluster, consumer) (\n    (\n        clamp_min(time() - {series}, 0) * 1000\n"
-            f"      unless\n        changes({series}[{window}]) > 0\n    )\n"
-            f"  or\n    {gauge}{{{selector}}}\n)")
+    """The worst freshness in ms at the rule's evaluation time: per series, the cycle's gauge
+    carried forward to now (time since the cycle observed it: now − the oldest uncommitted
+    record's timestamp − the gauge) at the rate it grew over `window`, between 0 and 1 s per s:
+    a stuck group ages with the clock, one that keeps up keeps its gauge. The gauge alone where
+    no record waits (its 0 must not age), no timestamp is exported or the window holds fewer
+    than two samples. Then the worst copy. The chart's rule is the same expression."""
+    g, ts = f"{gauge}{{{selector}}}", f"{stamp}{{{selector}}}"
+    return (f"max by (cluster, consumer) (\n    (\n        {g}\n      +\n"
+            f"        clamp(deriv({g}[{window}]) / 1000, 0, 1)\n      *\n"
+            f"        clamp_min(\n          1000 * (time() - {ts})\n          - {g},\n"
+            f"          0\n        )\n    )\n"
+            f"  or\n    {g}\n)")
 
 
 def _sli(objectives: Sequence[Objective], i: int, job: str | None,
@@ -237,11 +240,11 @@ def _duration(ms: int) -> str:
 
 def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
                     source: str = "objectives",
-                    change_window: str = CHANGE_WINDOW) -> dict[str, Any]:
+                    rate_window: str = RATE_WINDOW) -> dict[str, Any]:
     """The rules file (`{"groups": [...]}`) for `objectives`, in their order (first match).
 
-    `change_window` is how long the oldest uncommitted record must stay unchanged before the
-    SLI ages it with the clock (the chart's `prometheusRule.freshnessChangeWindow`).
+    `rate_window` is the window over which the SLI measures how fast the freshness gauge grows
+    to carry it forward between cycles (the chart's `prometheusRule.freshnessRateWindow`).
 
     Raises ConfigError for an empty list, a regex Prometheus cannot run, a job name that is not
     Unicode text (a PromQL string and the file are UTF-8) or a window that is not a Prometheus
@@ -255,10 +258,10 @@ def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
             check_regex(o.topic, f"{source}: objectives[{i}].topic")
     if job is not None and not _is_text(job):
         raise ConfigError("--job", f"{job!r} is not valid Unicode text", "give the job's name")
-    if not _WINDOW.fullmatch(change_window) or not any(c in "123456789" for c in change_window):
-        raise ConfigError("--change-window", "expected a Prometheus duration above zero",
+    if not _WINDOW.fullmatch(rate_window) or not any(c in "123456789" for c in rate_window):
+        raise ConfigError("--rate-window", "expected a Prometheus duration above zero",
                           "give one such as 2m (at least twice the scrape interval)")
-    recording: list[dict[str, Any]] = [_sli(objectives, i, job, change_window)
+    recording: list[dict[str, Any]] = [_sli(objectives, i, job, rate_window)
                                        for i in range(len(objectives))]
     recording += [{"record": f"{BAD}:ratio_rate{w}", "expr": f"avg_over_time({BAD}[{w}])"}
                   for w in WINDOWS]
@@ -291,10 +294,10 @@ def rules_yaml(body: Any, *, allow_unicode: bool = True) -> str:
 
 def render_rules(objectives: Sequence[Objective], *, job: str | None = None,
                  source: str = "objectives", helm_values: bool = False,
-                 change_window: str = CHANGE_WINDOW) -> str:
+                 rate_window: str = RATE_WINDOW) -> str:
     """The rules as YAML with a header naming the objectives: a Prometheus rules file, or (with
     `helm_values`) values for the chart (`prometheusRule.extraGroups`)."""
-    rules = objective_rules(objectives, job=job, source=source, change_window=change_window)
+    rules = objective_rules(objectives, job=job, source=source, rate_window=rate_window)
     header = [f"# Freshness objectives from {_comment(source)} as Prometheus rules, GENERATED by",
               "# `freshness-tracker rules`: regenerate it when the objectives change.",
               "# The first objective matching a consumer judges it (as in the Spark report):"]

@@ -142,14 +142,15 @@ def burrow_version(burrow121: bool) -> str:
             else f"Burrow from FT_BURROW_BIN ({binary.name})")
 
 
-def shipped_rule() -> dict[str, str]:
-    """The scored recording rule's expression as the shipped rules file held it at the run,
-    and that file's last commit (the rules are evaluated as shipped, never edited here)."""
+def shipped_rule(frequency_s: float, scrape_s: float) -> dict[str, str]:
+    """The scored recording rule's expression as the run evaluates it: the chart's rules (the
+    shipped file's source, never edited here) rendered with the rate window for the run's
+    intervals, as a user with these intervals would; and the shipped file's last commit."""
     import yaml
 
-    from benchmarks.compare.accuracy import RULE, RULES_FILE
+    from benchmarks.compare.accuracy import RULE, RULES_FILE, rules_for_run
 
-    groups = yaml.safe_load(RULES_FILE.read_text()).get("groups", [])
+    groups = yaml.safe_load(rules_for_run(frequency_s, scrape_s)).get("groups", [])
     expr = next((r.get("expr", "") for g in groups for r in g.get("rules", [])
                  if r.get("record") == RULE), "")
     return {"record": RULE, "expr": " ".join(str(expr).split()),
@@ -208,7 +209,7 @@ def _accuracy(args: argparse.Namespace, tools: list[str], wanted: list[str],
         "prometheus": f"Prometheus {prometheus_version(binary)} (Debian's package)"
         if binary else "not installed",
         "config": config.__dict__,
-        "rules": shipped_rule(),
+        "rules": shipped_rule(config.frequency_s, config.sample_interval_s),
     }
     record["machine"].pop("load", None)
 

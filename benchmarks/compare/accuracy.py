@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 ACC_PREFIX = "^acc-"  # the harness's topics and groups (acc-<random>-<shape>)
 REPO = Path(__file__).resolve().parents[2]
 #: the shipped rules with default values (generated from the chart by deploy/generate.py); a
-#: run renders them from the chart as a user would, with freshnessChangeWindow for its intervals
+#: run renders them from the chart as a user would, with freshnessRateWindow for its intervals
 RULES_FILE = REPO / "examples" / "prometheus" / "freshness-tracker.rules.yml"
 #: the query-time recording rule scored beside the gauge
 RULE = "cluster_consumer:kafka_consumer_freshness_seconds:querytime_max"
@@ -236,13 +236,15 @@ def _start_prometheus(
 ) -> PrometheusProcess:
     """Prometheus scraping ours (the rules' job) and each peer at its own poll interval,
     evaluating the shipped rules at the run's frequency; ready once the rule has a value."""
-    jobs = [ScrapeJob(OURS_JOB, (_hostport(exporter_url),), config.frequency_s)]
+    # ours scraped as often as the harness samples every tool's /metrics directly, so the rule
+    # read through Prometheus is not a scrape older than the gauges it is scored beside
+    jobs = [ScrapeJob(OURS_JOB, (_hostport(exporter_url),), config.sample_interval_s)]
     jobs += [
         ScrapeJob(t.spec.key, (_hostport(t.url),), t.poll_s or config.frequency_s) for t in tools
     ]
     rules = workdir / "freshness-tracker.rules.yml"
     rules.parent.mkdir(parents=True, exist_ok=True)
-    rules.write_text(rules_for_run(config.frequency_s, config.frequency_s))  # ours' intervals
+    rules.write_text(rules_for_run(config.frequency_s, config.sample_interval_s))
     prom = PrometheusProcess(
         workdir,
         jobs,
@@ -258,18 +260,18 @@ def _start_prometheus(
     return prom
 
 
-def change_window_s(frequency_s: float, scrape_s: float) -> int:
-    """The chart's freshnessChangeWindow for these intervals, as docs/querytime.md tells a
-    user to choose it: three times the larger of the cycle and the scrape interval, so a group
-    that commits shows a change in every window."""
-    return max(1, math.ceil(3 * max(frequency_s, scrape_s)))
+def freshness_rate_window_s(frequency_s: float, scrape_s: float) -> int:
+    """The chart's freshnessRateWindow for these intervals, as docs/querytime.md tells a user to
+    choose it: three times the larger of the cycle (``frequency_sec`` plus up to a second of
+    cycle here) and the scrape interval, so the window holds two cycles' values."""
+    return max(1, math.ceil(3 * max(frequency_s + 1.0, scrape_s)))
 
 
 def rules_for_run(frequency_s: float, scrape_s: float) -> str:
     """The chart's rules rendered as a user with these intervals would render them."""
     from deploy.generate import rules_text
 
-    return rules_text({"freshnessChangeWindow": f"{change_window_s(frequency_s, scrape_s)}s"})
+    return rules_text({"freshnessRateWindow": f"{freshness_rate_window_s(frequency_s, scrape_s)}s"})
 
 
 def rule_expression(rules_yaml: str) -> str:

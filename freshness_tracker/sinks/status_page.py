@@ -2,9 +2,9 @@
 
 Rendered on the server from the current snapshot (no script, no CDN, no build step), so it shows
 what /metrics serves, with freshness as of the request: a lagging partition's (and group's)
-oldest uncommitted record ages from its append time with the clock, as the query-time rules
-compute it (docs/querytime.md), so a stuck group grows on every refresh, not once a cycle; a
-caught-up one stays 0. It refreshes itself with a meta refresh. `?cluster=C&group=G`
+freshness is carried forward at the rate it grew since the previous cycle, as the query-time
+rules compute it (docs/querytime.md), so a stuck group grows on every refresh, not once a cycle;
+a caught-up one stays 0. It refreshes itself with a meta refresh. `?cluster=C&group=G`
 drills down to one group's partitions. Every name is escaped: topic and group names come from
 Burrow, which is as hostile as anything else it sends.
 """
@@ -73,36 +73,47 @@ def _duration(ms: int | None) -> str:
 _WAITING = frozenset({PartitionStatus.OK, PartitionStatus.GAP, PartitionStatus.DATA_LOSS})
 
 
+def _carried(freshness: int, stamp: int, before: tuple[int | None, int | None] | None,
+             now_ms: int) -> int:
+    """`freshness` (its cycle observed it at `stamp + freshness`) carried forward to `now_ms` at
+    the rate it grew since the previous cycle, between 0 and 1 ms per ms, as the query-time rule
+    carries the gauge: a stuck record ages with the clock, a group that keeps up keeps its value.
+    No previous value, or none waiting then: no rate yet, the cycle's value."""
+    if before is None or before[0] is None or before[1] is None:
+        return freshness
+    observed, observed_before = stamp + freshness, before[1] + before[0]
+    if observed <= observed_before:
+        return freshness
+    rate = min(max((freshness - before[0]) / (observed - observed_before), 0.0), 1.0)
+    return freshness + round(rate * max(now_ms - observed, 0))
+
+
 class _Ages:
-    """Freshness at the request's time, as the query-time rule computes it: a waiting record
-    ages with the clock (0 if it is ahead of our clock) only while it is the one the previous
-    cycle saw waiting too, or the group is new; a record that changed belongs to a group that
-    commits, whose next cycle names a younger one, so its cycle's value is the closer number."""
+    """Freshness at the request's time, as the query-time rule computes it (docs/querytime.md):
+    each lagging value carried forward at the rate it grew since the cluster's previous cycle."""
 
     def __init__(self, now_ms: int, previous: Snapshot | None) -> None:
         self.now_ms = now_ms
         before = () if previous is None else previous.clusters
-        self._groups = {(c.cluster, g.consumer): g.oldest_uncommitted_ms
+        self._groups = {(c.cluster, g.consumer): (g.max_freshness_ms, g.oldest_uncommitted_ms)
                         for c in before for g in c.groups}
-        self._partitions = {r.key: r.record_timestamp_ms for c in before for r in c.partitions}
+        self._partitions = {r.key: (r.freshness_ms, r.record_timestamp_ms)
+                            for c in before for r in c.partitions if r.status in _WAITING}
 
     def partition(self, r: PartitionResult) -> int | None:
-        """The partition's freshness now, or its cycle's value when nothing waits (0), it is
-        unknown or its record changed since the previous cycle."""
+        """The partition's freshness now; its cycle's value when nothing waits (0) or it is
+        unknown."""
         if r.freshness_ms is None or r.record_timestamp_ms is None or r.status not in _WAITING:
             return r.freshness_ms
-        if self._partitions.get(r.key, r.record_timestamp_ms) != r.record_timestamp_ms:
-            return r.freshness_ms
-        return max(self.now_ms - r.record_timestamp_ms, 0)
+        return _carried(r.freshness_ms, r.record_timestamp_ms, self._partitions.get(r.key),
+                        self.now_ms)
 
     def group(self, g: GroupResult) -> int | None:
-        """The group's max freshness now (its oldest uncommitted record's age), likewise."""
+        """The group's max freshness now, likewise."""
         if g.max_freshness_ms is None or g.oldest_uncommitted_ms is None:
             return g.max_freshness_ms
-        if self._groups.get((g.cluster, g.consumer), g.oldest_uncommitted_ms) \
-                != g.oldest_uncommitted_ms:
-            return g.max_freshness_ms
-        return max(self.now_ms - g.oldest_uncommitted_ms, 0)
+        return _carried(g.max_freshness_ms, g.oldest_uncommitted_ms,
+                        self._groups.get((g.cluster, g.consumer)), self.now_ms)
 
 
 def _freshness(ms: int | None, lower_bound: bool) -> str:

@@ -197,26 +197,26 @@ def test_freshness_panels_age_the_oldest_uncommitted_record_at_query_time(
     group = 'job="freshness-tracker",instance="a:8081",cluster="prod"'
     inputs = [
         (f'kafka_consumer_group_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck"}}',
-         "60x2"),
-        (f'kafka_consumer_group_max_freshness_ms{{{group},consumer="stuck"}}', "0 240000 540000"),
+         "0x2"),
+        (f'kafka_consumer_group_max_freshness_ms{{{group},consumer="stuck"}}', "0 300000 600000"),
         (f'kafka_consumer_group_max_freshness_ms{{{group},consumer="idle"}}', "0x2"),
         (f'kafka_consumer_group_offset_lag{{{group},consumer="stuck"}}', "5x2"),
         (f'kafka_consumer_topic_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck",'
-         'topic="t"}', "60x2"),
+         'topic="t"}', "0x2"),
         (f'kafka_consumer_topic_max_freshness_ms{{{group},consumer="stuck",topic="t"}}',
-         "0 240000 540000"),
+         "0 300000 600000"),
         (f'kafka_consumer_topic_max_freshness_ms{{{group},consumer="idle",topic="t"}}', "0x2"),
         (f'kafka_consumer_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck",'
-         'topic="t",partition="0"}', "60x2"),
+         'topic="t",partition="0"}', "0x2"),
         (f'kafka_consumer_freshness_ms{{{group},consumer="stuck",topic="t",partition="0"}}',
-         "0 240000 540000"),
+         "0 300000 600000"),
         # per-partition timestamps not exported for this one: its gauge, frozen at the 5m scrape
         (f'kafka_consumer_freshness_ms{{{group},consumer="stuck",topic="t",partition="1"}}',
          "0 120000 420000"),
         (f'kafka_consumer_freshness_ms{{{group},consumer="idle",topic="t",partition="0"}}', "0x2"),
         (f'kafka_consumer_group_unmeasured_partitions{{{group},consumer="unknown"}}', "1x2"),
     ]
-    now_ms = (8 * 60 - 60) * 1000  # at 8m: the record appended at 60 s waited 420 s
+    now_ms = 8 * 60 * 1000  # at 8m: the record appended at 0 s waited 480 s
     stuck_partition = {"consumer": "stuck", "topic": "t", "partition": "0"}
     expected: dict[str, list[tuple[dict[str, str], float]]] = {
         "Worst group freshness": [({}, now_ms)],
@@ -240,9 +240,9 @@ def test_freshness_panels_age_the_oldest_uncommitted_record_at_query_time(
     tests = []
     for title, stamp in FRESHNESS_NOW.items():
         (target, *_) = _panel(board, title)["targets"]
-        assert f"clamp_min(time() - {stamp}{{" in target["expr"], title
+        assert f"clamp_min(1000 * (time() - {stamp}{{" in target["expr"], title
         expr = target["expr"].replace("$job", ".*").replace("$cluster", ".*").replace(
-            "$consumer", ".*").replace("$topic", ".*").replace("$change_window", "2m")
+            "$consumer", ".*").replace("$topic", ".*").replace("$rate_window", "15m")  # 3 scrapes
         tests.append({"expr": expr, "eval_time": "8m", "exp_samples": [
             {"labels": "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}",
              "value": value} for labels, value in expected[title]]})

@@ -306,14 +306,14 @@ def test_hostile_names_never_become_yaml_and_round_trip(consumer: str, topic: st
     # the PromQL string literals read back as the names
     slis = [r for r in rules["groups"][0]["rules"] if r.get("record") == BAD]
     assert _consumer_matchers(slis[1]["expr"]) == [("=~", regex), ("!~", regex)]
-    # (the freshness reads three series of the same selector: the timestamp, its changes over
-    # the window and the gauge)
+    # (the freshness reads two series of the same selector five times: the gauge, its rate over
+    # the window, the timestamp, the gauge again and the gauge alone)
     if job is not None:
         literals = re.findall(r'job="((?:[^"\\]|\\.)*)"', slis[0]["expr"].split("\nor\n")[0])
-        assert len(literals) == 3 and {_unquote(literal) for literal in literals} == {job}
+        assert len(literals) == 5 and {_unquote(literal) for literal in literals} == {job}
     if topic is not None:
         literals = re.findall(r'topic=~"((?:[^"\\]|\\.)*)"', slis[0]["expr"])
-        assert len(literals) == 3 and {_unquote(literal) for literal in literals} == {topic}
+        assert len(literals) == 5 and {_unquote(literal) for literal in literals} == {topic}
 
 
 #: An objective whose regexes hold Go template actions, a line break and a YAML comment.
@@ -405,15 +405,15 @@ def test_every_regex_the_check_accepts_prometheus_accepts(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("window", ["0", "0m", "00s", "2", "2 m", "-1m", "1m]) or vector(1", ""])
-def test_a_change_window_that_is_not_a_positive_duration_is_a_config_error(window: str) -> None:
+def test_a_rate_window_that_is_not_a_positive_duration_is_a_config_error(window: str) -> None:
     objectives = parse_objectives(DOCS_EXAMPLE)
-    with pytest.raises(ConfigError, match=r"--change-window") as caught:
-        objective_rules(objectives, change_window=window)
+    with pytest.raises(ConfigError, match=r"--rate-window") as caught:
+        objective_rules(objectives, rate_window=window)
     if len(window) > 3:  # described, never echoed (short ones occur in the hint's "2m")
         assert window not in str(caught.value)
 
 
-def test_the_change_window_reaches_every_sli() -> None:
-    rules = objective_rules(parse_objectives(DOCS_EXAMPLE), change_window="90s")
+def test_the_rate_window_reaches_every_sli() -> None:
+    rules = objective_rules(parse_objectives(DOCS_EXAMPLE), rate_window="90s")
     slis = [r["expr"] for r in rules["groups"][0]["rules"] if r.get("record") == BAD]
-    assert slis and all("[90s]) > 0" in expr and "[2m]" not in expr for expr in slis)
+    assert slis and all("[90s]) / 1000" in expr and "[2m]" not in expr for expr in slis)

@@ -79,12 +79,13 @@ def test_recording_rules_are_named_after_their_aggregation(rules: dict[str, Any]
     assert records
     for rule in records:
         level, metric, operation = rule["record"].split(":")
-        if operation == "querytime_max":  # time() - a timestamp per series, then the worst
+        if operation == "querytime_max":  # the gauge carried forward per series, then the worst
             assert rule["expr"].startswith(f"max by ({level.replace('_', ', ')}) (\n"), rule
-            stamp, changed, gauge = re.findall(r"kafka_consumer_\w+", rule["expr"])
-            # aged with the clock only while the record stayed the same over the window
-            assert f"(clamp_min(time() - {stamp}, 0) unless changes({stamp}[2m]) > 0)" in \
-                rule["expr"] and changed == stamp, rule
+            gauge, rated, stamp, since, alone = re.findall(r"kafka_consumer_\w+", rule["expr"])
+            # at the rate the gauge grew over the window, for the time since its cycle
+            assert f"clamp(deriv({gauge}[2m]) / 1000, 0, 1)" in rule["expr"], rule
+            assert f"clamp_min(time() - {stamp} - {gauge} / 1000, 0)" in rule["expr"], rule
+            assert gauge == rated == since == alone, rule
             assert stamp.endswith("_oldest_uncommitted_timestamp_seconds"), rule
             assert gauge.endswith("_max_freshness_ms") and f"or\n    {gauge} / 1000" in \
                 rule["expr"], rule

@@ -192,8 +192,8 @@ def test_counts_are_pluralised() -> None:
 
 
 def test_freshness_is_as_of_the_request_so_a_stuck_group_grows_between_cycles() -> None:
-    """The same snapshot rendered 90 s later: the lagging group's oldest uncommitted record
-    (and each lagging partition's) is 90 s older, a caught-up group still 0, an unknown one
+    """The same snapshot rendered 90 s later, after a cycle that saw the same records waiting:
+    the lagging group's oldest uncommitted record (and each lagging partition's) is 90 s older, a caught-up group still 0, an unknown one
     still unknown, and a data-loss partition's lower bound ages too."""
     parts = (_partition("stuck", "orders", 0, 5_000), _partition("stuck", "orders", 1, 0,
                                                                  PartitionStatus.CAUGHT_UP),
@@ -202,14 +202,19 @@ def test_freshness_is_as_of_the_request_so_a_stuck_group_grows_between_cycles() 
     stuck = replace(_group("stuck", 5_000, loss=1), oldest_uncommitted_ms=NOW - 5_000)
     snap = _snapshot([stuck, _group("fresh", 0), _group("unknown", None, unmeasured=1),
                       _group("slow", 60_000)], parts)
-    at_cycle = _parse(render_status_page(snap, NOW)).tables[1][1:]
-    later = _parse(render_status_page(snap, NOW + 90_000)).tables[1][1:]
+    # the cycle before saw the same records waiting, each younger by the time between them
+    before = _snapshot([replace(stuck, max_freshness_ms=2_000)],
+                       (parts[0]._replace(freshness_ms=2_000), parts[1],
+                        parts[2]._replace(freshness_ms=50)))
+    at_cycle = _parse(render_status_page(snap, NOW, previous=before)).tables[1][1:]
+    later = _parse(render_status_page(snap, NOW + 90_000, previous=before)).tables[1][1:]
     assert [(r[1], r[2]) for r in at_cycle] == [
         ("stuck", "≥5.0s"), ("slow", "1m 0s"), ("unknown", "-"), ("fresh", "0ms")]
     # "slow" has no timestamp in this snapshot (an exporter that read none): its cycle's value
     assert [(r[1], r[2]) for r in later] == [
         ("stuck", "≥1m 35s"), ("slow", "1m 0s"), ("unknown", "-"), ("fresh", "0ms")]
-    drill = _parse(render_status_page(snap, NOW + 90_000, {"cluster": "east", "group": "stuck"}))
+    drill = _parse(render_status_page(snap, NOW + 90_000, {"cluster": "east", "group": "stuck"},
+                                      previous=before))
     assert [(r[0], r[1], r[4]) for r in drill.tables[0][1:]] == [
         ("orders", "0", "1m 35s"), ("audit", "0", "≥1m 30s"), ("orders", "1", "0ms")]
     assert "1m 35s" in "".join(drill.text)  # the group's max in the summary line
@@ -220,8 +225,11 @@ def test_a_record_ahead_of_the_clock_is_0_old_never_negative() -> None:
     group = replace(_group("g", 0), oldest_uncommitted_ms=NOW + 30_000)
     snap = _snapshot([group], (ahead,))
     assert _parse(render_status_page(snap, NOW)).tables[1][1][2] == "0ms"
-    drill = _parse(render_status_page(snap, NOW + 40_000, {"cluster": "east", "group": "g"}))
-    assert drill.tables[0][1][4] == "10.0s"
+    # its freshness has not grown since the cycle before: 0 until a cycle sees it age (as the
+    # query-time rule, which carries the gauge at the rate it grew)
+    drill = _parse(render_status_page(snap, NOW + 40_000, {"cluster": "east", "group": "g"},
+                                      previous=snap))
+    assert drill.tables[0][1][4] == "0ms"
 
 
 def _lagging(consumer: str, cycle_freshness: int, stamp: int) -> GroupResult:
@@ -230,10 +238,11 @@ def _lagging(consumer: str, cycle_freshness: int, stamp: int) -> GroupResult:
     return replace(_group(consumer, cycle_freshness), oldest_uncommitted_ms=stamp)
 
 
-def test_a_record_still_waiting_ages_and_a_passed_one_shows_its_cycle() -> None:
-    # both groups were 30 s behind at their cycle; "stuck" still waits on the record the previous
-    # cycle saw, "moving" committed past it (its cycle found a younger one): as the query-time
-    # rule, only the waiting record ages with the clock, the other shows its cycle's value
+def test_a_stuck_group_ages_and_one_that_keeps_up_shows_its_cycle() -> None:
+    # both groups were 30 s behind at their cycle; "stuck" waits on the record the previous
+    # cycle saw (its freshness grew 1 s per s between them), "moving" committed past it (its
+    # freshness stayed at 30 s): as the query-time rule, the first is carried forward with the
+    # clock, the second keeps its cycle's value
     cycle = NOW - 5_000
     current = _snapshot([_lagging("stuck", 30_000, cycle - 30_000),
                          _lagging("moving", 30_000, cycle - 30_000)])
@@ -242,10 +251,16 @@ def test_a_record_still_waiting_ages_and_a_passed_one_shows_its_cycle() -> None:
     rows = {r[1]: r[2] for r in _parse(render_status_page(
         current, NOW, previous=previous)).tables[1][1:]}
     assert rows == {"stuck": "35.0s", "moving": "30.0s"}
-    # a group the previous cycle did not list is aged (as the rule ages a new series)
+    # falling behind at half the clock's pace: carried forward at that pace
+    previous = _snapshot([_lagging("stuck", 20_000, cycle - 40_000)])
+    rows = {r[1]: r[2] for r in _parse(render_status_page(
+        current, NOW + 5_000, previous=previous)).tables[1][1:]}
+    assert rows["stuck"] == "35.0s"
+    # a group the previous cycle did not list has no rate yet: its cycle's value (as the rule,
+    # whose window then holds one sample)
     rows = {r[1]: r[2] for r in _parse(render_status_page(
         current, NOW, previous=_snapshot([]))).tables[1][1:]}
-    assert rows == {"stuck": "35.0s", "moving": "35.0s"}
+    assert rows == {"stuck": "30.0s", "moving": "30.0s"}
 
 
 def test_a_partition_whose_record_changed_shows_its_cycle_value() -> None:
