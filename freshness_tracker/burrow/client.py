@@ -7,10 +7,11 @@ BurrowError whose text names the URL and the failure's type, never an exception'
 may carry what the server sent), so the rest of the code never sees a third-party exception.
 
 What bounds what, the simple way: each request gets min(`burrow.timeout`, what is left of the
-cycle's deadline) as its connect and read timeouts, and its body is read streamed, one socket
-read at a time with the deadline checked between reads, so a body dripped a byte at a time is
-cut at the deadline, not when the server stops. The decoded size is checked as it grows, so a
-gzip bomb costs `burrow.maxResponseBytes`, not the process. Retries stop at the deadline. What
+cycle's deadline) as its connect timeout and as the time its answer must be read in: every read
+of the answer (status line, headers, body) waits only for what is left of it, so an answer
+dripped a byte at a time is cut then, not when the server stops. The body is streamed and its
+decoded size checked as it grows, so a gzip bomb costs `burrow.maxResponseBytes`, not the
+process. Retries stop at the deadline. What
 nothing here can interrupt (a name lookup the system resolver never answers) is bounded by the
 cycle itself: it runs on a thread of its own that the exporter stops waiting for at its deadline
 (`freshness_tracker.app`).
@@ -24,9 +25,12 @@ from __future__ import annotations
 
 import base64
 import collections
+import http.client
 import http.cookiejar
+import io
 import json
 import logging
+import socket
 import ssl
 import threading
 import time
@@ -34,11 +38,14 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import quote
 
 import requests
 import requests.adapters
+import urllib3
+import urllib3.connection
 import urllib3.exceptions
 from tenacity import (
     RetryCallState,
@@ -73,7 +80,7 @@ log = logging.getLogger(__name__)
 #: in another one is refused.
 _ACCEPT_ENCODING = "gzip, deflate"
 _DECODED = frozenset(("", "identity", "gzip", "x-gzip", "deflate"))
-#: The most one read of a body returns (decoded): a group's `/lag` answer fits in one.
+#: The chunk a body is streamed in (decoded): a group's `/lag` answer fits in one.
 _READ_BYTES = 64 * 1024
 #: How long cluster_lags() waits for its workers past the cycle deadline (a request is cut at
 #: that deadline; this only covers a worker that is slow to notice).
@@ -82,13 +89,68 @@ _JOIN_SLACK_S = 2.0
 _MAX_BACKOFF_S = 5.0
 #: No retry is started with less than this left of the cycle's deadline.
 _RETRY_MARGIN_S = 0.1
-#: What breaks an exchange below requests' own exceptions: the body is read from urllib3.
+#: What breaks an exchange: requests' exceptions, and urllib3's and the socket's while the body
+#: is streamed.
 _READ_ERRORS = (OSError, urllib3.exceptions.HTTPError, requests.RequestException)
 
 
+#: When the answer to the request this thread is making must have been read (monotonic).
+_answer_by: ContextVar[float | None] = ContextVar("burrow_answer_by", default=None)
+
+
+class _DeadlineReads(io.RawIOBase):
+    """The socket an answer is read from, each read waiting only for what is left of the
+    request's time: a socket timeout alone restarts with every byte, so a status line, headers
+    or body dripped a byte at a time would never trip it."""
+
+    def __init__(self, sock: socket.socket, ends: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._ends = ends
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        remaining = self._ends - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the request's time ran out while its answer was read")
+        self._sock.settimeout(remaining)
+        return self._sock.recv_into(buffer)
+
+
+class _Answer(http.client.HTTPResponse):
+    """http.client's response, reading through `_DeadlineReads` while a request of this module
+    is being answered."""
+
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        ends = _answer_by.get()
+        if ends is not None:
+            self.fp.close()  # the plain file http.client made: only its reference to the socket
+            self.fp = io.BufferedReader(_DeadlineReads(sock, ends))
+
+
+class _Connection(urllib3.connection.HTTPConnection):
+    response_class = _Answer
+
+
+class _TlsConnection(urllib3.connection.HTTPSConnection):
+    response_class = _Answer
+
+
+class _Pool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _TlsPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _TlsConnection
+
+
 class _Adapter(requests.adapters.HTTPAdapter):
-    """requests' adapter on one TLS context of ours: `burrow.caFile` or the system's store,
-    never the certifi bundle requests would otherwise load."""
+    """requests' adapter on one TLS context of ours (`burrow.caFile` or the system's store,
+    never the certifi bundle requests would otherwise load) and on connections whose answers
+    are read against the request's deadline."""
 
     def __init__(self, settings: BurrowSettings, pool_size: int) -> None:
         self._verify = bool(settings.ca_file) or settings.tls_verify
@@ -107,6 +169,7 @@ class _Adapter(requests.adapters.HTTPAdapter):
         if self._context is not None:
             kwargs["ssl_context"] = self._context
         super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _Pool, "https": _TlsPool}
 
     def cert_verify(self, conn: Any, url: str, verify: Any, cert: Any) -> None:
         conn.cert_reqs = "CERT_REQUIRED" if self._verify else "CERT_NONE"
@@ -192,8 +255,14 @@ class BurrowClient:
         if limit_s <= 0:
             raise BurrowUnavailable(f"not asking Burrow for {url}: the cycle deadline was "
                                     "reached", url)
-        ends = time.monotonic() + limit_s
         late = f"Burrow did not answer {url} within {limit_s:g}s"
+        token = _answer_by.set(time.monotonic() + limit_s)
+        try:
+            return self._exchange(url, limit_s, late)
+        finally:
+            _answer_by.reset(token)
+
+    def _exchange(self, url: str, limit_s: float, late: str) -> tuple[int, bytes]:
         try:
             response = self._session.get(url, stream=True, timeout=(limit_s, limit_s),
                                          allow_redirects=False)
@@ -206,26 +275,25 @@ class BurrowClient:
             status = response.status_code
             if status >= 500:
                 raise BurrowUnavailable(f"Burrow answered HTTP {status} for {url}", url)
-            return status, self._read_body(response, url, ends, late)
+            return status, self._read_body(response, url)
         except BurrowError:
             raise
-        except (TimeoutError, urllib3.exceptions.TimeoutError) as exc:
-            raise BurrowUnavailable(late, url) from exc
-        except urllib3.exceptions.DecodeError as exc:
+        except (urllib3.exceptions.DecodeError, requests.exceptions.ContentDecodingError) as exc:
             raise BurrowResponseError(f"Burrow answered {url} with a body that does not "
                                       f"decode as {response.headers.get('content-encoding')}",
                                       url) from exc
         except _READ_ERRORS as exc:
+            if _timed_out(exc):  # requests reports a read timeout as a ConnectionError
+                raise BurrowUnavailable(late, url) from exc
             raise BurrowUnavailable(f"Burrow's answer to {url} broke off: {_reason(exc)}",
                                     url) from exc
         finally:
             response.close()  # back to the pool when read to its end, else closed
 
-    def _read_body(self, response: requests.Response, url: str, ends: float,
-                   late: str) -> bytes:
-        """The body, read one socket read at a time (urllib3's `read1`: an `iter_content`
-        chunk waits for the whole chunk, however slowly it drips), the deadline checked and the
-        decoded size bounded after each."""
+    def _read_body(self, response: requests.Response, url: str) -> bytes:
+        """The body, streamed: its decoded size is checked as it grows (urllib3 decodes at most
+        a chunk's worth per read), and every read checks the request's deadline
+        (`_DeadlineReads`)."""
         limit = self.settings.max_response_bytes
         encoding = response.headers.get("content-encoding", "").strip().lower()
         if encoding not in _DECODED:
@@ -237,21 +305,12 @@ class BurrowClient:
         length = response.headers.get("content-length", "")
         if encoding in ("", "identity") and length.isdigit() and int(length) > limit:
             raise BurrowResponseError(too_large, url)
-        raw = response.raw
-        sock = getattr(raw.connection, "sock", None)
         out = bytearray()
-        while True:
-            remaining = ends - time.monotonic()
-            if remaining <= 0:
-                raise BurrowUnavailable(late, url)
-            if sock is not None:  # a stalled read waits only for what is left
-                sock.settimeout(remaining)
-            piece = raw.read1(_READ_BYTES, decode_content=True)
-            if not piece:
-                return bytes(out)
+        for piece in response.iter_content(_READ_BYTES):
             out += piece
             if len(out) > limit:
                 raise BurrowResponseError(too_large, url)
+        return bytes(out)
 
     def _get_json(self, url: str, typed: Callable[[bytes], Any] | None = None) -> Any:
         """`_get_json_once`, again after a backoff while Burrow is unavailable (connection
@@ -413,6 +472,16 @@ class _Backoff(wait_exponential):
         seconds = super().__call__(retry_state)
         deadline = current_deadline()
         return seconds if deadline is None else max(0.0, min(seconds, deadline.remaining()))
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a timeout is what broke the exchange, however the libraries wrapped it."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, TimeoutError | urllib3.exceptions.TimeoutError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _reason(exc: BaseException) -> str:

@@ -296,9 +296,12 @@ def test_the_environment_is_not_read(server: RecordingBurrow, make_client: Any,
 NAMES = [f"cluster-{i}" for i in range(50)]
 
 
+@pytest.mark.parametrize("headers", [False, True], ids=["body", "headers"])
 @pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
-def test_a_dripped_body_is_cut_at_burrow_timeout_as_a_whole(tls: bool, tmp_path: Path) -> None:
-    """requests' timeout restarts with every byte; burrow.timeout bounds the whole answer."""
+def test_a_dripped_answer_is_cut_at_burrow_timeout_as_a_whole(
+        tls: bool, headers: bool, tmp_path: Path) -> None:
+    """A socket timeout restarts with every byte; burrow.timeout bounds the whole answer, its
+    status line and headers as well as its body."""
     import time
 
     from tests.faults.harness import make_certs
@@ -314,7 +317,7 @@ def test_a_dripped_body_is_cut_at_burrow_timeout_as_a_whole(tls: bool, tmp_path:
     burrow = BurrowClient(settings)
     try:
         assert burrow.clusters() == NAMES  # the same server, answering normally
-        server.add(ANY, Fault.drip(0.05))
+        server.add(ANY, Fault.drip_headers(0.05) if headers else Fault.drip(0.05))
         started = time.monotonic()
         with pytest.raises(BurrowUnavailable, match="within 1s"):
             burrow.clusters()
