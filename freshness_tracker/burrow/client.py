@@ -103,20 +103,27 @@ class _DeadlineReads(io.RawIOBase):
     request's time: a socket timeout alone restarts with every byte, so a status line, headers
     or body dripped a byte at a time would never trip it."""
 
-    def __init__(self, sock: socket.socket, ends: float) -> None:
+    def __init__(self, file: io.BufferedReader, sock: socket.socket, ends: float) -> None:
         super().__init__()
+        #: http.client's own file on the socket, read through: while it is open the socket
+        #: stays open for the answer, even once the connection has let it go (`will_close`).
+        self._file = file
         self._sock = sock
         self._ends = ends
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int:
+    def readinto(self, buffer: Any) -> int | None:
         remaining = self._ends - time.monotonic()
         if remaining <= 0:
             raise TimeoutError("the request's time ran out while its answer was read")
         self._sock.settimeout(remaining)
-        return self._sock.recv_into(buffer)
+        return self._file.raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 class _Answer(http.client.HTTPResponse):
@@ -127,8 +134,7 @@ class _Answer(http.client.HTTPResponse):
         super().__init__(sock, *args, **kwargs)
         ends = _answer_by.get()
         if ends is not None:
-            self.fp.close()  # the plain file http.client made: only its reference to the socket
-            self.fp = io.BufferedReader(_DeadlineReads(sock, ends))
+            self.fp = io.BufferedReader(_DeadlineReads(self.fp, sock, ends))
 
 
 class _Connection(urllib3.connection.HTTPConnection):

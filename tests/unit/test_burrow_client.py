@@ -427,3 +427,38 @@ def test_a_failed_group_keeps_no_answer_alive_in_a_reference_cycle(
         gc.set_debug(0)
         gc.garbage.clear()
         gc.enable()
+
+
+def test_an_answer_that_closes_its_connection_is_read_to_its_end() -> None:
+    """An HTTP/1.0 answer (no keep-alive) whose body comes a moment after its headers: the
+    connection lets its socket go as soon as the headers say it will close, and the body must
+    still be read from it (it was cut off with EBADF when only the connection held the socket
+    open)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    answer = unlabelled_lag().encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(0.2)
+            self.wfile.write(answer)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    client = BurrowClient(BurrowSettings(url=f"http://127.0.0.1:{server.server_address[1]}",
+                                         retries=0))
+    try:
+        lags = client.cluster_lags("local", ["a", "b", "c"])
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+    assert not lags.failed_groups and len(lags.groups) == 3
