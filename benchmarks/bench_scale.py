@@ -172,8 +172,9 @@ def py_spy(pid: int, out: Path | None) -> Iterator[None]:
 BUCKETS = [
     ("json/decoder", "Burrow: JSON decode"),
     ("burrow/parse.py", "Burrow: JSON → domain values (parse)"),
-    ("burrow/http1.py", "Burrow: HTTP (burrow/client.py, burrow/http1.py)"),
-    ("burrow/client.py", "Burrow: HTTP (burrow/client.py, burrow/http1.py)"),
+    ("burrow/client.py", "Burrow: HTTP (burrow/client.py, requests, urllib3)"),
+    ("requests/", "Burrow: HTTP (burrow/client.py, requests, urllib3)"),
+    ("urllib3/", "Burrow: HTTP (burrow/client.py, requests, urllib3)"),
     ("domain/freshness.py", "measure partitions (domain.freshness)"),
     ("domain/rollup.py", "roll-ups"),
     ("plan.py", "plan reads"),
