@@ -93,7 +93,12 @@ def pages(root: Path) -> dict[str, str]:
     costs = sorted((r for r in records if r.get("kind") == "cost"
                     and r.get("status", "complete") == "complete"),
                    key=lambda c: (_size(c), c.get("when", "")))
-    failed_costs = [r for r in records if r.get("kind") == "cost" and r.get("status") == "failed"]
+    measured = {(sc["partitions"], c.get("started", "")) for c in costs for sc in c["scenarios"]}
+    failed_costs = [  # a failure a later run of the same size made good is history, not news
+        r for r in records if r.get("kind") == "cost" and r.get("status") == "failed"
+        and not any(size == r.get("partitions") and when > r.get("started", "")
+                    for size, when in measured)
+    ]
     latest = latest_scored(acc)
     failed_acc = [r for r in acc if r.get("status") != "complete"]
     page, _readme = render(latest[0] if latest else None, latest[2] if latest else None, costs,
