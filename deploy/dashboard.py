@@ -197,7 +197,7 @@ def _panels() -> list[dict[str, Any]]:
     y += 4
     ps.append(row("Freshness", y))
     y += 1
-    objective = [(None, "green"), (300_000, "red")]
+    objective: list[tuple[float | None, str]] = [(None, "green"), (300_000, "red")]
     ps += [
         panel("timeseries", "Freshness per group (worst partition)", [target(
             f"max by (cluster, consumer) ({GROUP_NOW})",

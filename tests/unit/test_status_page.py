@@ -193,8 +193,9 @@ def test_counts_are_pluralised() -> None:
 
 def test_freshness_is_as_of_the_request_so_a_stuck_group_grows_between_cycles() -> None:
     """The same snapshot rendered 90 s later, after a cycle that saw the same records waiting:
-    the lagging group's oldest uncommitted record (and each lagging partition's) is 90 s older, a caught-up group still 0, an unknown one
-    still unknown, and a data-loss partition's lower bound ages too."""
+    the lagging group's oldest uncommitted record (and each lagging partition's) is 90 s older,
+    a caught-up group still 0, an unknown one still unknown, and a data-loss partition's lower
+    bound ages too."""
     parts = (_partition("stuck", "orders", 0, 5_000), _partition("stuck", "orders", 1, 0,
                                                                  PartitionStatus.CAUGHT_UP),
              _partition("stuck", "audit", 0, 100, PartitionStatus.DATA_LOSS))
