@@ -251,12 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.common import RunRecord
 
     record = RunRecord("bench_caught_up", argv)
-    try:
-        report = run(args)
-    except BaseException as exc:
-        if args.record:
-            record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
-        raise
+    report = record.measuring(args.record, lambda: run(args))
     print_report(report)
     if args.record:
         summary = dict(report["summary"])

@@ -76,12 +76,7 @@ def main() -> None:
     from benchmarks.common import RunRecord
 
     record = RunRecord("bench_compact")
-    try:
-        figures = run(args)
-    except BaseException as exc:
-        if args.record:
-            record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
-        raise
+    figures = record.measuring(args.record, lambda: run(args))
     if args.record:
         import pyspark
 

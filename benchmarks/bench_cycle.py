@@ -755,12 +755,7 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.common import RunRecord
 
     record = RunRecord("bench_cycle", argv)
-    try:
-        report = parent(args)
-    except BaseException as exc:
-        if args.record:
-            record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
-        raise
+    report = record.measuring(args.record, lambda: parent(args))
     if args.record:
         values, ratios = record_values(report)
         path = record.write(args.record, values, ratios, versions=report["versions"])

@@ -619,11 +619,6 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
               f"{s['groups_duplicated']}")
 
 
-def _write_failed(record: Any, args: argparse.Namespace, exc: BaseException) -> None:
-    if args.record:
-        record.write(args.record, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
-
-
 def _cycle_row(x: dict[str, Any]) -> dict[str, Any]:
     return {k: x[k] for k in ("cpu_s", "wall_s", "kafka_reads", "cache_hits", "read_failures",
                               "up", "partitions", "VmHWM") if k in x}  # fmt: skip
@@ -725,13 +720,10 @@ def main() -> None:
     began = time.monotonic()
     log.info("starting Kafka, %d topics × %d partitions × %d records", args.topics,
              args.partitions, args.records)
-    try:
-        stack = build_kafka(layout)
-    except BaseException as exc:
-        _write_failed(record, args, exc)
-        raise
-    try:
-        bootstrap = stack.bootstrap_servers
+    stack = record.measuring(args.record, lambda: build_kafka(layout))
+    bootstrap = stack.bootstrap_servers
+
+    def measure() -> None:
         if "single" not in skip:
             with GeneratedBurrow(layout, bootstrap) as burrow:
                 single_cluster(args, layout, bootstrap, burrow.url, results)
@@ -741,9 +733,9 @@ def main() -> None:
                 many_clusters(args, bootstrap, results, args.before)
         if "shards" not in skip:
             shards(args, bootstrap, results)
-    except BaseException as exc:
-        _write_failed(record, args, exc)
-        raise
+
+    try:
+        record.measuring(args.record, measure)
     finally:
         kafka_version = stack.kafka_version
         stack.stop()

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined,unused-ignore]
@@ -304,6 +304,9 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+T = TypeVar("T")
+
+
 class RunRecord:
     """The committed record of one benchmark run: what ran, on what, and what it measured.
 
@@ -325,6 +328,15 @@ class RunRecord:
             "versions": _versions(),
             "status": "incomplete",
         }
+
+    def measuring(self, directory: Path | None, work: Callable[[], T]) -> T:
+        """`work()`, with a failed record written to `directory` (when given) if it raises."""
+        try:
+            return work()
+        except BaseException as exc:
+            if directory is not None:
+                self.write(directory, {}, status="failed", error=f"{type(exc).__name__}: {exc}")
+            raise
 
     def write(
         self, directory: Path, values: dict[str, Any], ratios: dict[str, Any] | None = None,

@@ -96,3 +96,17 @@ def test_rendering_is_deterministic_and_idempotent(root: Path) -> None:
     for page, text in first.items():
         (root / page).write_text(text)
     assert pages(root) == first
+
+
+def test_a_run_that_raises_writes_a_failed_record_and_still_raises(tmp_path: Path) -> None:
+    from benchmarks.common import RunRecord
+
+    def boom() -> None:
+        raise RuntimeError("produce timed out")
+
+    with pytest.raises(RuntimeError):
+        RunRecord("bench_x", []).measuring(tmp_path, boom)
+    written = json.loads((tmp_path / "bench_x.json").read_text())
+    assert written["status"] == "failed" and "produce timed out" in written["error"]
+    assert RunRecord("bench_y", []).measuring(None, lambda: 7) == 7
+    assert not (tmp_path / "bench_y.json").exists()
