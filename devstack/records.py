@@ -14,12 +14,13 @@ incomplete, and a record that is missing renders as "no record", never as an emp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = ["FAILED", "INCOMPLETE", "NO_RECORD", "PASSED", "MarkerError", "cell", "load_record",
-           "markers", "no_record_block", "outcome_cell", "read_page", "record_path",
+           "markers", "no_record_block", "one_block_page", "outcome_cell", "read_page",
+           "record_path",
            "replace_block", "run_outcome", "source_comment"]
 
 PASSED, FAILED, INCOMPLETE, NO_RECORD = "passed", "failed", "incomplete", "no record"
@@ -112,3 +113,12 @@ def no_record_block(record: str, how: str) -> str:
     """What a block says when its record is missing: no figure at all, and how to record one."""
     return (f"**No record**: `{record}` is missing, so this page shows no figures. "
             f"Record a run: {how}")
+
+
+def one_block_page(root: Path, page: str, block: str, record: str, how: str,
+                   render: Callable[[dict[str, Any]], str]) -> dict[str, str]:
+    """`{page: text}` for a page with one block rendered by `render` from the record at
+    `record` (under docs/records/), or saying there is none and `how` to make one."""
+    found = load_record(record_path(root, record))
+    body = render(found) if found is not None else no_record_block(f"docs/records/{record}", how)
+    return {page: replace_block(read_page(root, page), block, body, where=page)}

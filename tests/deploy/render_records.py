@@ -17,12 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from devstack.records import (
-    load_record,
-    no_record_block,
+    one_block_page,
     outcome_cell,
-    read_page,
-    record_path,
-    replace_block,
     run_outcome,
     source_comment,
 )
@@ -113,7 +109,4 @@ def render(record: dict[str, Any]) -> str:
 
 def pages(root: Path) -> dict[str, str]:
     """docs/deploy.md with its containers-record block rendered from the committed record."""
-    record = load_record(record_path(root, RECORD))
-    body = (render(record) if record is not None
-            else no_record_block(f"docs/records/{RECORD}", COMMAND))
-    return {PAGE: replace_block(read_page(root, PAGE), BLOCK, body, where=PAGE)}
+    return one_block_page(root, PAGE, BLOCK, RECORD, COMMAND, render)
