@@ -28,6 +28,7 @@ from devstack import RealStack
 from devstack.cache import burrow_binary, debian_burrow_binary
 from devstack.processes import Daemon
 from freshness_tracker.config import load_settings
+from freshness_tracker.objective_rules import RATE_WINDOW
 from tests.deploy.chart import config_data, container, hocon, render, rule_spec
 from tests.deploy.live import JOB, Prometheus
 from tests.deploy.promql import Query, dashboard_queries, rule_queries, substitute
@@ -53,7 +54,8 @@ class Live:
     def variables(self) -> dict[str, str]:
         return {"datasource": "prometheus", "job": JOB, "cluster": self.cluster,
                 "consumer": f"({self.lagging}|{self.caught_up})", "topic": self.topic,
-                "__rate_interval": "1m", "__interval": "5s", "__range": "5m"}
+                "__rate_interval": "1m", "__interval": "5s", "__range": "5m",
+                "rate_window": RATE_WINDOW}
 
 
 def _wait_lag(stack: RealStack, group: str, topic: str, offset: int) -> None:
