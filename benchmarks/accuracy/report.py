@@ -505,8 +505,9 @@ def _run_section(prefix: str, rec: dict[str, Any]) -> list[str]:
     what = [
         f"- Record: `{rec.get('_file', '')}`; command: `{rec.get('command', '')}`.",
         f"- Machine: {_load(rec.get('machine', {}))}.",
-        f"- {rec.get('prometheus', 'no Prometheus')} scraped ours every "
-        f"{rec.get('config', {}).get('frequency_s', '?')} s and evaluated the shipped rules.",
+        f"- {rec.get('prometheus', 'no Prometheus')} scraped ours and evaluated the chart's "
+        f"rules; the scored rule, as the run rendered it: "
+        f"`{rec.get('rules', {}).get('expr', 'not recorded')}`.",
         *(f"- {key}: `{v}`." for key, v in rec.get("versions", {}).items()),
     ]
     if rec.get("status") != "complete" or "run" not in rec:

@@ -731,8 +731,9 @@ computed from a record; a run that failed is shown as failed."""
 
 _HEADLINE_TEXT = """\
 Per shape, mean |error| against the ground truth (s) of ours as a scrape of the gauge reads it,
-of ours as Prometheus' query-time rule gives it (`time() − the oldest uncommitted record's
-timestamp`, evaluated by a real Prometheus from the shipped rules), and of the best peer that
+of ours as Prometheus' query-time rule gives it (the gauge carried forward to the query's time
+at the rate it grew over the rule's window, docs/querytime.md; evaluated by a real Prometheus
+from the chart's rules rendered for the run's intervals), and of the best peer that
 exports a time lag (a peer with no number in more than 5 % of the samples is not counted); then
 the first alert above {threshold:g} s relative to the truth's crossing (negative: before)."""
 
@@ -755,11 +756,12 @@ scorer: mean and max |error| against the ground truth, the mean |error| over the
 after the shape's onset (burst, stall, outage) and after its recovery, seconds above the
 {threshold:g} s threshold while the truth was below it, and, where the truth crosses the
 threshold after an onset, when the tool first alerted relative to the truth's crossing
-(negative: before). Ours' rule row is Prometheus' range query of the recording rule on the same
-grid. "No number": samples where the tool exported no time lag or +∞. The two ports are
-evaluated at Burrow's sampling instant, with no publication delay of their own; that favours
-them by up to one poll. Offsets-only tools (kafka_exporter, kminion) have no time lag: their
-row is when an offset-lag alert fires, at the threshold listed under the table."""
+(negative: before). Ours' rule row is a Prometheus range query of the recording rule's
+expression on the same grid, as a dashboard evaluates it. "No number": samples where the tool
+exported no time lag or +∞. The two ports are evaluated at Burrow's sampling instant, with no
+publication delay of their own; that favours them by up to one poll. Offsets-only tools
+(kafka_exporter, kminion) have no time lag: their row is when an offset-lag alert fires, at the
+threshold listed under the table."""
 
 _COST_TEXT = """\
 Each tool alone in turn on a 3-node Apache Kafka behind frame proxies that count every request
