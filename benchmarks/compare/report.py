@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
-import platform
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ from benchmarks.accuracy.report import fmt
 from benchmarks.compare.accuracy import CompareShape
 from benchmarks.compare.stats import ratio, ratio_text
 
-__all__ = ["ACC_COLUMNS", "accuracy_table", "cost_table", "machine", "plot_shape", "write_page"]
+__all__ = ["ACC_COLUMNS", "accuracy_table", "cost_table", "plot_shape"]
 
 TITLES = {
     "ours": "freshness-tracker (gauge)",
@@ -286,28 +284,6 @@ def _unfinished_rounds(rows: list[dict[str, Any]]) -> list[str]:
     return ["", *notes] if notes else []
 
 
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ""
-    try:
-        kib = int(Path("/proc/meminfo").read_text().split()[1])
-        mem = f", {kib / 1024 / 1024:.0f} GiB RAM"
-    except (OSError, ValueError, IndexError):
-        pass
-    return (
-        f"{platform.system()} {platform.release()}, {os.cpu_count()} × {cpu}{mem}; "
-        "shared with other jobs running JVMs, so every figure is compared with ours "
-        "measured in the same run"
-    )
-
-
 # ---- plots ---------------------------------------------------------------------------------
 
 
@@ -380,8 +356,3 @@ def plot_shape(shape: CompareShape, path: Path, cfg: HarnessConfig) -> None:
     fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
 
-
-def write_page(path: Path, body: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(body)
-    return path
