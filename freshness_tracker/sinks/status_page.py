@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from freshness_tracker.domain.model import (
     ClusterSnapshot,
     GroupResult,
+    PartitionKey,
     PartitionResult,
     PartitionStatus,
     Snapshot,
@@ -94,17 +95,20 @@ class _Ages:
 
     def __init__(self, now_ms: int, previous: Snapshot | None) -> None:
         self.now_ms = now_ms
-        before = () if previous is None else previous.clusters
+        self._before = () if previous is None else previous.clusters
         self._groups = {(c.cluster, g.consumer): (g.max_freshness_ms, g.oldest_uncommitted_ms)
-                        for c in before for g in c.groups}
-        self._partitions = {r.key: (r.freshness_ms, r.record_timestamp_ms)
-                            for c in before for r in c.partitions if r.status in _WAITING}
+                        for c in self._before for g in c.groups}
+        self._partitions: dict[PartitionKey, tuple[int | None, int | None]] | None = None
 
     def partition(self, r: PartitionResult) -> int | None:
         """The partition's freshness now; its cycle's value when nothing waits (0) or it is
         unknown."""
         if r.freshness_ms is None or r.record_timestamp_ms is None or r.status not in _WAITING:
             return r.freshness_ms
+        if self._partitions is None:  # only a drill-down shows partitions: built on first use
+            self._partitions = {p.key: (p.freshness_ms, p.record_timestamp_ms)
+                                for c in self._before for p in c.partitions
+                                if p.status in _WAITING}
         return _carried(r.freshness_ms, r.record_timestamp_ms, self._partitions.get(r.key),
                         self.now_ms)
 
