@@ -28,7 +28,8 @@ from benchmarks.accuracy.estimators import estimate_series
 from benchmarks.accuracy.harness import HarnessConfig, RunData, ShapeRun
 from benchmarks.accuracy.sampler import Sample
 
-__all__ = ["METHODS", "MethodScore", "ShapeResult", "analyse", "analyse_shape"]
+__all__ = ["METHODS", "MethodScore", "ShapeResult", "TimingShare", "analyse", "analyse_shape",
+           "timing_share"]
 
 METHODS = {
     "ours": "freshness-tracker",
@@ -152,6 +153,67 @@ def analyse_shape(r: ShapeRun, cfg: HarnessConfig, t0_ms: float, end_ms: float,
         excess_samples=[t for t, n in zip(t_s, needed, strict=True) if n > allowance],
         refresh_needed_s=max(needed, default=0.0), aligned_s=aligned,
         coverage_pct=100.0 * sum(not math.isnan(v) for v in ours) / max(len(ours), 1),
+    )
+
+
+@dataclass(frozen=True)
+class TimingShare:
+    """How much of the gauge's error is the timing of its cycles, not the offsets it was given.
+
+    Why: a gauge read between cycles shows the last cycle's value, so where the truth falls at
+    a commit (or grows) after a cycle, any tool that polls makes that error until its next
+    poll, whatever its source of offsets. Giving ours' own cycles the exact committed offsets
+    (the harness's log) leaves only that timing; the rest of the gauge's error is Burrow's
+    (commits and log end offsets it had not shown yet). A tool polling the exact truth every
+    ``period`` shows how much of the timing error is the phase of its polls alone.
+    """
+
+    samples: int  # samples with a gauge value, its cycle's start and a truth
+    gauge_s: float  # the gauge's mean |error| over them
+    exact_at_cycles_s: float  # ours' cycles given the exact truth at their start
+    phase_mean_s: float  # a poller of the exact truth every period, mean over its phases
+    phase_min_s: float
+    phase_max_s: float
+
+
+def timing_share(r: ShapeRun, t0_ms: float, end_ms: float, period_s: float,
+                 phases: int = 40) -> TimingShare | None:  # fmt: skip
+    """The shape's :class:`TimingShare` (None: no sample with a value, a cycle and a truth).
+
+    The poller's phases are ``phases`` evenly spaced offsets of its first poll within one
+    period; it shows the truth of its last poll, published at once (nothing of a lookup or a
+    render: a floor for any tool polling every ``period_s``)."""
+
+    def truth_s(t_ms: float) -> float | None:
+        v = r.truth.freshness_ms(t_ms)
+        return None if v is None else v / 1000
+
+    rows = []
+    for s in r.samples:
+        if not t0_ms <= s.metrics_ms <= end_ms or s.ours_ms is None or s.cycle_start_ms is None:
+            continue
+        now, at_cycle = truth_s(s.metrics_ms), truth_s(s.cycle_start_ms)
+        if now is not None and at_cycle is not None:
+            rows.append((s.metrics_ms, now, abs(s.ours_ms / 1000 - now), abs(at_cycle - now)))
+    if not rows:
+        return None
+    period_ms = period_s * 1000
+    means = []
+    for k in range(phases):
+        first = t0_ms + period_ms * k / phases
+        errors = []
+        for t_ms, now, _gauge, _exact in rows:
+            polled = truth_s(first + math.floor((t_ms - first) / period_ms) * period_ms)
+            if polled is not None:
+                errors.append(abs(polled - now))
+        if errors:
+            means.append(sum(errors) / len(errors))
+    n = len(rows)
+    return TimingShare(
+        samples=n, gauge_s=sum(row[2] for row in rows) / n,
+        exact_at_cycles_s=sum(row[3] for row in rows) / n,
+        phase_mean_s=sum(means) / len(means) if means else math.nan,
+        phase_min_s=min(means, default=math.nan), phase_max_s=max(means, default=math.nan),
     )
 
 

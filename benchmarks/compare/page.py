@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.accuracy.analysis import timing_share
 from benchmarks.accuracy.harness import RunData
 from benchmarks.accuracy.record import load_records
 from benchmarks.accuracy.report import fmt
@@ -213,7 +214,7 @@ def render(
     parts += [
         "## Where a peer beats us, and why",
         "",
-        *_beats(shapes, costs, *_window(record)),
+        *_beats(shapes, costs, *_window(record), period_s=_period(record)),
         "",
         _CANNOT,
         "",
@@ -234,6 +235,13 @@ def _window(record: dict[str, Any] | None) -> tuple[float, float]:
     if record is None or "run" not in record:
         return 0.0, math.inf
     return float(record["run"]["t0_ms"]), float(record["run"]["end_ms"])
+
+
+def _period(record: dict[str, Any] | None) -> float:
+    """The run's `frequency_sec`: every tool's poll interval."""
+    if record is None or "run" not in record:
+        return math.nan
+    return float(record["run"]["config"]["frequency_s"])
 
 
 def _when(record: dict[str, Any]) -> str:
@@ -588,16 +596,23 @@ _METRIC_FIX = {
 
 
 _ACCURACY_FIX = (
-    "Two delays make ours' error, and the figures of this run separate them. (1) The gauge is "
-    "the value of ours' last cycle: up to `frequency_sec` plus a cycle old when scraped, so "
-    "while the truth grows (a stuck consumer) it is behind by that much; the rule removes this "
-    "between scrapes (it ages the record's timestamp with Prometheus' clock) but is itself as "
-    "old as Prometheus' last evaluation. What is left of the gauge's error once one cycle is "
-    "forgiven is the \"within one cycle\" figure below. (2) Ours reads committed offsets from "
-    "Burrow, which shows a commit only once it has read it from `__consumer_offsets` (and log "
-    "end offsets at its `offset-refresh`); klag asks the brokers at each poll. Where the truth "
-    "falls at a commit (a record committed, a group catching up) each second of that delay is "
-    "error, for every Burrow-based tool (the Consumer Freshness Tracker too)"
+    "Ours' gauge is the value of its last cycle, measured when Burrow answered; like every "
+    "peer's number it changes only at a poll, every `frequency_sec` (plus the cycle's duration: "
+    "ours, like the Consumer Freshness Tracker, pauses `frequency_sec` after a cycle ends). "
+    "While the truth grows (a stuck consumer) the gauge is behind by the time since its cycle; "
+    "the rule removes that between scrapes (it ages the record's timestamp with Prometheus' "
+    "clock). Where the truth falls at a commit (a group catching up, a record committed) every "
+    "tool shows the old age until its first poll after the commit, and the rule, carrying the "
+    "gauge forward at its rate, a little more: one sample at the old age weighs that age ÷ the "
+    "number of samples in the mean. Which tool polls first after those few moments is the "
+    "phase of its polls, and one run measures one phase (the same one at each event when the "
+    "events' spacing is close to a multiple of the tool's period). The figures below separate "
+    "this from Burrow. Per shape: ours' gauge over the samples whose cycle is known; the same "
+    "cycles given the exact committed offsets of the harness's log (the difference is Burrow's "
+    "share: commits and log end offsets it had not shown at the cycle; a few hundredths below "
+    "0 where the cycle measured a little after it started); and a tool that polls "
+    "the exact offsets every {period:g} s and publishes at once, averaged over the phase of its "
+    "polls, with the range its phase alone spans"
 )
 
 
@@ -619,9 +634,28 @@ def _burrow_delays(sh: CompareShape, t0_ms: float, end_ms: float) -> list[float]
     return delays
 
 
+def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
+            period_s: float) -> str:  # fmt: skip
+    """Per shape, the gauge's error split into its cycles' timing and Burrow's share."""
+    parts = []
+    for sh in shapes:
+        share = timing_share(sh.result.run, t0_ms, end_ms, period_s)
+        if share is None:
+            continue
+        burrow = round(share.gauge_s - share.exact_at_cycles_s, 2)
+        parts.append(
+            f"{sh.result.run.shape.name}: gauge {fmt(share.gauge_s)} s, its cycles with exact "
+            f"offsets {fmt(share.exact_at_cycles_s)} s (Burrow's share "
+            f"{f'{burrow:+.2f}' if burrow else '0.00'} s), exact offsets every "
+            f"{period_s:g} s {fmt(share.phase_mean_s)} s ({fmt(share.phase_min_s)} to "
+            f"{fmt(share.phase_max_s)} s by phase)"
+        )
+    return "; ".join(parts)
+
+
 def _beats(
     shapes: Sequence[CompareShape] | None, costs: Sequence[dict[str, Any]],
-    t0_ms: float = 0.0, end_ms: float = math.inf,
+    t0_ms: float = 0.0, end_ms: float = math.inf, period_s: float = math.nan,
 ) -> list[str]:
     """Every case of this run where a peer did better than ours (gauge or rule) on mean
     |error|, error after onset or first-alert delay, by how much; then the cost cases."""
@@ -650,19 +684,9 @@ def _beats(
                             f"{name}, {label}: {TITLES.get(key, key)} {fmt(theirs)} s against "
                             f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s)"
                         )
-                        fixes["accuracy"] = _ACCURACY_FIX
     if "accuracy" in found and shapes:
-        delays = []
-        for sh in shapes:
-            d = _burrow_delays(sh, t0_ms, end_ms)
-            cyc = sh.result.scores["ours_cycle"].mean_abs_s
-            text = (f"{sh.result.run.shape.name}: gauge within one cycle {fmt(cyc)} s (raw "
-                    f"{fmt(sh.result.scores['ours'].mean_abs_s)} s)")
-            if d:
-                text += (f", a commit shown by Burrow after median {fmt(statistics.median(d))} s"
-                         f" (max {fmt(max(d))} s, {len(d)} commits)")
-            delays.append(text)
-        fixes["accuracy"] += ". In this run: " + "; ".join(delays)
+        fixes["accuracy"] = (_ACCURACY_FIX.format(period=period_s) + ". In this run: "
+                             + _timing(shapes, t0_ms, end_ms, period_s))
     labels = {
         ("steady", "cpu_per_round_s"): "CPU per steady round",
         ("steady", "peak_rss_mib"): "peak RSS",

@@ -229,3 +229,23 @@ def test_a_scrape_job_has_its_own_interval_and_a_timeout_within_it() -> None:
     assert job["scrape_interval"] == "30s" and job["scrape_timeout"] == "10s"
     assert ScrapeJob("ours", ("127.0.0.1:2",), 1.5).config()["scrape_interval"] == "1500ms"
     assert "scrape_interval" not in ScrapeJob("x", ("127.0.0.1:3",)).config()
+
+
+def test_where_a_peer_wins_the_page_splits_the_gauges_error_into_timing_and_burrow(
+    tmp_path: Path,
+) -> None:
+    """The gauge is the truth of its cycle, 1 s before the scrape: all of its error is timing,
+    none Burrow's; a peer 0.5 s over the truth beats it, so the page says why."""
+    record = _tiny_record()
+    for row in record["run"]["shapes"][0]["samples"]:
+        row[4] = row[0] - 1000  # cycle_start_ms: the cycle whose value the scrape saw
+    record["peers"]["klag_message"]["acc-x-stuck-group/acc-x-stuck"] = [
+        [t, v - 2.5, None] for t, v, _n in record["peers"]["klag_message"][
+            "acc-x-stuck-group/acc-x-stuck"]]
+    page = compare_page.pages(_root_with(tmp_path, record))[compare_page.PAGE]
+    beats = page.split("## Where a peer beats us")[1].split("\n## ")[0]
+    assert "stuck, mean |error|: klag-exporter \"message\" 0.50 s against" in beats
+    # 48 of the 58 samples are 1 s behind a growing truth, the others at 0
+    assert ("stuck: gauge 0.83 s, its cycles with exact offsets 0.83 s (Burrow's share 0.00 s), "
+            "exact offsets every 2 s ") in beats
+    assert " s by phase)" in beats

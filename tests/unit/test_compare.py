@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.accuracy.analysis import analyse_shape
+from benchmarks.accuracy.analysis import analyse_shape, timing_share
 from benchmarks.accuracy.harness import HarnessConfig, ShapeRun
+from benchmarks.accuracy.sampler import Sample
 from benchmarks.accuracy.shapes import Event, Shape
 from benchmarks.accuracy.truth import TruthLog
 from benchmarks.compare.__main__ import ALL_TOOLS, cost_label, load_costs
@@ -243,3 +245,74 @@ def test_the_page_keeps_every_size_and_names_where_a_peer_wins(tmp_path: Path) -
     row = "| CPU per steady round, {} lagging partitions (ratio to ours) | 1× | not run | {} |"
     assert row.format("2,000", "2.0×") in readme
     assert row.format("20,000", "0.25×") in readme
+
+
+# ---- the gauge's error: its cycles' timing and Burrow's share --------------------------------
+
+
+def _growing_samples(run: ShapeRun, over_s: float) -> ShapeRun:
+    """Scrapes at t = 12..41 s of a gauge from a cycle 1.5 s earlier that showed the truth of
+    then plus ``over_s`` (a commit its source had not shown: over the truth)."""
+    samples = []
+    for i in range(12, 42):
+        t = T0 + i * 1000
+        cycle = t - 1500
+        then = run.truth.freshness_ms(cycle)
+        assert then is not None
+        samples.append(Sample(metrics_ms=t, ours_ms=then + over_s * 1000, ours_offset=None,
+                              ours_lag=None, cycle_start_ms=cycle, cycle_s=0.01, burrow_ms=t,
+                              committed=None, current_lag=None, leo=None))
+    return replace(run, samples=samples)
+
+
+def test_a_gauge_of_exact_cycles_is_all_timing_and_a_poller_averages_its_phase() -> None:
+    run, _cfg = _stuck_at_10()
+    share = timing_share(_growing_samples(run, 0.0), T0, T0 + 59_000, period_s=2.0)
+    assert share is not None and share.samples == 30
+    assert share.gauge_s == pytest.approx(1.5)  # the truth grew 1.5 s since the cycle
+    assert share.exact_at_cycles_s == pytest.approx(1.5)  # so none of it is Burrow's
+    # polls every 2 s at phase φ (40 phases, 50 ms apart) on whole-second scrapes: behind by
+    # (t − φ) mod 2, half the scrapes on even seconds, half on odd: 0.5 at φ = 0 or 1, up to
+    # 1.45 next to them, 0.975 on average
+    assert share.phase_min_s == pytest.approx(0.5)
+    assert share.phase_max_s == pytest.approx(1.45)
+    assert share.phase_mean_s == pytest.approx(0.975)
+
+
+def test_a_gauge_showing_an_older_commit_has_a_burrow_share() -> None:
+    run, _cfg = _stuck_at_10()
+    share = timing_share(_growing_samples(run, 1.0), T0, T0 + 59_000, period_s=2.0)
+    assert share is not None
+    assert share.gauge_s == pytest.approx(0.5)  # 1 s over what the cycle saw, 1.5 s of growth
+    assert share.exact_at_cycles_s == pytest.approx(1.5)
+    no_cycle = replace(run, samples=[replace(s, cycle_start_ms=None)
+                                     for s in _growing_samples(run, 0.0).samples])
+    assert timing_share(no_cycle, T0, T0 + 59_000, period_s=2.0) is None
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.floats(0.1, 5.0))
+def test_exact_cycles_leave_no_burrow_share_and_the_phase_mean_is_within_its_range(
+    steps: list[int], period_s: float
+) -> None:
+    """Any commit history: a gauge that is the exact truth at its cycle's start has its whole
+    error in timing, and the mean over the poll's phases lies between their extremes."""
+    truth = TruthLog()
+    for i in range(40):
+        truth.produced(i, int(T0) + i * 1000)
+    offset = 0
+    for k, step in enumerate(steps):
+        offset = min(offset + step, 40)
+        truth.committed(int(T0) + k * 1000, offset)
+    shape = Shape("any", "any", "", tuple(float(i) for i in range(40)), ((0.0, 0.0),), ())
+    samples = []
+    for i in range(1, 40):
+        t = T0 + i * 1000 + 300
+        then = truth.freshness_ms(t - 700)
+        if then is not None:
+            samples.append(Sample(metrics_ms=t, ours_ms=then, ours_offset=None, ours_lag=None,
+                                  cycle_start_ms=t - 700, cycle_s=0.01, burrow_ms=t,
+                                  committed=None, current_lag=None, leo=None))
+    share = timing_share(ShapeRun(shape, "t", "g", truth, samples), T0, T0 + 40_000, period_s)
+    assert share is not None
+    assert share.gauge_s == pytest.approx(share.exact_at_cycles_s)
+    assert share.phase_min_s - 1e-9 <= share.phase_mean_s <= share.phase_max_s + 1e-9
