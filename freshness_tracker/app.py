@@ -39,7 +39,7 @@ from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.exposition import CachedExposition
-from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
+from freshness_tracker.sinks.prometheus import SeriesSet
 from freshness_tracker.sinks.selfmetrics import KafkaClientCollector, SelfMetrics
 from freshness_tracker.sinks.status_page import render_status_page
 
@@ -151,13 +151,11 @@ class Exporter:
         burrow: BurrowSource | None = None,
         reader_factory: ReaderFactory | None = None,
         retention_factory: Callable[[ClusterKafkaSettings], RetentionSource] | None = None,
-        registry: CollectorRegistry | None = None,
         clock: Callable[[], int] = now_ms,
         sinks: list[SnapshotSink] | None = None,
     ) -> None:
         require_files(settings)
         self.settings = settings
-        self.registry = registry or CollectorRegistry()
         self.holder = SnapshotHolder()
         self._own_burrow = burrow is None
         self.burrow: BurrowSource = burrow or BurrowClient(settings.burrow, clock=clock)
@@ -194,10 +192,6 @@ class Exporter:
         ProcessCollector(registry=self.live)
         #: What /metrics serves (the listener's source).
         self.exposition = CachedExposition(self.holder, self.live, series, counters)
-        # The same families built per collect(): generate_latest(registry), `once`, tests.
-        self.registry.register(FreshnessCollector(self.holder, series))
-        self.registry.register(counters)
-        self.registry.register(self.live)
 
     # --- Kafka clients -----------------------------------------------------------------
 
