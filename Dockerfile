@@ -36,7 +36,7 @@ COPY --from=build /opt/venv /opt/venv
 # hundreds with many clusters), each holding freed memory (the RSS it saves: docs/scale.md).
 # A fixed mmap threshold (glibc's first value, which it otherwise raises as big blocks are freed):
 # blocks from that size up are mapped alone and given back when freed, which lowers peak RSS.
-# The exporter sets both itself when they are unset (app.tune_malloc); here they hold from the
+# The exporter sets both itself when they are unset (freshness_tracker/process.py); here they hold from the
 # interpreter's first allocation.
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \

@@ -14,12 +14,8 @@ merely "slow".
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import gc
 import logging
-import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -28,6 +24,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector, disable_created_metrics
 
+from freshness_tracker import process
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.config.settings import Settings, require_files
 from freshness_tracker.cycle import ClusterMeasurer, ReaderFactory, cluster_measurers, now_ms
@@ -42,7 +39,7 @@ from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.exposition import CachedExposition
-from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
+from freshness_tracker.sinks.prometheus import SeriesSet
 from freshness_tracker.sinks.selfmetrics import KafkaClientCollector, SelfMetrics
 from freshness_tracker.sinks.status_page import render_status_page
 
@@ -144,56 +141,6 @@ class _CycleRun:
             self.error = exc
 
 
-#: Allocations of container objects between two young collections of Python's cyclic garbage
-#: collector (its default is 700). A large cycle allocates millions of them (Burrow's JSON, the
-#: domain values, the render), and at the default the collections it triggers cost a sizeable
-#: share of its CPU and free nothing: those values hold no reference cycles, so reference
-#: counting frees them. The collections counted at both thresholds: docs/scale.md.
-GC_YOUNG_THRESHOLD = 50_000
-
-
-def relax_young_collections() -> None:
-    """Raise the collector's young threshold to GC_YOUNG_THRESHOLD, process-wide (the exporter
-    is the process); a higher threshold or a disabled collector (0) is left as it is."""
-    young, middle, old = gc.get_threshold()
-    if 0 < young < GC_YOUNG_THRESHOLD:
-        gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
-
-
-#: glibc's malloc arenas for the process (glibc's default is 8 per core). Each thread that
-#: allocates may get an arena of its own, and the exporter runs hundreds of threads (each
-#: cluster's cycle and Burrow workers, librdkafka's); memory freed into an arena stays resident
-#: there. Capping them lowers the RSS of a many-cluster exporter (docs/scale.md); the image's
-#: `MALLOC_ARENA_MAX=2` does the same for the container.
-MALLOC_ARENAS = 2
-#: Blocks from this size up are mapped on their own and given back to the system when freed.
-#: glibc starts at this value but raises it (up to 32 MiB) each time a mapped block is freed,
-#: after which a cycle's big blocks (/metrics' bytes, lists and dicts of 100,000 entries) come
-#: from the arenas and stay resident once freed. Fixed here, which lowers a many-cluster
-#: exporter's peak RSS (docs/scale.md).
-MALLOC_MMAP_THRESHOLD = 128 * 1024
-_M_ARENA_MAX, _M_MMAP_THRESHOLD = -8, -3  # mallopt's parameter numbers in glibc's malloc.h
-
-
-def tune_malloc() -> None:
-    """Cap glibc's arenas at MALLOC_ARENAS and fix its mmap threshold at
-    MALLOC_MMAP_THRESHOLD, each unless the operator set it (`MALLOC_ARENA_MAX`,
-    `MALLOC_MMAP_THRESHOLD_` or a `glibc.malloc` tunable: their choice wins). Arenas made from
-    now on are capped, so the exporter calls it before it starts threads; a C library without
-    mallopt (musl, macOS) is left alone."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (AttributeError, OSError):
-        return
-    tunables = os.environ.get("GLIBC_TUNABLES", "")
-    if not os.environ.get("MALLOC_ARENA_MAX") and "arena_max" not in tunables:
-        mallopt(ctypes.c_int(_M_ARENA_MAX), ctypes.c_int(MALLOC_ARENAS))
-    if not os.environ.get("MALLOC_MMAP_THRESHOLD_") and "mmap_threshold" not in tunables:
-        mallopt(ctypes.c_int(_M_MMAP_THRESHOLD), ctypes.c_int(MALLOC_MMAP_THRESHOLD))
-
-
 class Exporter:
     """The running service; `run_once()` for `once`, `run_forever(stop)` for `run`."""
 
@@ -204,13 +151,11 @@ class Exporter:
         burrow: BurrowSource | None = None,
         reader_factory: ReaderFactory | None = None,
         retention_factory: Callable[[ClusterKafkaSettings], RetentionSource] | None = None,
-        registry: CollectorRegistry | None = None,
         clock: Callable[[], int] = now_ms,
         sinks: list[SnapshotSink] | None = None,
     ) -> None:
         require_files(settings)
         self.settings = settings
-        self.registry = registry or CollectorRegistry()
         self.holder = SnapshotHolder()
         self._own_burrow = burrow is None
         self.burrow: BurrowSource = burrow or BurrowClient(settings.burrow, clock=clock)
@@ -237,8 +182,7 @@ class Exporter:
         # peer exporter reads (Prometheus tracks resets itself). Process-wide, and the exporter
         # is the process.
         disable_created_metrics()  # type: ignore[no-untyped-call]
-        relax_young_collections()
-        tune_malloc()
+        process.tune()
         self.live = CollectorRegistry()  # figures of the moment: rendered at every scrape
         counters = CollectorRegistry()  # advanced per publication: rendered once per snapshot
         series = SeriesSet(settings.granularity, frozenset(settings.partition_metrics),
@@ -248,10 +192,6 @@ class Exporter:
         ProcessCollector(registry=self.live)
         #: What /metrics serves (the listener's source).
         self.exposition = CachedExposition(self.holder, self.live, series, counters)
-        # The same families built per collect(): generate_latest(registry), `once`, tests.
-        self.registry.register(FreshnessCollector(self.holder, series))
-        self.registry.register(counters)
-        self.registry.register(self.live)
 
     # --- Kafka clients -----------------------------------------------------------------
 

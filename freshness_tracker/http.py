@@ -37,7 +37,6 @@ import select
 import socket
 import ssl
 import struct
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -94,12 +93,6 @@ LISTEN_BACKLOG = max(128, socket.SOMAXCONN)
 
 #: Buffers one sendmsg() call takes at most (Linux's IOV_MAX).
 IOV_MAX = 1024
-
-#: The interpreter's thread switch interval while the listener runs. A scrape waits for the GIL
-#: after each syscall; cycles keep dozens of threads busy (each cluster's Burrow workers), and at
-#: Python's default 5 ms those waits add up to seconds per scrape with many clusters cycling;
-#: 1 ms cuts them by an order of magnitude at no cost in a cycle's CPU time (docs/scale.md).
-SWITCH_INTERVAL_S = 0.001
 
 #: A repeated rejection is logged at most this often, with the count since the last line.
 REJECT_LOG_INTERVAL_S = 60.0
@@ -900,8 +893,6 @@ class MetricsServer:
         self.web = web
 
     def start(self) -> MetricsServer:
-        if sys.getswitchinterval() > SWITCH_INTERVAL_S:
-            sys.setswitchinterval(SWITCH_INTERVAL_S)
         self._thread.start()
         return self
 

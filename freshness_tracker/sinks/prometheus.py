@@ -5,9 +5,8 @@ A family's value function says, per row of a snapshot, which sample exists and i
 sample: nothing stale survives a cycle. Values come from each cluster's last completed cycle (no
 sample timestamps, per the exporter guidelines).
 
-Two renderers read these definitions: `FreshnessCollector` builds prometheus_client families
-(the reference: `generate_latest(exporter.registry)`, `once`), and `sinks.exposition` writes the
-same bytes straight from the snapshot, once per snapshot, for /metrics.
+`sinks.exposition` renders these definitions straight from the snapshot, once per snapshot,
+for /metrics (tests check its bytes against prometheus_client's `generate_latest`).
 
 What is exported is a `SeriesSet`: the finest level (`granularity`) and, at partition level,
 which per-partition families (`partitionMetrics`). Per-partition series dominate the size (a
@@ -27,15 +26,12 @@ those names (counted), this is the last line of defence.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum, StrEnum
 from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
-
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
 
 from freshness_tracker.domain.model import (
     BURROW_STATUS_CODES,
@@ -45,7 +41,6 @@ from freshness_tracker.domain.model import (
     PartitionStatus,
 )
 from freshness_tracker.domain.names import escaped, is_utf8
-from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.reference import default
 
 __all__ = [
@@ -63,7 +58,6 @@ __all__ = [
     "TOPIC_FAMILIES",
     "CycleCounter",
     "Family",
-    "FreshnessCollector",
     "Granularity",
     "Level",
     "SelfMetric",
@@ -544,36 +538,3 @@ class SkipLog:
             log.warning("a series with a label that is not valid UTF-8 was not exported: %s",
                         ", ".join(escaped(label) for label in labels))
         return False
-
-
-class FreshnessCollector(Collector):
-    """The snapshot's families as prometheus_client objects, built at every collect().
-
-    /metrics does not use it (`sinks.exposition` serves bytes rendered once per snapshot); it is
-    the reference those bytes are tested against, and what `generate_latest(registry)` reads.
-    """
-
-    def __init__(self, holder: SnapshotHolder, series: SeriesSet | None = None) -> None:
-        self._holder = holder
-        self.series = series or SeriesSet()
-
-    def describe(self) -> Iterator[Metric]:
-        """The families, without samples: the registry checks their names against every other
-        collector's at registration (no collect() of a snapshot then)."""
-        for family in self.series.families():
-            yield GaugeMetricFamily(family.name, family.doc, labels=list(family.labels))
-
-    def collect(self) -> Iterator[Metric]:
-        clusters = self._holder.current.clusters  # read once: one consistent set of cycles
-        skips = SkipLog()  # one warning per scrape at most
-        for family in self.series.families():
-            level, label_values = family.level, family.level.labeller
-            metric = GaugeMetricFamily(family.name, family.doc, labels=list(family.labels))
-            for cluster in clusters:
-                static = self.series.static_values(cluster.cluster)
-                for row in level.rows(cluster):
-                    labels = label_values(row) + static
-                    value = family.value(row)
-                    if value is not None and skips.exportable(labels):
-                        metric.add_metric(list(labels), value)
-            yield metric

@@ -26,9 +26,9 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from freshness_tracker import __version__
-from freshness_tracker.app import MALLOC_MMAP_THRESHOLD
 from freshness_tracker.config import load_settings
 from freshness_tracker.http import make_app
+from freshness_tracker.process import MALLOC_MMAP_THRESHOLD
 from tests.deploy.chart import render
 from tests.deploy.dockerfile import DockerIgnore, Stage, parse
 from tests.deploy.tools import ROOT, free_port, require_tool
@@ -115,7 +115,7 @@ def test_read_only_root_filesystem_settings(stages: list[Stage]) -> None:
     assert env.get("TMPDIR", "/tmp") == "/tmp"
     assert env["PATH"].startswith("/opt/venv/bin:")
     assert env.get("MALLOC_ARENA_MAX") == "2"  # per-thread arenas keep freed memory resident
-    # glibc's threshold fixed at what the exporter sets (app.MALLOC_MMAP_THRESHOLD)
+    # glibc's threshold fixed at what the exporter sets (process.MALLOC_MMAP_THRESHOLD)
     assert env.get("MALLOC_MMAP_THRESHOLD_") == str(MALLOC_MMAP_THRESHOLD)
     workdir = stages[-1].last("WORKDIR")
     assert workdir is not None and workdir.raw in ("/", "/tmp")

@@ -246,7 +246,7 @@ def run() -> dict[str, Any]:
     consumers_module._default_factory = lambda config: SimConsumer(burrow, config)
     exporter = Exporter(settings, burrow=burrow, clock=clock,
                         retention_factory=lambda _kafka: NoRetention())
-    server = MetricsServer(make_app(exporter.registry, exporter.health, exporter.ready,
+    server = MetricsServer(make_app(exporter.exposition, exporter.health, exporter.ready,
                                     settings.web), settings.web).start()
     stop = threading.Event()
     scraping_stop = threading.Event()

@@ -44,7 +44,7 @@ def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
                         clock=lambda: 61_000)
 
     def scrape() -> Scrape:
-        return Scrape.of(exporter.registry)
+        return Scrape.of(exporter.exposition)
 
     def wait(predicate: Callable[[Scrape], bool], what: str) -> Scrape:
         return scrape_until(scrape, predicate, 10, what, 0.02)

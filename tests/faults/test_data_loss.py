@@ -71,7 +71,7 @@ def test_data_loss_one_level_down_forces_offset_reset_error(
     exporter, consumers = build(broker, burrow, executor)
     try:
         exporter.run_once()
-        scrape = Scrape.of(exporter.registry)
+        scrape = Scrape.of(exporter.exposition)
         labels = {"cluster": CLUSTER, "consumer": "g", "topic": "t", "partition": 0}
         assert scrape.get("kafka_consumer_data_loss", **labels) == 1
         assert scrape.get("kafka_consumer_lost_records", **labels) == LOG_START - 95
@@ -94,7 +94,7 @@ def test_data_loss_one_level_down_forces_offset_reset_error(
             CLUSTER, "g", "t", 0, committed=105, current_lag=LOG_END - 105,
             commit_time=BASE_TS + 60))]
         exporter.run_once()
-        after = Scrape.of(exporter.registry)
+        after = Scrape.of(exporter.exposition)
         assert after.get("kafka_consumer_data_loss", **labels) == 0
         assert after.get("kafka_consumer_lost_records", **labels) == 0
         assert after.get("kafka_consumer_freshness_ms", **labels) == NOW - (BASE_TS + 105)

@@ -102,7 +102,7 @@ class Rig:
     gates: dict[str, Gate]
 
     def scrape(self) -> Scrape:
-        return Scrape.of(self.exporter.registry)
+        return Scrape.of(self.exporter.exposition)
 
     def wait(self, predicate: Callable[[Scrape], bool], timeout_s: float, what: str) -> Scrape:
         return scrape_until(self.scrape, predicate, timeout_s,

@@ -165,7 +165,7 @@ def test_exact_values_for_several_topics_and_groups(scenario: Scenario) -> None:
     # lookup.commitLagWhenCaughtUp off (the default is on: tested below)
     with exporter(s.stack, s.allow("g1", "g2"), "lookup.commitLagWhenCaughtUp = false") as exp:
         snapshot = exp.run_once()
-        scrape = Scrape.of(exp.registry)
+        scrape = Scrape.of(exp.exposition)
     (snap,) = snapshot.clusters
     h = snap.health
     assert h.up and h.error is None, h
@@ -231,7 +231,7 @@ def test_zero_lag_partitions_are_fresh_without_any_kafka_read(scenario: Scenario
     g3 = s.group("g3")
     with exporter(s.stack, s.allow("g3"), "lookup.commitLagWhenCaughtUp = false") as exp:
         (snap,) = exp.run_once().clusters
-        scrape = Scrape.of(exp.registry)
+        scrape = Scrape.of(exp.exposition)
     assert snap.health.up and snap.health.partitions == 3
     assert (snap.health.kafka_reads, snap.health.cache_hits) == (0, 0)
     for r in snap.partitions:
@@ -269,7 +269,7 @@ def test_second_cycle_without_movement_reads_nothing_and_freshness_grows(
         (first,) = exp.run_once().clusters
         time.sleep(1.05)
         (second,) = exp.run_once().clusters
-        scrape = Scrape.of(exp.registry)
+        scrape = Scrape.of(exp.exposition)
     assert first.health.up and second.health.up
     assert (first.health.kafka_reads, first.health.cache_hits) == (6, 0)
     assert (second.health.kafka_reads, second.health.cache_hits) == (0, 6)
@@ -299,13 +299,13 @@ def test_deleted_group_series_disappear_next_cycle(scenario: Scenario) -> None:
     with exporter(stack, s.allow("del-gone", "del-stays")) as exp:
         (snap,) = exp.run_once().clusters
         assert snap.health.up and {g.consumer for g in snap.groups} == {gone, stays}
-        assert groups_in(Scrape.of(exp.registry), cluster) == {gone, stays}
+        assert groups_in(Scrape.of(exp.exposition), cluster) == {gone, stays}
 
         assert burrow_delete_group(stack, gone) == 200
         # Burrow applies the delete asynchronously (a storage request): wait until it is gone
         poll(lambda: gone not in consumers_in_burrow(stack), 10, f"Burrow to drop {gone}")
         (snap,) = exp.run_once().clusters
-        scrape = Scrape.of(exp.registry)
+        scrape = Scrape.of(exp.exposition)
     assert snap.health.up
     assert {g.consumer for g in snap.groups} == {stays}
     assert {r.key.consumer for r in snap.partitions} == {stays}
@@ -322,10 +322,10 @@ def test_burrow_down_drops_the_cluster_and_recovers_in_one_cycle(scenario: Scena
         stack.stop_burrow()
         try:
             (down,) = exp.run_once().clusters
-            scrape = Scrape.of(exp.registry)
+            scrape = Scrape.of(exp.exposition)
             time.sleep(0.05)
             (still_down,) = exp.run_once().clusters
-            again = Scrape.of(exp.registry)
+            again = Scrape.of(exp.exposition)
         finally:
             stack.start_burrow()
         for snap in (down, still_down):
@@ -345,7 +345,7 @@ def test_burrow_down_drops_the_cluster_and_recovers_in_one_cycle(scenario: Scena
 
         wait_for_burrow(stack, s.commits)  # Burrow re-reads __consumer_offsets on start
         (back,) = exp.run_once().clusters
-        scrape = Scrape.of(exp.registry)
+        scrape = Scrape.of(exp.exposition)
     assert back.health.up and back.health.last_success_ms == back.finished_ms
     assert back.health.cache_hits == 6 and back.health.kafka_reads == 0
     for c in s.of("g1"):
@@ -370,7 +370,7 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
             started = time.monotonic()
             (down,) = cold.run_once().clusters
             took = time.monotonic() - started
-            scrape = Scrape.of(cold.registry)
+            scrape = Scrape.of(cold.exposition)
             (cached,) = warm.run_once().clusters
         finally:
             stack.restore_broker()
@@ -420,7 +420,7 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
 
         poll(recovered, 60, "the exporter to read Kafka again", interval_s=0.5)
         back = cycles[-1]
-        scrape = Scrape.of(cold.registry)
+        scrape = Scrape.of(cold.exposition)
     assert back.health.kafka_reads == 9 and back.health.kafka_read_failures == 0
     assert back.health.last_success_ms == back.finished_ms
     for c in s.of("g1"):

@@ -64,7 +64,7 @@ class Rig:
     def cycle(self) -> tuple[dict[str, ClusterSnapshot], Scrape]:
         """One cycle of both clusters; (cluster -> snapshot, the /metrics it serves)."""
         snapshot = self.exporter.run_once()
-        return {c.cluster: c for c in snapshot.clusters}, Scrape.of(self.exporter.registry)
+        return {c.cluster: c for c in snapshot.clusters}, Scrape.of(self.exporter.exposition)
 
     @contextlib.contextmanager
     def logs_on_failure(self) -> Iterator[None]:
@@ -178,7 +178,7 @@ def test_one_cluster_down_leaves_the_other_measured_then_it_returns(rig: Rig) ->
         try:
             outage = rig.cached.run_once().clusters
             rig.cached_during_outage = ({c.cluster: c for c in outage},
-                                        Scrape.of(rig.cached.registry))
+                                        Scrape.of(rig.cached.exposition))
             for _ in range(2):  # down, and still down a cycle later (nothing frozen in between)
                 snaps, down = rig.cycle()
                 # alpha: up and exact beside it
@@ -238,7 +238,7 @@ def test_with_the_cache_a_stopped_cluster_is_seen_down_too(rig: Rig) -> None:
 
         def measured() -> tuple[dict[str, ClusterSnapshot], Scrape] | None:
             snaps = {c.cluster: c for c in rig.cached.run_once().clusters}
-            return (snaps, Scrape.of(rig.cached.registry)) if snaps[BETA].health.up else None
+            return (snaps, Scrape.of(rig.cached.exposition)) if snaps[BETA].health.up else None
 
         snaps, back = poll(measured, RETURN_BUDGET_S,
                            lambda: f"{BETA} measured again by the cached exporter",

@@ -59,7 +59,7 @@ def one_cycle(stack: RealStack, *groups: str, kafka: Mapping[str, str] | None = 
     librdkafka properties added to the cluster's (TLS/SASL, ``isolation.level``...)."""
     with exporter(stack, "|".join(groups), kafka=kafka) as exp:
         snapshot = exp.run_once()
-        scrape = Scrape.of(exp.registry)
+        scrape = Scrape.of(exp.exposition)
     (cluster,) = snapshot.clusters
     assert cluster.health.up and cluster.health.error is None, cluster.health
     return cluster, scrape

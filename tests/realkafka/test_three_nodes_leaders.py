@@ -101,7 +101,7 @@ def test_a_killed_leader_goes_unmeasured_then_measured_on_the_new_leader(
 
     def cycle(exp: Exporter) -> tuple[ClusterSnapshot, Scrape]:
         (snap,) = exp.run_once().clusters
-        return snap, Scrape.of(exp.registry)
+        return snap, Scrape.of(exp.exposition)
 
     # Without the timestamp cache every cycle reads: with it, an unchanged commit needs no read
     # and stays exact through the outage (the record at an offset never changes).

@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from freshness_tracker.sinks import prometheus as catalogue
+from freshness_tracker.sinks.exposition import CachedExposition
 from tests.stack_support import poll
 
 Labels = frozenset[tuple[str, str]]
@@ -63,8 +64,12 @@ class Scrape:
         return scrape
 
     @classmethod
-    def of(cls, registry: CollectorRegistry) -> Scrape:
-        return cls.parse(generate_latest(registry).decode())
+    def of(cls, source: CollectorRegistry | CachedExposition) -> Scrape:
+        """What `source` serves: an exporter's /metrics bytes (`exporter.exposition`), or
+        prometheus_client's rendering of a registry."""
+        if isinstance(source, CachedExposition):
+            return cls.parse(source.answer().body.decode())
+        return cls.parse(generate_latest(source).decode())
 
     def get(self, name: str, **labels: Any) -> float | None:
         return self.samples.get((name, frozenset((k, str(v)) for k, v in labels.items())))

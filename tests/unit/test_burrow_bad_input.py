@@ -24,7 +24,8 @@ from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
+from freshness_tracker.sinks.exposition import CachedExposition
+from freshness_tracker.sinks.prometheus import SeriesSet
 from freshness_tracker.sinks.render import render_table
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from freshness_tracker.sinks.status_page import render_status_page
@@ -56,7 +57,7 @@ def lag_body(*partitions: dict[str, Any]) -> dict[str, Any]:
 class Rig:
     server: FaultyBurrow
     client: BurrowClient
-    registry: CollectorRegistry
+    exposition: CachedExposition
     holder: SnapshotHolder
     metrics: SelfMetrics
 
@@ -81,7 +82,7 @@ class Rig:
         return snapshot
 
     def scrape(self) -> Scrape:
-        return Scrape.of(self.registry)  # rendering raised for every cluster before
+        return Scrape.of(self.exposition)  # rendering raised for every cluster before
 
 
 @pytest.fixture
@@ -92,10 +93,11 @@ def rig() -> Iterator[Rig]:
                                          max_response_bytes=MAX_BODY))
     registry = CollectorRegistry()
     holder = SnapshotHolder()
-    registry.register(FreshnessCollector(holder, SeriesSet.everything()))  # every family's rules
     metrics = SelfMetrics(registry, ["c", "d"])
+    exposition = CachedExposition(holder, CollectorRegistry(), SeriesSet.everything(),
+                                  registry)  # every family's rules
     try:
-        yield Rig(server, client, registry, holder, metrics)
+        yield Rig(server, client, exposition, holder, metrics)
     finally:
         client.close()
         server.stop()

@@ -1,10 +1,12 @@
-"""The Collector renders exactly the published snapshot (golden exposition lines)."""
+"""/metrics renders exactly the published snapshot (golden exposition lines), byte for byte
+what prometheus_client writes for the same families (the oracle: tests.support.oracle)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from freshness_tracker.domain.model import (
     ClusterHealth,
@@ -15,17 +17,25 @@ from freshness_tracker.domain.model import (
     TopicResult,
 )
 from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import FreshnessCollector, Granularity, SeriesSet
+from freshness_tracker.sinks.exposition import CachedExposition
+from freshness_tracker.sinks.prometheus import Granularity, SeriesSet
 from tests.support.golden import result, snapshot
+from tests.support.oracle import FreshnessCollector
+
+
+def served(holder: SnapshotHolder, series: SeriesSet) -> str:
+    """/metrics for `series`, checked against the oracle byte for byte."""
+    text = CachedExposition(holder, CollectorRegistry(), series).answer().body.decode()
+    registry = CollectorRegistry()
+    registry.register(FreshnessCollector(holder, series))
+    assert text == generate_latest(registry).decode()
+    return text
 
 
 def render(holder: SnapshotHolder, granularity: Granularity = Granularity.PARTITION) -> str:
     """Every family's rules (the default set exports fewer per partition: test_exposition)."""
-    registry = CollectorRegistry()
-    series = SeriesSet.everything() if granularity is Granularity.PARTITION \
-        else SeriesSet(granularity)
-    registry.register(FreshnessCollector(holder, series))
-    return generate_latest(registry).decode()
+    return served(holder, SeriesSet.everything() if granularity is Granularity.PARTITION
+                  else SeriesSet(granularity))
 
 
 def test_partition_series() -> None:
@@ -83,9 +93,8 @@ def test_static_labels_reach_every_family_of_their_cluster_and_only_theirs() -> 
     holder.publish(ClusterSnapshot("d", 1, 1, 2, ClusterHealth("d", True, 1, 2, 1)))
     series = replace(SeriesSet.everything(), cluster_labels={
         "c": {"env": "prod", "region": "eu"}, "d": {"env": "dev", "team": "pay"}})
-    registry = CollectorRegistry()
-    registry.register(FreshnessCollector(holder, series))
-    families = list(registry.collect())
+    text = served(holder, series)
+    families = list(text_string_to_metric_families(text))
     seen: dict[str, set[str]] = {"c": set(), "d": set()}
     for family in families:
         for sample in family.samples:
@@ -96,7 +105,6 @@ def test_static_labels_reach_every_family_of_their_cluster_and_only_theirs() -> 
             seen[cluster].add(family.name)
     assert len(seen["c"]) == len(families)  # every family of c has samples here, all labelled
     assert "freshness_tracker_cluster_up" in seen["d"]
-    text = generate_latest(registry).decode()
     assert 'freshness_tracker_cluster_up{cluster="d",env="dev",region="",team="pay"} 1.0' in text
 
 
@@ -160,7 +168,7 @@ def test_kafka_client_collector_reads_pool_stats_at_scrape_time() -> None:
 
 def test_a_label_that_is_not_utf8_costs_its_series_only_never_the_scrape() -> None:
     """A lone surrogate in one topic made generate_latest raise: /metrics answered 500 for
-    every cluster. The parser drops such names; the Collector must survive one anyway."""
+    every cluster. The parser drops such names; /metrics must survive one anyway."""
     bad_topic = result(3, PartitionStatus.OK, 50)._replace(
         key=PartitionKey("c", "g", "t\udc80x", 3))
     good = snapshot()

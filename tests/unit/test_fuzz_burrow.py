@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from freshness_tracker.burrow import parse
@@ -40,7 +40,8 @@ from freshness_tracker.domain.names import group_name_problem, topic_name_proble
 from freshness_tracker.errors import BurrowResponseError
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import FreshnessCollector, SeriesSet
+from freshness_tracker.sinks.exposition import CachedExposition
+from freshness_tracker.sinks.prometheus import SeriesSet
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from tests.fakes import FakeReader
 from tests.support.fake_burrow import FaultyBurrow
@@ -322,7 +323,7 @@ def burrow_server() -> Iterator[FaultyBurrow]:
 
 
 @pytest.fixture(scope="module")
-def cycle(burrow_server: FaultyBurrow) -> Iterator[tuple[ClusterMeasurer, CollectorRegistry,
+def cycle(burrow_server: FaultyBurrow) -> Iterator[tuple[ClusterMeasurer, CachedExposition,
                                                           SnapshotHolder, SelfMetrics]]:
     client = BurrowClient(BurrowSettings(url=burrow_server.url, timeout_s=5, retries=0))
     reader = FakeReader({(t, p, o): T0 + 100 * o for t in ("t", "u") for p in range(3)
@@ -331,10 +332,11 @@ def cycle(burrow_server: FaultyBurrow) -> Iterator[tuple[ClusterMeasurer, Collec
         "c", {"bootstrap.servers": "k:1"})), client, lambda _k: reader, clock=lambda: NOW)
     registry = CollectorRegistry()
     holder = SnapshotHolder()
-    registry.register(FreshnessCollector(holder, SeriesSet.everything()))  # every family's rules
     self_metrics = SelfMetrics(registry, ["c"])
+    exposition = CachedExposition(holder, CollectorRegistry(), SeriesSet.everything(),
+                                  registry)  # every family's rules
     try:
-        yield measurer, registry, holder, self_metrics
+        yield measurer, exposition, holder, self_metrics
     finally:
         client.close()
 
@@ -386,11 +388,11 @@ cycle_bodies = st.one_of(
 
 
 def test_a_cycle_never_crashes_on_fuzzed_burrow_bodies(
-        burrow_server: FaultyBurrow, cycle: tuple[ClusterMeasurer, CollectorRegistry,
+        burrow_server: FaultyBurrow, cycle: tuple[ClusterMeasurer, CachedExposition,
                                                   SnapshotHolder, SelfMetrics]) -> None:
     """Whole cycles over HTTP; most of them measure the fuzzed group (checked below), so the
     scrape's per-partition numbers are judged, not only the failure path."""
-    measurer, registry, holder, self_metrics = cycle
+    measurer, exposition, holder, self_metrics = cycle
     measured: list[bool] = []
 
     @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -415,7 +417,7 @@ def test_a_cycle_never_crashes_on_fuzzed_burrow_bodies(
             "a bad body was neither used nor counted"
         measured.append(fuzz.measured and fuzz.partitions > 0)
         event("fuzzed group measured" if measured[-1] else "fuzzed group unmeasured")
-        text = generate_latest(registry).decode()  # the scrape renders
+        text = exposition.answer().body.decode()  # the scrape renders
         families = {f.name for f in text_string_to_metric_families(text)}
         assert "kafka_consumer_freshness_ms" in families
         _check_scrape(text)

@@ -1,8 +1,9 @@
-"""What the exporter sets for its whole process: the cyclic collector's young threshold
-(app.GC_YOUNG_THRESHOLD: a cycle's values hold no reference cycles, and the default 700 cost ~20 %
-of a 100,000-partition cycle's CPU), glibc's malloc arenas (app.MALLOC_ARENAS) and its mmap
-threshold (app.MALLOC_MMAP_THRESHOLD; these two by app.tune_malloc). Each case runs
-in a fresh interpreter, since all are process-wide."""
+"""What the exporter sets for its whole process (freshness_tracker.process): the cyclic
+collector's young threshold (GC_YOUNG_THRESHOLD: a cycle's values hold no reference cycles, and
+the default 700 cost ~20 % of a 100,000-partition cycle's CPU), glibc's malloc arenas
+(MALLOC_ARENAS), its mmap threshold (MALLOC_MMAP_THRESHOLD) and the interpreter's switch
+interval (SWITCH_INTERVAL_S). Each case runs in a fresh interpreter, since all are
+process-wide."""
 
 from __future__ import annotations
 
@@ -13,18 +14,24 @@ import sys
 
 import pytest
 
-from freshness_tracker.app import GC_YOUNG_THRESHOLD, MALLOC_ARENAS, MALLOC_MMAP_THRESHOLD
+from freshness_tracker.process import (
+    GC_YOUNG_THRESHOLD,
+    MALLOC_ARENAS,
+    MALLOC_MMAP_THRESHOLD,
+    SWITCH_INTERVAL_S,
+)
 from tests.stack_support import unavailable
 from tests.support.config import cluster_entry, exporter_config
 
 PROGRAM = """
 import gc, json, sys
 gc.set_threshold(*json.loads(sys.argv[1]))
+sys.setswitchinterval(json.loads(sys.argv[3]))
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 exporter = Exporter(load_settings(text=sys.argv[2]))
 try:
-    print(json.dumps(gc.get_threshold()))
+    print(json.dumps([gc.get_threshold(), sys.getswitchinterval()]))
 finally:
     exporter.close()
 """
@@ -34,11 +41,14 @@ CONFIG = exporter_config(burrow_url="http://127.0.0.1:9",
                          clusters=[cluster_entry("c", "127.0.0.1:9")])
 
 
-def _threshold_after_exporter(before: tuple[int, int, int]) -> list[int]:
-    config = CONFIG
-    done = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(before), config],
+def _after_exporter(before: tuple[int, int, int], switch_s: float = 0.005
+                    ) -> tuple[list[int], float]:
+    """(the collector's thresholds, the switch interval) once an Exporter was made."""
+    done = subprocess.run([sys.executable, "-c", PROGRAM, json.dumps(before), CONFIG,
+                           json.dumps(switch_s)],
                           capture_output=True, text=True, timeout=60, check=True)
-    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+    thresholds, switch = json.loads(done.stdout.strip().splitlines()[-1])
+    return list(thresholds), float(switch)
 
 
 @pytest.mark.parametrize(("before", "after"), [
@@ -49,7 +59,15 @@ def _threshold_after_exporter(before: tuple[int, int, int]) -> list[int]:
 ])
 def test_exporter_raises_only_a_lower_young_threshold(
         before: tuple[int, int, int], after: list[int]) -> None:
-    assert _threshold_after_exporter(before) == after
+    assert _after_exporter(before)[0] == after
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    (0.005, SWITCH_INTERVAL_S),  # Python's default: lowered, so scrapes wait less behind cycles
+    (SWITCH_INTERVAL_S / 2, SWITCH_INTERVAL_S / 2),  # already lower: kept
+])
+def test_exporter_lowers_only_a_higher_switch_interval(before: float, after: float) -> None:
+    assert _after_exporter((700, 10, 10), before)[1] == pytest.approx(after)
 
 
 #: An Exporter, then 24 threads that each allocate from malloc (blocks above pymalloc's 512

@@ -118,7 +118,7 @@ def test_from_hocon_and_the_environment_to_the_consumer_and_the_admin_client(
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", FakeAdmin)
     burrow = FakeBurrow({"c": [group("c", "g", lag("c", "g", "t", 0, committed=4,
                                                    current_lag=6, commit_time=None))]})
-    exporter = Exporter(settings, burrow=burrow, registry=CollectorRegistry())
+    exporter = Exporter(settings, burrow=burrow)
     try:
         snapshot = exporter.run_once()
     finally:
@@ -260,10 +260,10 @@ def test_a_password_in_the_burrow_url_is_never_printed(
     assert main(["once", "--format", "json", "--config", str(conf)]) == 1
     assert main(["check", "--config", str(conf)]) == 1
     settings = load_settings(conf)
-    exporter = Exporter(settings, registry=CollectorRegistry())
+    exporter = Exporter(settings)
     try:
         exporter.run_once()
-        status, healthz = _call(make_app(exporter.registry, exporter.health, exporter.ready,
+        status, healthz = _call(make_app(exporter.exposition, exporter.health, exporter.ready,
                                          settings.web), "/healthz")
     finally:
         exporter.close()

@@ -16,6 +16,7 @@ from freshness_tracker.config import load_settings
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.sinks.prometheus import RESERVED_LABELS
 from tests.fakes import FakeBurrow, FakeReader, group, lag
+from tests.support.oracle import reference_registry
 
 TWO = '''
 clusters = [
@@ -96,7 +97,7 @@ def test_every_series_of_a_cluster_carries_its_labels_and_only_its_own() -> None
     try:
         exporter.run_once()
         served = exporter.exposition.answer().body.decode()
-        reference = generate_latest(exporter.registry).decode()
+        reference = generate_latest(reference_registry(exporter)).decode()
     finally:
         exporter.close()
     want = {"c": {"env": "prod", "region": "eu", "team": ""},
