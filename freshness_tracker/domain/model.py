@@ -7,9 +7,9 @@ The values made once per partition per cycle (keys, Burrow's entries, reads, res
 NamedTuples, the rest frozen dataclasses: a large cycle builds several of them per partition
 and hashes, compares and sorts the keys many times over. A tuple does all of that in C; a frozen
 dataclass sets each field through `object.__setattr__` (a visible share of a cycle's CPU) and
-compares in Python (docs/scale.md). Every one is built through its own constructor, by keyword
-where it has more than a few fields, so a missing, extra or misspelt field is a TypeError.
-Change one with `value._replace()`.
+compares in Python (docs/scale.md). Each is built through its own generated constructor (by
+keyword where a cycle makes them), so a missing, extra or misspelt field is a TypeError where
+the value is made, never a short or shifted tuple read later. Change one with `_replace()`.
 """
 
 from __future__ import annotations
