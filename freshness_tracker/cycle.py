@@ -79,9 +79,10 @@ def read_with_cache(
 
     Returns (all answers by request, the fresh reads). Shared by the exporter and the Spark job.
     """
-    found = ReadOutcome.FOUND
     cached = cache.get_many(plan.from_cache) if cache is not None else {}
-    answers = {request: RecordRead(request, found, request.offset, timestamp_ms, timestamp_type)
+    answers = {request: RecordRead(request=request, outcome=ReadOutcome.FOUND,
+                                   offset=request.offset, timestamp_ms=timestamp_ms,
+                                   timestamp_type=timestamp_type)
                for request, (timestamp_ms, timestamp_type) in cached.items()}
     fresh = reader.read(plan.to_read) if plan.to_read else []
     for read in fresh:

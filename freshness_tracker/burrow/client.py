@@ -318,24 +318,19 @@ class BurrowClient:
                 raise BurrowResponseError(too_large, url)
         return bytes(out)
 
-    def _get_json(self, url: str, typed: Callable[[bytes], Any] | None = None) -> Any:
+    def _get_json(self, url: str) -> Any:
         """`_get_json_once`, again after a backoff while Burrow is unavailable (connection
         errors, timeouts, 5xx): `burrow.retries` more times at most, never past the cycle's
         deadline. Backoff: burrow.backoff × 2^(attempt − 1), at most 5 s."""
         # One Retrying per client: tenacity keeps each call's state per thread, and a copy per
         # call would leave a reference cycle per request for the cyclic collector.
-        return self._retrying(self._get_json_once, url, typed)
+        return self._retrying(self._get_json_once, url)
 
-    def _get_json_once(self, url: str, typed: Callable[[bytes], Any] | None = None) -> Any:
-        """The JSON body of a GET, or what `typed` decodes a 200 body into when it can (it
-        returns None for a body it cannot take, which is then decoded and checked as JSON)."""
+    def _get_json_once(self, url: str) -> Any:
+        """The JSON body of a GET."""
         status, raw = self._get(url)
         if status == 404:
             raise BurrowNotFound(f"Burrow does not know {url} (HTTP 404)", url)
-        if typed is not None and status == 200:
-            decoded = typed(raw)
-            if decoded is not None:
-                return decoded
         try:
             body = json.loads(raw)
         except ValueError as exc:
@@ -383,7 +378,7 @@ class BurrowClient:
     def group_lag(self, cluster: str, group: str) -> GroupLags:
         """All partitions of one group; BurrowNotFound when Burrow no longer knows it."""
         url = self._url("v3", "kafka", cluster, "consumer", group, "lag")
-        body = self._get_json(url, parse.decode_lag_answer)
+        body = self._get_json(url)
         observed = self._clock() if self._clock is not None else None
         # The offsets are Burrow's as of this answer: freshness is measured at this moment,
         # whatever the Kafka reads that follow cost.

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import math
 from sys import intern
-from typing import Annotated, Any
-
-import msgspec
+from typing import Any
 
 from freshness_tracker.domain.model import (
     BURROW_STATUS_CODES,
@@ -38,7 +36,6 @@ from freshness_tracker.domain.model import (
     LagWindow,
     PartitionKey,
     PartitionLag,
-    from_fields,
 )
 from freshness_tracker.domain.names import (
     escaped,
@@ -50,8 +47,6 @@ from freshness_tracker.errors import BurrowResponseError
 
 __all__ = [
     "ConsumerList",
-    "LagAnswer",
-    "decode_lag_answer",
     "is_not_found",
     "parse_cluster_list",
     "parse_cluster_servers",
@@ -60,7 +55,6 @@ __all__ = [
 ]
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_Int64 = Annotated[int, msgspec.Meta(ge=INT64_MIN, le=INT64_MAX)]
 INT32_MAX = 2**31 - 1  # Kafka partition numbers are int32
 #: Burrow's status words, each mapped to itself (one string object per word in every answer).
 _STATUSES: dict[str, str] = {word: word for word in BURROW_STATUS_CODES}
@@ -162,28 +156,22 @@ _START = ("partition.start", "partition.start.offset", "partition.start.timestam
 
 def _offset_entry(value: Any, url: str, names: tuple[str, str, str, str],
                   times: dict[int, int]) -> tuple[int, int | None, int | None] | None:
-    """`start`/`end` → (offset, timestamp, lag) or None for null (see `_offsets`). `names` name
-    the entry and its fields in errors."""
+    """`start`/`end` → (offset, timestamp, lag), or None for null or Kafka's "no offset" (-1: no
+    commit); an offset below that is no Kafka offset. A null or negative lag (Burrow >= 1.3
+    sends null when it did not know the log end) is None, so is a timestamp <= 0; `times` keeps
+    one int object per timestamp within an answer (a commit stamps every partition it covers
+    with the same time). `names` name the entry and its fields in errors."""
     if value is None:
         return None
     entry = _object(value, url, names[0])
     offset = entry.get("offset")
     if not (type(offset) is int and INT64_MIN <= offset <= INT64_MAX):  # else: checked slowly
         offset = _int(offset, url, names[1])
-    return _offsets(offset, _optional_int(entry.get("timestamp"), url, names[2]),
-                    _optional_int(entry.get("lag"), url, names[3]), times, url, names[1])
-
-
-def _offsets(offset: int, timestamp: int | None, lag: int | None, times: dict[int, int],
-             url: str, what: str) -> tuple[int, int | None, int | None] | None:
-    """A checked `start`/`end` → (offset, timestamp, lag), or None for Kafka's "no offset"
-    (-1: no commit); an offset below that is no Kafka offset (`what` names it in the error). A
-    null or negative lag (Burrow >= 1.3 sends null when it did not know the log end) is None,
-    so is a timestamp <= 0; `times` keeps one int object per timestamp within an answer (a
-    commit stamps every partition it covers with the same time)."""
+    timestamp = _optional_int(entry.get("timestamp"), url, names[2])
+    lag = _optional_int(entry.get("lag"), url, names[3])
     if offset < 0:
         if offset < -1:
-            raise _fail(f"{what} is {offset}, not a Kafka offset", url)
+            raise _fail(f"{names[1]} is {offset}, not a Kafka offset", url)
         return None
     if timestamp is not None:
         timestamp = times.setdefault(timestamp, timestamp) if timestamp > 0 else None
@@ -268,32 +256,29 @@ def _lag(answer: _Answer, topic: str, partition: int,
          start: tuple[int, int | None, int | None] | None, current_lag: int | None,
          complete: float | None, raw_status: Any, owner: Any, client_id: Any,
          ) -> PartitionLag:
-    """One usable partition from values whose types are checked (by `_partition`, or by
-    msgspec for a `LagAnswer`): the same rules for both, so both give the same value."""
-    if end and current_lag is None:
+    """One usable partition from the values `_partition` checked."""
+    if not end:
+        current_lag = 0  # no commit: nothing of the log is the group's to wait on
+    elif current_lag is None:
         # Burrow always sends the lag of a commit: without it, whether records wait is unknown.
         raise _fail(f"topic {topic} partition {partition}: a commit without current_lag",
                     answer.url)
     members = answer.members
-    return _new_lag((
-        _new_key((answer.cluster, answer.group, topic, partition)),
-        end[0] if end else None,
-        end[1] if end else None,
+    return PartitionLag(
+        key=PartitionKey(cluster=answer.cluster, consumer=answer.group, topic=topic,
+                         partition=partition),
+        committed_offset=end[0] if end else None,
+        commit_time_ms=end[1] if end else None,
         # A negative lag is kept as it is: the domain reports it as impossible (never "caught
         # up").
-        current_lag if end else 0,
-        _status(raw_status),
-        1.0 if complete is None else complete,
-        None if start is None or end is None else _new_window((start[1], start[2], end[1],
-                                                               end[2])),
-        _member(owner, members),
-        _member(client_id, members),
-    ))
-
-
-_new_lag = from_fields(PartitionLag)
-_new_key = from_fields(PartitionKey)
-_new_window = from_fields(LagWindow)
+        current_lag=current_lag,
+        burrow_status=_status(raw_status),
+        complete=1.0 if complete is None else complete,
+        window=None if start is None or end is None else LagWindow(
+            start_ms=start[1], start_lag=start[2], end_ms=end[1], end_lag=end[2]),
+        owner=_member(owner, members),
+        client_id=_member(client_id, members),
+    )
 
 
 def _float(value: Any, url: str) -> float:
@@ -304,77 +289,6 @@ def _float(value: Any, url: str) -> float:
     except OverflowError:
         raise _fail("'complete' is out of range", url) from None
     return number if math.isfinite(number) else 0.0
-
-
-class _Offsets(msgspec.Struct, gc=False):
-    offset: _Int64
-    timestamp: _Int64 | None = None
-    lag: _Int64 | None = None
-
-
-class _LagEntry(msgspec.Struct, gc=False):
-    topic: str
-    partition: _Int64
-    end: _Offsets | None = None
-    start: _Offsets | None = None
-    current_lag: _Int64 | None = None
-    complete: float | None = 1.0
-    status: str | None = None
-    owner: str | None = None
-    client_id: str | None = None
-
-
-class _LagStatus(msgspec.Struct, gc=False):
-    cluster: str | None = None
-    group: str | None = None
-    partitions: list[_LagEntry] | None = None
-    status: str | None = None
-    totallag: _Int64 | None = 0
-
-
-class LagAnswer(msgspec.Struct, gc=False):
-    """A `/lag` body in Burrow's own shape, decoded by msgspec straight into these types (no
-    dicts: a quarter of the JSON work of a cycle at 100,000 partitions). Only bodies whose
-    every field has Burrow's type come this way; any other goes through json and the checks
-    above (`decode_lag_answer`)."""
-
-    status: _LagStatus
-    error: bool | None = None
-
-
-_decode_lag = msgspec.json.Decoder(LagAnswer).decode
-
-
-def decode_lag_answer(raw: bytes) -> LagAnswer | None:
-    """The `/lag` body `raw`, or None when it is not exactly Burrow's shape (not JSON, a field
-    of another type, a number outside int64, `error: true`, nesting too deep): the caller then
-    decodes it with json and `parse_group_lag` says what is wrong, as for any body."""
-    if not raw.isascii():
-        # msgspec skips the fields it does not read unchecked; json (the other path) refuses a
-        # body with bytes that are not UTF-8 anywhere, so this one must too.
-        try:
-            raw.decode("utf-8", "surrogatepass")
-        except UnicodeDecodeError:
-            return None
-    try:
-        answer = _decode_lag(raw)
-    except (msgspec.MsgspecError, ValueError, RecursionError):
-        return None
-    return None if answer.error else answer
-
-
-def _typed_partition(entry: _LagEntry, answer: _Answer) -> PartitionLag | str:
-    """One partition of a `LagAnswer`: the rules of `_partition`, the types already checked."""
-    topic, dropped = _topic(answer, entry.topic, entry.partition)
-    if dropped:
-        return dropped
-    end, start, times = entry.end, entry.start, answer.times
-    return _lag(answer, topic, entry.partition,
-                None if end is None else _offsets(end.offset, end.timestamp, end.lag, times,
-                                                  answer.url, _END[1]),
-                None if start is None else _offsets(start.offset, start.timestamp, start.lag,
-                                                    times, answer.url, _START[1]),
-                entry.current_lag, entry.complete, entry.status, entry.owner, entry.client_id)
 
 
 def _check_labels(cluster: Any, group: Any, answer: _Answer) -> None:
@@ -390,8 +304,8 @@ def _check_labels(cluster: Any, group: Any, answer: _Answer) -> None:
 
 def parse_group_lag(body: Any, cluster: str, group: str, url: str = "",
                     observed_ms: int | None = None) -> GroupLags:
-    """`GET /v3/kafka/{c}/consumer/{g}/lag` (a JSON body, or a `LagAnswer`) → GroupLags (all
-    usable partitions), observed at `observed_ms` (when the answer arrived, if the caller knows).
+    """`GET /v3/kafka/{c}/consumer/{g}/lag` (a JSON body) → GroupLags (all usable partitions),
+    observed at `observed_ms` (when the answer arrived, if the caller knows).
 
     A partition listed twice keeps its first entry: Burrow lists each partition once, so a
     second one is garbage, and exporting both would double the series and the topic's lag. A
@@ -399,21 +313,15 @@ def parse_group_lag(body: Any, cluster: str, group: str, url: str = "",
     group's answer: a BurrowResponseError, never values under the asked name.
     """
     answer = _Answer(cluster, group, url)
-    if type(body) is LagAnswer:
-        status: Any = body.status
-        _check_labels(status.cluster, status.group, answer)
-        entries = [_typed_partition(entry, answer) for entry in status.partitions or ()]
-        raw_status, total = status.status, status.totallag
-    else:
-        status = _object(_object(body, url).get("status"), url, "'status'")
-        _check_labels(status.get("cluster"), status.get("group"), answer)
-        partitions = status.get("partitions")
-        if partitions is None:
-            partitions = []
-        if not isinstance(partitions, list):
-            raise _fail("'status.partitions' is not a list", url)
-        entries = [_partition(raw, answer) for raw in partitions]
-        raw_status, total = status.get("status"), status.get("totallag", 0)
+    status = _object(_object(body, url).get("status"), url, "'status'")
+    _check_labels(status.get("cluster"), status.get("group"), answer)
+    partitions = status.get("partitions")
+    if partitions is None:
+        partitions = []
+    if not isinstance(partitions, list):
+        raise _fail("'status.partitions' is not a list", url)
+    entries = [_partition(raw, answer) for raw in partitions]
+    raw_status, total = status.get("status"), status.get("totallag", 0)
     parsed: list[PartitionLag] = []
     rejected: list[str] = []
     unusable = 0

@@ -34,8 +34,6 @@ from freshness_tracker.domain.model import (
     ReadOutcome,
     ReadRequest,
     RecordRead,
-    from_fields,
-    new_read_request,
 )
 
 __all__ = [
@@ -57,11 +55,6 @@ EARLIEST_PLAUSIBLE_MS = 946_684_800_000
 #: more than a day ahead is garbage, and a commit lag from it would be absurd.
 MAX_AHEAD_MS = 86_400_000
 _INT64_MAX = 2**63 - 1
-#: Members read once per partition, as module names: `Enum.X` is a class attribute lookup that
-#: costs ten times a global's (100,000 partitions a cycle).
-_FOUND, _GAP = ReadOutcome.FOUND, ReadOutcome.GAP
-_CAUGHT_UP = PartitionStatus.CAUGHT_UP
-_new_result = from_fields(PartitionResult)
 
 
 def implausible_time(timestamp_ms: int, now_ms: int, what: str) -> str | None:
@@ -134,7 +127,8 @@ def _read_for(
     lag: PartitionLag, offset: int, reads: Mapping[ReadRequest, RecordRead]
 ) -> RecordRead | None:
     key = lag.key
-    return reads.get(new_read_request((key.cluster, key.topic, key.partition, offset)))
+    return reads.get(ReadRequest(cluster=key.cluster, topic=key.topic, partition=key.partition,
+                                 offset=offset))
 
 
 def _last_committed(
@@ -146,7 +140,7 @@ def _last_committed(
     if committed is None or committed <= 0:
         return None, None
     previous = _read_for(lag, committed - 1, reads)
-    if previous is None or previous.outcome is not _FOUND:
+    if previous is None or previous.outcome is not ReadOutcome.FOUND:
         return None, None
     if previous.timestamp_ms is None:
         return None, None
@@ -204,15 +198,28 @@ def measure_partition(
                                                                                    last_ts)
     status, record_ts, freshness, lost, headroom, error, invalid = _outcome(
         lag, bad_offsets, reads, now_ms, retention_ms)
-    # Every field, in PartitionResult's order, in one tuple: built 100,000 times a cycle.
-    return _new_result((
-        lag.key, status, lag.burrow_status, committed,
-        None if bad_offsets else lag.log_end_offset,  # log_end_offset
-        0 if bad_offsets else lag.current_lag,  # offset_lag
-        commit_time, record_ts, freshness, commit_lag, lost, headroom, error,
-        invalid or bad_offsets or commit_time_problem or last_problem,  # invalid
-        now_ms, last_ts, estimate, catching_up, lag.owner, lag.client_id,
-    ))
+    return PartitionResult(
+        key=lag.key,
+        status=status,
+        burrow_status=lag.burrow_status,
+        committed_offset=committed,
+        log_end_offset=None if bad_offsets else lag.log_end_offset,
+        offset_lag=0 if bad_offsets else lag.current_lag,
+        commit_time_ms=commit_time,
+        record_timestamp_ms=record_ts,
+        freshness_ms=freshness,
+        commit_lag_ms=commit_lag,
+        lost_records=lost,
+        retention_headroom_ms=headroom,
+        error=error,
+        invalid=invalid or bad_offsets or commit_time_problem or last_problem,
+        sample_time_ms=now_ms,
+        data_current_as_of_ms=last_ts,
+        catch_up_ms=estimate,
+        catching_up=catching_up,
+        owner=lag.owner,
+        client_id=lag.client_id,
+    )
 
 
 #: What `_outcome` decides: (status, record timestamp, freshness, lost records, retention
@@ -232,24 +239,26 @@ def _outcome(lag: PartitionLag, bad_offsets: str | None, reads: Mapping[ReadRequ
         # Never "caught up": whether records are waiting is exactly what is not known.
         return PartitionStatus.INVALID, None, None, 0, None, bad_offsets, None
     if lag.current_lag == 0:
-        return _CAUGHT_UP, None, 0, 0, retention_headroom_ms(retention_ms, 0), None, None
+        return (PartitionStatus.CAUGHT_UP, None, 0, 0, retention_headroom_ms(retention_ms, 0),
+                None, None)
     read = _read_for(lag, committed, reads)
     if read is None:
         return (PartitionStatus.LOOKUP_FAILED, None, None, 0, None,
                 "no read was made for this offset", None)
-    if (read.outcome is _FOUND or read.outcome is _GAP) and read.timestamp_ms is not None:
+    if read.outcome in (ReadOutcome.FOUND, ReadOutcome.GAP) and read.timestamp_ms is not None:
         problem = implausible_time(read.timestamp_ms, now_ms,
                                    f"record timestamp at offset {read.offset}")
         if problem:
             return PartitionStatus.INVALID, None, None, 0, None, problem, problem
         fresh = freshness_ms(now_ms, read.timestamp_ms)
-        status = PartitionStatus.OK if read.outcome is _FOUND else PartitionStatus.GAP
+        status = PartitionStatus.OK if read.outcome is ReadOutcome.FOUND else PartitionStatus.GAP
         return (status, read.timestamp_ms, fresh, 0,
                 retention_headroom_ms(retention_ms, fresh), None, None)
     if read.outcome is ReadOutcome.END:
         # The broker holds nothing at or after the committed offset (Burrow's LEO counted
         # transaction markers, or is older than the commit): nothing is waiting to be consumed.
-        return _CAUGHT_UP, None, 0, 0, retention_headroom_ms(retention_ms, 0), None, None
+        return (PartitionStatus.CAUGHT_UP, None, 0, 0, retention_headroom_ms(retention_ms, 0),
+                None, None)
     if read.outcome is ReadOutcome.OUT_OF_RANGE:
         log_start = read.log_start_offset
         lost = max(log_start - committed, 0) if log_start is not None else 0

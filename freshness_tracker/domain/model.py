@@ -7,16 +7,16 @@ The values made once per partition per cycle (keys, Burrow's entries, reads, res
 NamedTuples, the rest frozen dataclasses: a large cycle builds several of them per partition
 and hashes, compares and sorts the keys many times over. A tuple does all of that in C; a frozen
 dataclass sets each field through `object.__setattr__` (a visible share of a cycle's CPU) and
-compares in Python (docs/scale.md). Change one with `value._replace()`.
+compares in Python (docs/scale.md). Each is built through its own generated constructor (by
+keyword where a cycle makes them), so a missing, extra or misspelt field is a TypeError where
+the value is made, never a short or shifted tuple read later. Change one with `_replace()`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import partial
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import NamedTuple
 
 __all__ = [
     "BURROW_STATUS_CODES",
@@ -36,19 +36,7 @@ __all__ = [
     "Snapshot",
     "TopicResult",
     "UNKNOWN_STATUS",
-    "from_fields",
-    "new_read_request",
 ]
-
-_T = TypeVar("_T", bound=tuple[Any, ...])
-
-
-def from_fields(cls: type[_T]) -> Callable[[tuple[Any, ...]], _T]:
-    """A constructor of the NamedTuple `cls` from a tuple of *every* field, in order, that
-    skips the generated `__new__` (a Python function): for the loops that build several values
-    per partition per cycle. Nothing checks the arity: pass every field."""
-    return cast("Callable[[tuple[Any, ...]], _T]", partial(tuple.__new__, cls))
-
 
 #: Burrow's own status index (core/protocol/evaluator.go statusStrings); also what Burrow's
 #: built-in /metrics exports, so dashboards can compare the two.
@@ -167,11 +155,6 @@ class ReadRequest(NamedTuple):
     offset: int
 
 
-#: `ReadRequest` from (cluster, topic, partition, offset): planning and measuring each make
-#: one or two per partition per cycle.
-new_read_request = from_fields(ReadRequest)
-
-
 class ReadOutcome(StrEnum):
     """How a single point read ended; the reader never raises for one partition."""
 
@@ -220,11 +203,6 @@ class PartitionStatus(StrEnum):
     INVALID = "invalid"
 
 
-#: A module name, not `PartitionStatus.DATA_LOSS` (a class attribute lookup, much slower):
-#: the roll-ups and renderers ask `data_loss` of every partition every cycle.
-_DATA_LOSS = PartitionStatus.DATA_LOSS
-
-
 class PartitionResult(NamedTuple):
     """Freshness and friends for one (cluster, consumer, topic, partition) in one cycle.
 
@@ -266,11 +244,11 @@ class PartitionResult(NamedTuple):
 
     @property
     def freshness_is_lower_bound(self) -> bool:
-        return self.status is _DATA_LOSS
+        return self.status is PartitionStatus.DATA_LOSS
 
     @property
     def data_loss(self) -> bool:
-        return self.status is _DATA_LOSS
+        return self.status is PartitionStatus.DATA_LOSS
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from freshness_tracker.domain.model import PartitionLag, ReadRequest, new_read_request
+from freshness_tracker.domain.model import PartitionLag, ReadRequest
 
 __all__ = ["LookupPlan", "plan_reads"]
 
@@ -38,9 +38,11 @@ def _wanted(lag: PartitionLag, read_caught_up: bool
     key = lag.key
     lagging = lag.current_lag > 0
     if lagging:
-        yield new_read_request((key.cluster, key.topic, key.partition, committed)), True, False
+        yield ReadRequest(cluster=key.cluster, topic=key.topic,
+                          partition=key.partition, offset=committed), True, False
     if committed > 0:
-        yield (new_read_request((key.cluster, key.topic, key.partition, committed - 1)),
+        yield (ReadRequest(cluster=key.cluster, topic=key.topic, partition=key.partition,
+                           offset=committed - 1),
                lagging or read_caught_up, True)
 
 

@@ -372,30 +372,29 @@ def test_groups_not_asked_when_the_client_closes_under_a_cycle(server: Recording
     assert not any("unusable" in r for r in reasons)
 
 
-def test_a_burrow_shaped_lag_body_is_decoded_typed_and_any_other_through_json(
+def test_every_lag_body_goes_through_the_one_checked_decoder(
         server: RecordingBurrow, make_client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Burrow's own shape takes msgspec's typed path (the JSON path's per-entry checks are never
-    called); `error: true`, a float offset or a NaN falls back to json and the checks, with the
-    same answer and the same errors as before."""
+    """Every `/lag` body, Burrow's own shape included, is json-decoded and checked entry by
+    entry (`parse._partition`): a whole offset written as a float is the same answer, `error:
+    true` fails the group, a NaN `complete` (json's, not JSON's) is 0.0."""
     from freshness_tracker.burrow import parse
 
     checked: list[Any] = []
-    slow_partition = parse._partition
-    monkeypatch.setattr(parse, "_partition", lambda *a: checked.append(a) or slow_partition(*a))
+    partition = parse._partition
+    monkeypatch.setattr(parse, "_partition", lambda *a: checked.append(a) or partition(*a))
     path = "/v3/kafka/local/consumer/live-group/lag"
     live = json.loads(body("v3_consumer_live-group_lag.json"))
     server.route(path, ok(json.dumps(live)))
-    typed = make_client().group_lag("local", "live-group")
-    assert typed.partitions and checked == []
-    live["status"]["partitions"][0]["end"]["offset"] = 129.0  # still a number: JSON path
+    plain = make_client().group_lag("local", "live-group")
+    assert plain.partitions and len(checked) == len(plain.partitions)
+    live["status"]["partitions"][0]["end"]["offset"] = 129.0
     server.route(path, ok(json.dumps(live)))
-    assert make_client().group_lag("local", "live-group").partitions == typed.partitions
-    assert len(checked) == len(typed.partitions)
+    assert make_client().group_lag("local", "live-group").partitions == plain.partitions
     server.route(path, ok(json.dumps({**live, "error": True})))
     with pytest.raises(BurrowResponseError, match="reported an error"):
         make_client().group_lag("local", "live-group")
     live["status"]["partitions"][0]["complete"] = float("nan")
-    server.route(path, ok(json.dumps(live)))  # NaN: not JSON to msgspec, a 0.0 to json
+    server.route(path, ok(json.dumps(live)))
     assert make_client().group_lag("local", "live-group").partitions[0].complete == 0.0
 
 

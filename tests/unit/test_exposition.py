@@ -46,9 +46,9 @@ from freshness_tracker.domain.model import (
     PartitionResult,
     PartitionStatus,
     ReadOutcome,
+    ReadRequest,
     RecordRead,
     TopicResult,
-    new_read_request,
 )
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.http import MetricsServer, WebSettings, make_app, send_all
@@ -536,8 +536,8 @@ def _lagging_cycle(partition_metrics: str = "") -> tuple[str, str, dict[str, flo
     older on a second partition, one caught up, one whose unread records retention deleted),
     a caught-up group and one whose read failed: (/metrics, `generate_latest` of the
     reference registry, sample name and labels -> value)."""
-    t_lost = new_read_request(("c", "u", 0, 5))
-    failed = new_read_request(("c", "t", 0, 9))
+    t_lost = ReadRequest(cluster="c", topic="u", partition=0, offset=5)
+    failed = ReadRequest(cluster="c", topic="t", partition=0, offset=9)
     burrow = FakeBurrow({"c": [
         group("c", "g", lag(partition=0, committed=4, current_lag=6),
               lag(partition=1, committed=7, current_lag=0),
