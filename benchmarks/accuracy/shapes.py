@@ -44,6 +44,25 @@ class Shape:
                 current = processing
         return current
 
+    def shifted(self, delta_s: float) -> Shape:
+        """The same shape ``delta_s`` seconds later: every send time, consumer phase start and
+        event moment moves by ``delta_s``. Why: copies of a shape shifted by fractions of the
+        poll interval meet a poller's polls at different phases, so their pooled score does not
+        hang on where one run's polls happened to fall. The first phase (from the start) stays
+        at the start: moving it would only add a phase with no consumer before any record."""
+        if delta_s == 0:
+            return self
+
+        def later(t: float) -> float:
+            return round(t + delta_s, 3)
+
+        consumer = tuple((start if i == 0 and start <= 0 else later(start), processing)
+                         for i, (start, processing) in enumerate(self.consumer))
+        events = tuple(Event(e.label, e.kind, None if e.at_s is None else later(e.at_s),
+                             later(e.after_s)) for e in self.events)
+        return Shape(self.name, self.title, self.description,
+                     tuple(later(t) for t in self.produce_at_s), consumer, events)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name, "title": self.title, "description": self.description,
