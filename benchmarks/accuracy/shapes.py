@@ -5,7 +5,9 @@ per-record processing time by phase (None: the consumer neither reads nor commit
 down), and the moments that matter. Phases and send times scale with the run's duration, so the
 ``--quick`` run plays the same stories, shorter.
 
-Each shape runs on its own single-partition topic with its own group, all shapes concurrently.
+Each shape runs on its own single-partition topic with its own group, all shapes concurrently;
+with replicas (``--replicas N``) each shape runs N times, copy k shifted by k/N of the poll
+interval (:meth:`Shape.shifted`), each copy on its own topic and group.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ their plots are then rendered from the committed records.
         --record-dir docs/records/accuracy            # ours only (gauge and rule), Kafka 4
     python -m benchmarks.compare --from docs/records/comparison  # re-render pages and plots
 
+Accuracy plays each shape ``--replicas`` times at once (default 4), copy k shifted by k/N of
+the poll interval, and pools the scores per shape: one run then measures every tool over N
+phases of its polls rather than the one phase a single copy happens to meet.
+
 Peers' binaries: ``$FT_PEERS_DIR`` (default ~/.cache/freshness-tracker/peers) or each peer's
 ``FT_*_BIN``. A missing one is recorded and shown as not run, with the reason.
 """

@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 
 from benchmarks.accuracy.analysis import (
     MethodScore,
+    TimingShare,
     analyse_shape,
     pool_delays,
     pool_scores,
+    pool_timing,
     timing_share,
 )
 from benchmarks.accuracy.harness import HarnessConfig, ShapeRun, replica_shapes
@@ -401,3 +403,15 @@ def test_pooled_mean_is_that_of_all_samples_scored_at_once() -> None:
     assert pooled.mean_abs_s == pytest.approx(5.0 * 60 / 80)
     # onset window 10..15 s: 6 samples in each replica, 5 s off in one, exact in the other
     assert pooled.onset_s == pytest.approx(2.5)
+
+
+def test_pooled_timing_weighs_replicas_by_samples_and_spans_every_phase() -> None:
+    a = TimingShare(10, 1.0, 0.5, 0.4, 0.2, 0.6)
+    b = TimingShare(30, 2.0, 1.5, 0.8, 0.3, 0.9)
+    pooled = pool_timing([a, None, b])
+    assert pooled is not None and pooled.samples == 40
+    assert pooled.gauge_s == pytest.approx(1.75)
+    assert pooled.exact_at_cycles_s == pytest.approx(1.25)
+    assert pooled.phase_mean_s == pytest.approx(0.7)
+    assert (pooled.phase_min_s, pooled.phase_max_s) == (0.2, 0.9)
+    assert pool_timing([None]) is None
