@@ -107,6 +107,8 @@ def replica_shapes(shapes: list[Shape], replicas: int,
     Why: with one copy per shape, a poller's score depends on where its polls happen to fall
     relative to the few moments the truth drops (a commit); copies shifted evenly across one
     poll interval cover every phase, so their pooled score is the tool's, not its luck's."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be at least 1, not {replicas}")
     return [(k, s.shifted(k * frequency_s / replicas)) for s in shapes for k in range(replicas)]
 
 

@@ -351,6 +351,8 @@ def test_replicas_spread_evenly_over_one_poll_interval() -> None:
         (0, "a", 1.0), (1, "a", 1.5), (2, "a", 2.0), (3, "a", 2.5),
         (0, "b", 2.0), (1, "b", 2.5), (2, "b", 3.0), (3, "b", 3.5)]
     assert replica_shapes([a], 1, 2.0) == [(0, a)]
+    with pytest.raises(ValueError):
+        replica_shapes([a], 0, 2.0)
 
 
 def _method(**kw: Any) -> MethodScore:
