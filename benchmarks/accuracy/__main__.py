@@ -15,7 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
-from benchmarks.accuracy.analysis import analyse
+from benchmarks.accuracy.analysis import analyse, pool_results
 from benchmarks.accuracy.harness import HarnessConfig, RunData, run_harness
 from benchmarks.accuracy.report import markdown_table, own_error_table, write_docs, write_report
 from benchmarks.accuracy.shapes import standard_shapes
@@ -38,6 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--table-poll", type=float, default=0.0,
                    help="interpolation poll interval, s (0: every sample)")
     p.add_argument("--shapes", help="comma-separated subset of shapes")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="copies of each shape at once, each shifted by 1/N of the exporter's "
+                   "frequency (scores pooled over the N phases)")
     p.add_argument("--kafka-version", help="devstack's Kafka: 3.9.1 (default, Debian's Burrow "
                    "1.2.1) or 4.1.1 (the Burrow >= 1.9.5 in FT_BURROW_BIN)")
     p.add_argument("--out", type=Path, default=REPO / "build" / "accuracy",
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             threshold_s=args.threshold, rate_window_s=args.rate_window,
             table_limit=args.table_size, table_poll_s=args.table_poll,
             moment_window_s=10.0 if quick else 20.0, mode="quick" if quick else "full",
+            replicas=args.replicas,
         )
         shapes = standard_shapes(config.duration_s, config.low_volume_interval_s)
         if args.shapes:
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         run = run_harness(config, shapes, workdir=args.out / "work", progress=print,
                           kafka_version=args.kafka_version)
         run.save(args.out / "run.json")
-    results = analyse(run)
+    results = pool_results(analyse(run))
     report = write_report(run, results, args.out)
     print()
     print(markdown_table(results, run.config))

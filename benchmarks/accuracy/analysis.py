@@ -20,6 +20,7 @@ commit from ``__consumer_offsets``, ``refresh_allowance_s``). Three views of our
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from benchmarks.accuracy.harness import HarnessConfig, RunData, ShapeRun
 from benchmarks.accuracy.sampler import Sample
 
 __all__ = ["METHODS", "MethodScore", "ShapeResult", "TimingShare", "analyse", "analyse_shape",
-           "timing_share"]
+           "pool_delays", "pool_results", "pool_scores", "pool_timing", "timing_share"]
 
 METHODS = {
     "ours": "freshness-tracker",
@@ -56,6 +57,12 @@ class MethodScore:
     nan_pct: float
     inf_pct: float
     alarm_delay_s: float | None = None
+    # what pooling replicas needs: samples with an error, in the onset / recovery windows
+    defined: int = 0
+    onset_n: int = 0
+    recovery_n: int = 0
+    #: pooled replicas: the least and greatest first-alert delay among them
+    alarm_delay_range_s: tuple[float, float] | None = None
 
 
 @dataclass
@@ -77,6 +84,9 @@ class ShapeResult:
     coverage_pct: float = 100.0
     refresh_needed_s: float = 0.0  # the smallest R that explains every value (see module doc)
     aligned_s: list[float] = field(default_factory=list)  # per sample: our within-one-cycle error
+    #: a pooled result (:func:`pool_results`): every replica's own result; its curves and
+    #: samples above are the first replica's
+    replicas: list[ShapeResult] = field(default_factory=list)
 
 
 def _nan_if_none(v: float | int | None) -> float:
@@ -156,6 +166,79 @@ def analyse_shape(r: ShapeRun, cfg: HarnessConfig, t0_ms: float, end_ms: float,
     )
 
 
+def _weighted(pairs: Sequence[tuple[float | None, int]]) -> float | None:
+    """The mean of per-replica means weighted by their counts (None: every one None)."""
+    given = [(v, n) for v, n in pairs if v is not None]
+    if not given:
+        return None
+    total = sum(n for v, n in given if n and not math.isnan(v))
+    return (sum(v * n for v, n in given if n and not math.isnan(v)) / total if total
+            else math.nan)
+
+
+def pool_delays(delays: Sequence[float | None]) -> tuple[float | None, tuple[float, float] | None]:
+    """Replicas' first-alert delays: their mean and (least, greatest); None-s (no crossing) are
+    left out, a never (+inf) makes the mean never."""
+    given = [d for d in delays if d is not None]
+    if not given:
+        return None, None
+    return sum(given) / len(given), (min(given), max(given))
+
+
+def pool_scores(scores: Sequence[MethodScore]) -> MethodScore:
+    """One method's scores over replicas of a shape, as if scored on all their samples at once.
+
+    Errors are pooled over samples (mean |error| and the error after onset / recovery weighted
+    by each replica's samples; max over replicas); alarm seconds are the mean per replica (so
+    the figure stays "seconds in one run of the shape", comparable with one-replica runs); the
+    first alert is the mean over replicas with its range."""
+    first = scores[0]
+    if len(scores) == 1:
+        return first
+    n = sum(s.samples for s in scores)
+    mean = _weighted([(s.mean_abs_s, s.defined) for s in scores])
+    delay, span = pool_delays([s.alarm_delay_s for s in scores])
+    maxima = [s.max_abs_s for s in scores if not math.isnan(s.max_abs_s)]
+    return MethodScore(
+        method=first.method, samples=n,
+        mean_abs_s=math.nan if mean is None else mean,
+        max_abs_s=max(maxima, default=math.nan),
+        onset_s=_weighted([(s.onset_s, s.onset_n) for s in scores]),
+        recovery_s=_weighted([(s.recovery_s, s.recovery_n) for s in scores]),
+        false_alarm_s=sum(s.false_alarm_s for s in scores) / len(scores),
+        missed_s=sum(s.missed_s for s in scores) / len(scores),
+        nan_pct=sum(s.nan_pct * s.samples for s in scores) / max(n, 1),
+        inf_pct=sum(s.inf_pct * s.samples for s in scores) / max(n, 1),
+        alarm_delay_s=delay, defined=sum(s.defined for s in scores),
+        onset_n=sum(s.onset_n for s in scores), recovery_n=sum(s.recovery_n for s in scores),
+        alarm_delay_range_s=span,
+    )
+
+
+def pool_results(results: Sequence[ShapeResult]) -> list[ShapeResult]:
+    """Replicas of each shape (same name) as one result per shape, in first-seen order: scores
+    pooled (:func:`pool_scores`), the worst excess of any replica; curves of the first replica.
+    A shape with one replica is returned as it is."""
+    groups: dict[str, list[ShapeResult]] = {}
+    for r in results:
+        groups.setdefault(r.run.shape.name, []).append(r)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        first = group[0]
+        out.append(dataclasses.replace(
+            first,
+            scores={k: pool_scores([g.scores[k] for g in group]) for k in first.scores},
+            max_excess_s=max(g.max_excess_s for g in group),
+            refresh_needed_s=max(g.refresh_needed_s for g in group),
+            coverage_pct=sum(g.coverage_pct for g in group) / len(group),
+            replicas=list(group),
+        ))
+    return out
+
+
 @dataclass(frozen=True)
 class TimingShare:
     """How much of the gauge's error is the timing of its cycles, not the offsets it was given.
@@ -217,6 +300,22 @@ def timing_share(r: ShapeRun, t0_ms: float, end_ms: float, period_s: float,
     )
 
 
+def pool_timing(shares: Sequence[TimingShare | None]) -> TimingShare | None:
+    """Replicas' timing shares as one: means weighted by samples; the phase range is the least
+    and greatest over every replica's phases."""
+    given = [s for s in shares if s is not None]
+    if not given:
+        return None
+    n = sum(s.samples for s in given)
+    return TimingShare(
+        samples=n, gauge_s=sum(s.gauge_s * s.samples for s in given) / n,
+        exact_at_cycles_s=sum(s.exact_at_cycles_s * s.samples for s in given) / n,
+        phase_mean_s=sum(s.phase_mean_s * s.samples for s in given) / n,
+        phase_min_s=min(s.phase_min_s for s in given),
+        phase_max_s=max(s.phase_max_s for s in given),
+    )
+
+
 def _refresh_needed(value: float, window: Sequence[float], steps: int) -> float:
     """The smallest Burrow delay R that explains ``value``: the least R such that for some τ in
     [t − P − R, t] the value is between truth(τ) and truth(τ) + R (``window[k]`` is truth(t − k
@@ -267,12 +366,15 @@ class _Scorer:
         missed = sum(lo_ >= threshold and not v > threshold
                      for v, lo_ in zip(values, truth_lo, strict=True))
 
+        def window(starts: list[float]) -> list[float]:
+            start = starts[0] if starts else math.inf
+            return [e for ti, e in zip(t, errors, strict=True)
+                    if start <= ti <= start + self.cfg.moment_window_s and not math.isnan(e)]
+
         def around(starts: list[float]) -> float | None:
             if not starts:
                 return None
-            start = starts[0]
-            picked = [e for ti, e in zip(t, errors, strict=True)
-                      if start <= ti <= start + self.cfg.moment_window_s and not math.isnan(e)]
+            picked = window(starts)
             return sum(picked) / len(picked) if picked else math.nan
 
         return MethodScore(
@@ -283,7 +385,8 @@ class _Scorer:
             false_alarm_s=false_alarms * interval, missed_s=missed * interval,
             nan_pct=100.0 * sum(math.isnan(v) for v in values) / max(n, 1),
             inf_pct=100.0 * sum(math.isinf(v) for v in values) / max(n, 1),
-            alarm_delay_s=self._alarm_delay(t, values),
+            alarm_delay_s=self._alarm_delay(t, values), defined=len(defined),
+            onset_n=len(window(self.onsets)), recovery_n=len(window(self.recoveries)),
         )
 
     def _alarm_delay(self, t: Sequence[float], values: Sequence[float]) -> float | None:

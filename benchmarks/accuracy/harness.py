@@ -24,7 +24,7 @@ from benchmarks.accuracy.truth import TruthLog
 from benchmarks.common import create_topics
 from devstack import RealStack
 
-__all__ = ["HarnessConfig", "RunData", "ShapeRun", "run_harness"]
+__all__ = ["HarnessConfig", "RunData", "ShapeRun", "replica_shapes", "run_harness"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,9 @@ class HarnessConfig:
     refresh_allowance_s: float = 2.0  # Burrow offset-refresh (1 s) + reading the commit
     low_volume_interval_s: float = 45.0
     mode: str = "full"
+    #: copies of each shape played at once, copy k shifted by k·frequency_s/replicas (see
+    #: :func:`replica_shapes`)
+    replicas: int = 1
 
 
 @dataclass
@@ -52,6 +55,7 @@ class ShapeRun:
     truth: TruthLog
     samples: list[Sample]
     errors: list[str] = field(default_factory=list)
+    replica: int = 0  # which copy of the shape (0: the unshifted one)
 
 
 @dataclass
@@ -71,7 +75,7 @@ class RunData:
             "shapes": [{
                 "shape": r.shape.to_json(), "topic": r.topic, "group": r.group,
                 "truth": r.truth.to_json(), "samples": [s.to_json() for s in r.samples],
-                "errors": r.errors,
+                "errors": r.errors, **({"replica": r.replica} if r.replica else {}),
             } for r in self.shapes],
         }
 
@@ -90,9 +94,22 @@ class RunData:
             wall_s=d.get("wall_s", 0.0), sampler_failures=d.get("sampler_failures", 0),
             shapes=[ShapeRun(Shape.from_json(s["shape"]), s["topic"], s["group"],
                              TruthLog.from_json(s["truth"]),
-                             [Sample.from_json(row) for row in s["samples"]], s.get("errors", []))
+                             [Sample.from_json(row) for row in s["samples"]], s.get("errors", []),
+                             s.get("replica", 0))
                     for s in d["shapes"]],
         )
+
+
+def replica_shapes(shapes: list[Shape], replicas: int,
+                   frequency_s: float) -> list[tuple[int, Shape]]:  # fmt: skip
+    """``(k, shape shifted by k·frequency_s/replicas)`` for every shape and k < replicas.
+
+    Why: with one copy per shape, a poller's score depends on where its polls happen to fall
+    relative to the few moments the truth drops (a commit); copies shifted evenly across one
+    poll interval cover every phase, so their pooled score is the tool's, not its luck's."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be at least 1, not {replicas}")
+    return [(k, s.shifted(k * frequency_s / replicas)) for s in shapes for k in range(replicas)]
 
 
 def run_harness(
@@ -120,8 +137,11 @@ def run_harness(
     workdir = workdir or Path(tempfile.mkdtemp(prefix="ft-accuracy-"))
     workdir.mkdir(parents=True, exist_ok=True)
     prefix = f"acc-{uuid.uuid4().hex[:6]}-"
-    drivers = [ShapeDriver(s, stack.bootstrap_servers, f"{prefix}{s.name}",
-                           f"{prefix}{s.name}-group") for s in shapes]
+    replicas = replica_shapes(shapes, config.replicas, config.frequency_s)
+    names = [f"{prefix}{s.name}" + (f"-r{k}" if config.replicas > 1 else "")
+             for k, s in replicas]
+    drivers = [ShapeDriver(s, stack.bootstrap_servers, name, f"{name}-group")
+               for (_k, s), name in zip(replicas, names, strict=True)]
     exporter = ExporterProcess(stack.burrow_url, stack.bootstrap_servers, stack.cluster, workdir,
                                config.frequency_s, group_allow=f"{prefix}.*")
     sampler: Sampler | None = None
@@ -140,7 +160,7 @@ def run_harness(
                  f"playing {len(drivers)} shapes for {config.duration_s:.0f} s")
         t0 = time.time() + 1.0
         sampler = Sampler(exporter.url, stack.burrow_url, stack.cluster,
-                          [Target(d.shape.name, d.group, d.topic) for d in drivers],
+                          [Target(d.group, d.group, d.topic) for d in drivers],  # by group: unique
                           config.sample_interval_s)
         for d in drivers:
             d.start(t0)
@@ -163,8 +183,8 @@ def run_harness(
         exporter.stop()
         if own_stack:
             stack.stop()
-    runs = [ShapeRun(d.shape, d.topic, d.group, d.truth, sampler.samples[d.shape.name],
-                     list(d.errors)) for d in drivers]
+    runs = [ShapeRun(d.shape, d.topic, d.group, d.truth, sampler.samples[d.group],
+                     list(d.errors), k) for d, (k, _s) in zip(drivers, replicas, strict=True)]
     for r in runs:
         r.truth.check()
     return RunData(config, t0 * 1000, end * 1000, runs, wall_s=time.monotonic() - began,

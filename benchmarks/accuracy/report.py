@@ -434,6 +434,8 @@ def _page_score(shape: Any, key: str) -> MethodScore | None:
 
 
 def page_table(shapes: Sequence[Any], cfg: HarnessConfig) -> str:
+    from benchmarks.compare.report import alert_text
+
     t = f"{cfg.threshold_s:g}"
     head = ("| shape | method | mean \\|err\\| (s) | max \\|err\\| (s) | err after onset (s) "
             f"| err after recovery (s) | false alarms > {t} s (s) | missed alarms (s) "
@@ -447,8 +449,7 @@ def page_table(shapes: Sequence[Any], cfg: HarnessConfig) -> str:
                 continue
             name = f"**{sh.result.run.shape.name}**" if first else ""
             first = False
-            delay = s.alarm_delay_s
-            alert = "—" if delay is None else "never" if math.isinf(delay) else f"{delay:+.1f}"
+            alert = alert_text(s)
             lines.append(
                 f"| {name} | {PAGE_TITLES[key]} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
                 f"{fmt(s.onset_s)} | {fmt(s.recovery_s)} | {s.false_alarm_s:.0f} | "
@@ -484,7 +485,8 @@ def worst_table(shapes: Sequence[Any], t0_ms: float, end_ms: float) -> str:
              "(s) | within one cycle (s) | commit → Burrow shows it, median / max (s) |",
              "|" + "---|" * 8]
     for sh in shapes:
-        w = worst_sample(sh)
+        w = max((x for r in sh.replicas or [sh] if (x := worst_sample(r)) is not None),
+                key=lambda x: x["error_s"], default=None)  # pooled: the worst phase's
         if w is None:
             continue
         delays = _burrow_delays(sh, t0_ms, end_ms)
@@ -498,7 +500,7 @@ def worst_table(shapes: Sequence[Any], t0_ms: float, end_ms: float) -> str:
 
 def _run_section(prefix: str, rec: dict[str, Any]) -> list[str]:
     from benchmarks.compare.page import _load, _when, scored
-    from benchmarks.compare.report import other_gauges_table
+    from benchmarks.compare.report import other_gauges_table, phases_text
 
     head = (f"## Apache Kafka {rec.get('kafka', '?')} + {rec.get('burrow', '?')} "
             f"(run of {_when(rec)})")
@@ -522,6 +524,7 @@ def _run_section(prefix: str, rec: dict[str, Any]) -> list[str]:
              f"{cfg.threshold_s:g} s, interpolation table {cfg.table_limit} points, rate window "
              f"{cfg.rate_window_s:g} s, \"after onset / recovery\" = the {cfg.moment_window_s:g}"
              " s after the moment.", "",
+             *([phases_text(cfg), ""] if cfg.replicas > 1 else []),
              page_table(shapes, cfg), "",
              "### Commit lag, data current as of, the catch-up estimate", "",
              other_gauges_table(shapes), "",

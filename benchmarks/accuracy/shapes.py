@@ -5,7 +5,9 @@ per-record processing time by phase (None: the consumer neither reads nor commit
 down), and the moments that matter. Phases and send times scale with the run's duration, so the
 ``--quick`` run plays the same stories, shorter.
 
-Each shape runs on its own single-partition topic with its own group, all shapes concurrently.
+Each shape runs on its own single-partition topic with its own group, all shapes concurrently;
+with replicas (``--replicas N``) each shape runs N times, copy k shifted by k/N of the poll
+interval (:meth:`Shape.shifted`), each copy on its own topic and group.
 """
 
 from __future__ import annotations
@@ -43,6 +45,25 @@ class Shape:
             if elapsed_s >= start:
                 current = processing
         return current
+
+    def shifted(self, delta_s: float) -> Shape:
+        """The same shape ``delta_s`` seconds later: every send time, consumer phase start and
+        event moment moves by ``delta_s``. Why: copies of a shape shifted by fractions of the
+        poll interval meet a poller's polls at different phases, so their pooled score does not
+        hang on where one run's polls happened to fall. The first phase (from the start) stays
+        at the start: moving it would only add a phase with no consumer before any record."""
+        if delta_s == 0:
+            return self
+
+        def later(t: float) -> float:
+            return round(t + delta_s, 3)
+
+        consumer = tuple((start if i == 0 and start <= 0 else later(start), processing)
+                         for i, (start, processing) in enumerate(self.consumer))
+        events = tuple(Event(e.label, e.kind, None if e.at_s is None else later(e.at_s),
+                             later(e.after_s)) for e in self.events)
+        return Shape(self.name, self.title, self.description,
+                     tuple(later(t) for t in self.produce_at_s), consumer, events)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -13,6 +13,10 @@ their plots are then rendered from the committed records.
         --record-dir docs/records/accuracy            # ours only (gauge and rule), Kafka 4
     python -m benchmarks.compare --from docs/records/comparison  # re-render pages and plots
 
+Accuracy plays each shape ``--replicas`` times at once (default 4), copy k shifted by k/N of
+the poll interval, and pools the scores per shape: one run then measures every tool over N
+phases of its polls rather than the one phase a single copy happens to meet.
+
 Peers' binaries: ``$FT_PEERS_DIR`` (default ~/.cache/freshness-tracker/peers) or each peer's
 ``FT_*_BIN``. A missing one is recorded and shown as not run, with the reason.
 """
@@ -76,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
         help="accuracy: every tool's poll interval (ours' frequency_sec), s",
     )
     p.add_argument("--threshold", type=float, default=20.0, help="alert threshold, s")
+    p.add_argument(
+        "--replicas",
+        type=int,
+        default=4,
+        help="accuracy: copies of each shape at once, copy k shifted by k/N of the poll "
+        "interval, so the scores average N phases of the polls (1: one copy)",
+    )
     p.add_argument("--partitions", type=int, default=2000, help="cost: lagging partitions")
     p.add_argument(
         "--fleet",
@@ -194,6 +205,7 @@ def _accuracy(args: argparse.Namespace, tools: list[str], wanted: list[str],
         low_volume_interval_s=45.0 if args.duration >= 300 else 35.0,
         moment_window_s=20.0 if args.duration >= 300 else 10.0,
         mode="compare",
+        replicas=args.replicas,
     )
     binary = prometheus_binary()
     record: dict[str, Any] = {

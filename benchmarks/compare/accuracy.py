@@ -9,6 +9,7 @@ by the same scorer as ours, on its own samples, raw (what a Prometheus scrape wo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import threading
@@ -18,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.accuracy.analysis import MethodScore, ShapeResult, _Scorer, analyse
+from benchmarks.accuracy.analysis import (
+    MethodScore,
+    ShapeResult,
+    _Scorer,
+    analyse,
+    pool_delays,
+    pool_results,
+    pool_scores,
+)
 from benchmarks.accuracy.harness import HarnessConfig, RunData, run_harness
 from benchmarks.accuracy.scores import (
     CatchUpScore,
@@ -44,6 +53,7 @@ __all__ = [
     "PeerSample",
     "PeerSampler",
     "offset_alert_delay",
+    "pool_shapes",
     "pre_onset_rate",
     "run_accuracy",
     "score_peer",
@@ -188,7 +198,7 @@ def run_accuracy(
             started.append(tool)
         for tool in started:
             try:
-                _wait_for_groups(tool, len(shapes))
+                _wait_for_groups(tool, len(shapes) * config.replicas)
             except Exception as exc:
                 why = " ".join(str(exc).split())[:400]
                 failed[tool.spec.key] = f"did not export the groups: {why}"
@@ -403,6 +413,8 @@ class CompareShape:
     commit_lag: ErrorScore | None = None
     data_as_of: ErrorScore | None = None
     catch_up: CatchUpScore | None = None
+    #: a pooled shape (:func:`pool_shapes`): every replica's own; curves above are the first's
+    replicas: list[CompareShape] = field(default_factory=list)
 
 
 def offset_only(tool: str, series: dict[str, list[PeerSample]]) -> bool:
@@ -451,7 +463,77 @@ def score_peers(
             shape.rule_curve = PeerCurve(t_s, values)
         _score_other_gauges(shape, run)
         out.append(shape)
+    return pool_shapes(out)
+
+
+def pool_shapes(shapes: Sequence[CompareShape]) -> list[CompareShape]:
+    """Replicas of each shape as one shape, in first-seen order (one replica: as it is).
+
+    Peers and the rule pooled as ours (:func:`benchmarks.accuracy.analysis.pool_scores`), the
+    offset-lag alert as the mean over replicas, commit lag and data-as-of errors over all
+    samples; curves, events and thresholds of the first replica."""
+    groups: dict[str, list[CompareShape]] = {}
+    for sh in shapes:
+        groups.setdefault(sh.result.run.shape.name, []).append(sh)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        first = group[0]
+        rules = [g.rule for g in group if g.rule is not None]
+        out.append(dataclasses.replace(
+            first,
+            result=pool_results([g.result for g in group])[0],
+            peers={k: pool_scores([g.peers[k] for g in group if k in g.peers])
+                   for k in first.peers},
+            offset_alert_s={k: pool_delays([g.offset_alert_s.get(k) for g in group])[0]
+                            for k in first.offset_alert_s},
+            rule=pool_scores(rules) if rules else None,
+            commit_lag=_pool_errors([g.commit_lag for g in group]),
+            data_as_of=_pool_errors([g.data_as_of for g in group]),
+            catch_up=_pool_catch_up([g.catch_up for g in group]),
+            replicas=list(group),
+        ))
     return out
+
+
+def _pool_errors(scores: Sequence[ErrorScore | None]) -> ErrorScore | None:
+    given = [s for s in scores if s is not None]
+    if not given:
+        return None
+    scored = sum(s.scored for s in given)
+    maxima = [s.max_abs_s for s in given if not math.isnan(s.max_abs_s)]
+    return ErrorScore(
+        sum(s.samples for s in given), scored,
+        sum(s.mean_abs_s * s.scored for s in given if s.scored) / scored if scored else math.nan,
+        max(maxima, default=math.nan))
+
+
+def _pool_catch_up(scores: Sequence[CatchUpScore | None]) -> CatchUpScore | None:
+    """Means over replicas, except counts (summed), mean |error| (over every estimate) and max;
+    the median is the mean of the replicas' medians."""
+    given = [s for s in scores if s is not None]
+    if not given:
+        return None
+
+    def mean(values: Sequence[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return sum(known) / len(known) if known else None
+
+    with_estimate = sum(s.with_estimate for s in given)
+    maxima = [s.max_abs_s for s in given if not math.isnan(s.max_abs_s)]
+    return CatchUpScore(
+        outage_s=sum(s.outage_s for s in given) / len(given),
+        catch_up_s=sum(s.catch_up_s for s in given) / len(given),
+        samples=sum(s.samples for s in given), with_estimate=with_estimate,
+        mean_abs_s=sum(s.mean_abs_s * s.with_estimate for s in given if s.with_estimate)
+        / with_estimate if with_estimate else math.nan,
+        median_s=sum(s.median_s for s in given) / len(given),
+        max_abs_s=max(maxima, default=math.nan),
+        first_s=mean([s.first_s for s in given]),
+        first_after_s=mean([s.first_after_s for s in given]),
+    )
 
 
 def _score_other_gauges(shape: CompareShape, run: RunData) -> None:

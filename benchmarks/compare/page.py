@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.accuracy.analysis import timing_share
+from benchmarks.accuracy.analysis import pool_timing, timing_share
 from benchmarks.accuracy.harness import RunData
 from benchmarks.accuracy.record import load_records
 from benchmarks.accuracy.report import fmt
@@ -28,6 +28,7 @@ from benchmarks.compare.report import (
     cost_table,
     headline_table,
     other_gauges_table,
+    phases_text,
     plot_shape,
 )
 from benchmarks.compare.stats import ratio, ratio_text
@@ -175,6 +176,7 @@ def render(
                 wall=run.wall_s / 60,
             ),
             "",
+            *([phases_text(cfg), ""] if cfg.replicas > 1 else []),
             accuracy_table(shapes, cfg),
             "",
             *_thresholds(shapes),
@@ -619,6 +621,8 @@ _ACCURACY_FIX = (
 def _burrow_delays(sh: CompareShape, t0_ms: float, end_ms: float) -> list[float]:
     """Seconds from each commit that moved the offset to the first Burrow answer showing it
     (the harness polls Burrow every sample interval, so to within one interval)."""
+    if sh.replicas:
+        return [d for r in sh.replicas for d in _burrow_delays(r, t0_ms, end_ms)]
     r = sh.result.run
     samples = [s for s in r.samples if s.committed is not None]
     delays, last = [], None
@@ -639,7 +643,8 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
     """Per shape, the gauge's error split into its cycles' timing and Burrow's share."""
     parts = []
     for sh in shapes:
-        share = timing_share(sh.result.run, t0_ms, end_ms, period_s)
+        share = pool_timing([timing_share(r.result.run, t0_ms, end_ms, period_s)
+                             for r in sh.replicas or [sh]])
         if share is None:
             continue
         burrow = round(share.gauge_s - share.exact_at_cycles_s, 2)

@@ -13,7 +13,8 @@ from benchmarks.accuracy.report import fmt
 from benchmarks.compare.accuracy import CompareShape
 from benchmarks.compare.stats import ratio, ratio_text
 
-__all__ = ["ACC_COLUMNS", "accuracy_table", "cost_table", "plot_shape"]
+__all__ = ["ACC_COLUMNS", "accuracy_table", "alert_text", "cost_table", "phases_text",
+           "plot_shape"]
 
 TITLES = {
     "ours": "freshness-tracker (gauge)",
@@ -158,6 +159,31 @@ def _alert(delay: float | None) -> str:
     return f"{delay:+.1f}"
 
 
+def phases_text(cfg: HarnessConfig) -> str:
+    """What a run of several replicas per shape did, and how its figures pool them ("" for a
+    run of one)."""
+    n = cfg.replicas
+    if n <= 1:
+        return ""
+    return (
+        f"Each shape ran {n} times at once ({n} phases), copy k on its own topic and group with "
+        f"every time of the shape shifted by k × {cfg.frequency_s:g} s / {n}, so every tool's "
+        "polls meet the shape's commits at evenly spread phases and no ranking rests on where "
+        "one run's polls fell. Figures pool the phases: mean |error| and the errors after "
+        "onset and recovery over every phase's samples, max |error| the largest of any phase, "
+        "false and missed alarms the mean seconds per phase, the first alert the mean over the "
+        "phases (their range in brackets where they differ); plots show the unshifted phase."
+    )
+
+
+def alert_text(s: MethodScore) -> str:
+    """The first alert; pooled replicas add the range of theirs when they differ."""
+    span = s.alarm_delay_range_s
+    if span is None or span[0] == span[1] or s.alarm_delay_s is None:
+        return _alert(s.alarm_delay_s)
+    return f"{_alert(s.alarm_delay_s)} ({_alert(span[0])} to {_alert(span[1])})"
+
+
 def accuracy_table(shapes: Sequence[CompareShape], cfg: HarnessConfig) -> str:
     t = f"{cfg.threshold_s:g}"
     lines = [
@@ -177,7 +203,7 @@ def accuracy_table(shapes: Sequence[CompareShape], cfg: HarnessConfig) -> str:
             lines.append(
                 f"| {name} | {TITLES.get(key, key)} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
                 f"{fmt(s.onset_s)} | {fmt(s.recovery_s)} | {s.false_alarm_s:.0f} | "
-                f"{_alert(s.alarm_delay_s)} | {_no_number(s)} |"
+                f"{alert_text(s)} | {_no_number(s)} |"
             )
         for key, delay in shape.offset_alert_s.items():
             if delay is not None:

@@ -249,3 +249,66 @@ def test_where_a_peer_wins_the_page_splits_the_gauges_error_into_timing_and_burr
     assert ("stuck: gauge 0.83 s, its cycles with exact offsets 0.83 s (Burrow's share 0.00 s), "
             "exact offsets every 2 s ") in beats
     assert " s by phase)" in beats
+
+
+def _replica_record() -> dict[str, Any]:
+    """The stuck-at-10 story at two phases (the second 1 s later, on its own topic and group):
+    the rule exact, a peer 3 s over the truth on the first phase and 1 s over on the second."""
+    shape = Shape("stuck", "Stuck", "stalls at 10 s", tuple(float(i) for i in range(60)),
+                  ((0.0, 0.0), (10.0, None)), (Event("stall", "onset", 10.0),))
+    cfg = HarnessConfig(duration_s=59.0, moment_window_s=5.0, frequency_s=2.0, replicas=2)
+    runs, rule, peer = [], {}, {}
+    for k, (over_s, name) in enumerate(((3.0, "acc-x-stuck-r0"), (1.0, "acc-x-stuck-r1"))):
+        shift_ms = k * 1000
+        truth = TruthLog()
+        for i in range(60):
+            truth.produced(i, T0 + shift_ms + i * 1000)
+        for i in range(11):
+            truth.committed(T0 + shift_ms + i * 1000, i)
+        samples, points, rows = [], [], []
+        for i in range(1, 59):
+            t = T0 + i * 1000 + 0.4
+            fresh = truth.freshness_ms(t)
+            assert fresh is not None
+            samples.append(_sample(t, ours_ms=max(fresh - 1000, 0.0), committed=min(i, 10)))
+            points.append([t, fresh / 1000])
+            rows.append([t, fresh / 1000 + over_s, None])
+        runs.append(ShapeRun(shape.shifted(k * 1.0), name, f"{name}-group", truth, samples,
+                             replica=k))
+        rule[f"{name}-group"] = points
+        peer[f"{name}-group/{name}"] = rows
+    run = RunData(cfg, T0, T0 + 59_000, runs, wall_s=70.0)
+    record = _tiny_record()
+    record.update(config=cfg.__dict__, run=round_run(run.to_json()),
+                  peers=round_peers({"klag_message": peer}), rule=round_rule({"rule": rule}))
+    return record
+
+
+def test_a_replica_record_renders_pooled_per_shape(tmp_path: Path) -> None:
+    root = _root_with(tmp_path, _replica_record())
+    [loaded] = load_records(root / compare_page.RECORDS)
+    run = RunData.from_json(loaded["run"])
+    assert [(r.replica, r.group) for r in run.shapes] == [
+        (0, "acc-x-stuck-r0-group"), (1, "acc-x-stuck-r1-group")]
+    assert run.shapes[1].shape.events[0].at_s == 11.0
+    [shape] = score_peers(run, loaded["peers"], loaded["rule"])
+    assert len(shape.replicas) == 2 and len(shape.result.replicas) == 2
+    assert shape.peers["klag_message"].mean_abs_s == pytest.approx(2.0, abs=0.01)
+    assert shape.peers["klag_message"].samples == 116
+    assert shape.rule is not None and shape.rule.mean_abs_s == pytest.approx(0.0, abs=0.01)
+    delay = shape.peers["klag_message"].alarm_delay_range_s
+    assert delay is not None and delay[0] < delay[1]  # 3 s over alerts earlier than 1 s over
+    page = compare_page.pages(root)[compare_page.PAGE]
+    assert page == compare_page.pages(root)[compare_page.PAGE]
+    assert "Each shape ran 2 times at once (2 phases)" in page
+    assert page.count("| stuck | 0.") == 1  # one pooled headline row
+    assert f"{delay[0]:+.1f} to {delay[1]:+.1f})" in page
+    accuracy = accuracy_report.pages(root)[accuracy_report.PAGE]
+    assert "Each shape ran 2 times at once (2 phases)" in accuracy
+    assert accuracy.count("| **stuck** |") == 1
+
+
+def test_a_one_replica_record_says_nothing_of_phases(tmp_path: Path) -> None:
+    root = _root_with(tmp_path, _tiny_record())
+    assert "times at once (" not in compare_page.pages(root)[compare_page.PAGE]
+    assert "times at once (" not in accuracy_report.pages(root)[accuracy_report.PAGE]

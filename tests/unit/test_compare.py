@@ -14,8 +14,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks.accuracy.analysis import analyse_shape, timing_share
-from benchmarks.accuracy.harness import HarnessConfig, ShapeRun
+from benchmarks.accuracy.analysis import (
+    MethodScore,
+    TimingShare,
+    analyse_shape,
+    pool_delays,
+    pool_scores,
+    pool_timing,
+    timing_share,
+)
+from benchmarks.accuracy.harness import HarnessConfig, ShapeRun, replica_shapes
 from benchmarks.accuracy.sampler import Sample
 from benchmarks.accuracy.shapes import Event, Shape
 from benchmarks.accuracy.truth import TruthLog
@@ -316,3 +324,96 @@ def test_exact_cycles_leave_no_burrow_share_and_the_phase_mean_is_within_its_ran
     assert share is not None
     assert share.gauge_s == pytest.approx(share.exact_at_cycles_s)
     assert share.phase_min_s - 1e-9 <= share.phase_mean_s <= share.phase_max_s + 1e-9
+
+
+# ---- replicas: one shape at several phases of the polls ------------------------------------
+
+
+def test_a_shifted_shape_moves_every_time_but_its_first_phase() -> None:
+    shape = Shape("s", "S", "d", (1.0, 2.5), ((0.0, 0.02), (10.0, None)),
+                  (Event("stall", "onset", 10.0), Event("caught up", "recovery", None, 5.0)))
+    later = shape.shifted(0.5)
+    assert later.produce_at_s == (1.5, 3.0)
+    assert later.consumer == ((0.0, 0.02), (10.5, None))  # a consumer from the start still is
+    assert later.events == (Event("stall", "onset", 10.5, 0.5),
+                            Event("caught up", "recovery", None, 5.5))
+    assert (later.name, later.title, later.description) == ("s", "S", "d")
+    assert shape.processing_at(10.2) is None and later.processing_at(10.2) == 0.02
+    assert shape.produce_at_s == (1.0, 2.5)  # pure: the original is untouched
+    assert shape.shifted(0.0) is shape
+
+
+def test_replicas_spread_evenly_over_one_poll_interval() -> None:
+    a = Shape("a", "A", "", (1.0,), ((0.0, 0.0),))
+    b = Shape("b", "B", "", (2.0,), ((0.0, 0.0),))
+    copies = replica_shapes([a, b], 4, 2.0)
+    assert [(k, s.name, s.produce_at_s[0]) for k, s in copies] == [
+        (0, "a", 1.0), (1, "a", 1.5), (2, "a", 2.0), (3, "a", 2.5),
+        (0, "b", 2.0), (1, "b", 2.5), (2, "b", 3.0), (3, "b", 3.5)]
+    assert replica_shapes([a], 1, 2.0) == [(0, a)]
+    with pytest.raises(ValueError):
+        replica_shapes([a], 0, 2.0)
+
+
+def _method(**kw: Any) -> MethodScore:
+    base: dict[str, Any] = {
+        "method": "m", "samples": 10, "mean_abs_s": 1.0, "max_abs_s": 3.0, "onset_s": 2.0,
+        "recovery_s": None, "false_alarm_s": 4.0, "missed_s": 1.0, "nan_pct": 0.0,
+        "inf_pct": 0.0, "alarm_delay_s": 1.0, "defined": 10, "onset_n": 2, "recovery_n": 0}
+    return MethodScore(**{**base, **kw})
+
+
+def test_pooled_scores_weigh_each_replica_by_its_samples() -> None:
+    a = _method()
+    b = _method(samples=30, defined=20, mean_abs_s=4.0, max_abs_s=5.0, onset_s=1.0, onset_n=6,
+                false_alarm_s=2.0, missed_s=0.0, nan_pct=100 / 3, alarm_delay_s=3.0)
+    pooled = pool_scores([a, b])
+    assert pooled.samples == 40 and pooled.defined == 30
+    assert pooled.mean_abs_s == pytest.approx((10 * 1.0 + 20 * 4.0) / 30)
+    assert pooled.max_abs_s == 5.0
+    assert pooled.onset_s == pytest.approx((2 * 2.0 + 6 * 1.0) / 8)
+    assert pooled.recovery_s is None
+    assert pooled.false_alarm_s == 3.0 and pooled.missed_s == 0.5  # seconds per replica
+    assert pooled.nan_pct == pytest.approx(25.0)
+    assert pooled.alarm_delay_s == 2.0 and pooled.alarm_delay_range_s == (1.0, 3.0)
+    assert pool_scores([a]) is a
+
+
+def test_pooled_alerts_a_never_is_never_and_no_crossing_is_left_out() -> None:
+    assert pool_delays([None, None]) == (None, None)
+    assert pool_delays([2.0, None, 4.0]) == (3.0, (2.0, 4.0))
+    assert pool_delays([2.0, math.inf]) == (math.inf, (2.0, math.inf))
+    never = pool_scores([_method(alarm_delay_s=math.inf), _method(alarm_delay_s=-1.0)])
+    assert never.alarm_delay_s == math.inf
+
+
+def test_pooled_mean_is_that_of_all_samples_scored_at_once() -> None:
+    """Two replicas of the stuck story, a peer 5 s over the truth on one and exact on the
+    other for a third of the samples: the pooled mean is the mean over every sample."""
+    run, cfg = _stuck_at_10()
+    res = analyse_shape(run, cfg, T0, T0 + 59_000, cycle_window_s=2.0)
+
+    def peer(offset_s: float, n: int) -> MethodScore:
+        samples = []
+        for i in range(n):
+            truth = run.truth.freshness_ms(T0 + i * 1000)
+            assert truth is not None
+            samples.append(PeerSample(T0 + i * 1000, truth / 1000 + offset_s, None))
+        return score_peer(res, cfg, T0, T0 + 59_000, samples, "peer")[0]
+
+    pooled = pool_scores([peer(5.0, 60), peer(0.0, 20)])
+    assert pooled.mean_abs_s == pytest.approx(5.0 * 60 / 80)
+    # onset window 10..15 s: 6 samples in each replica, 5 s off in one, exact in the other
+    assert pooled.onset_s == pytest.approx(2.5)
+
+
+def test_pooled_timing_weighs_replicas_by_samples_and_spans_every_phase() -> None:
+    a = TimingShare(10, 1.0, 0.5, 0.4, 0.2, 0.6)
+    b = TimingShare(30, 2.0, 1.5, 0.8, 0.3, 0.9)
+    pooled = pool_timing([a, None, b])
+    assert pooled is not None and pooled.samples == 40
+    assert pooled.gauge_s == pytest.approx(1.75)
+    assert pooled.exact_at_cycles_s == pytest.approx(1.25)
+    assert pooled.phase_mean_s == pytest.approx(0.7)
+    assert (pooled.phase_min_s, pooled.phase_max_s) == (0.2, 0.9)
+    assert pool_timing([None]) is None
