@@ -232,7 +232,7 @@ def test_wheel_contains_the_package_reference_conf_and_entry_point(wheel: Path) 
         metadata = Parser().parsestr(zf.read(info.replace("entry_points.txt", "METADATA")).decode())
     assert packaged == (ROOT / "freshness_tracker/config/reference.conf").read_text()
     assert re.search(r"^freshness-tracker = freshness_tracker\.cli:main$", entry_points, re.M)
-    assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
+    assert not any(n.startswith(("tests/", "benchmarks/", "devstack/")) for n in names)
     assert metadata["Version"] == __version__
 
 
