@@ -30,13 +30,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 __all__ = [
     "Daemon",
     "ProcessStartError",
     "free_port",
     "pid_alive",
+    "poll",
     "port_open",
     "rss_bytes",
     "wait_until",
@@ -94,6 +95,21 @@ def wait_until(
             return
         if time.monotonic() >= deadline:
             raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {what}")
+        time.sleep(interval_s)
+
+
+def poll(check: Callable[[], Any], timeout_s: float, what: str | Callable[[], str],
+         interval_s: float = 0.1) -> Any:
+    """Call ``check`` until it returns something truthy and return that; TimeoutError at the
+    deadline (``what`` may be a callable that explains the last state)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            detail = what() if callable(what) else what
+            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {detail}")
         time.sleep(interval_s)
 
 

@@ -92,7 +92,7 @@ def test_copy_sources_exist_and_are_in_the_build_context(
         assert not ignore.excluded(src.rstrip("/")), f"COPY {src}: excluded by .dockerignore"
         assert ignore.context_files(ROOT, [src]), f"COPY {src}: nothing of it reaches the context"
     # the allow-list keeps junk out: caches, VCS, tests, virtualenvs
-    for junk in (".git/config", ".venv/bin/python", "tests/conftest.py",
+    for junk in (".git/config", ".venv/bin/python", "tests/conftest.py", "conftest.py",
                  "freshness_tracker/__pycache__/cli.cpython-311.pyc", "build/lib/x.py"):
         assert ignore.excluded(junk), junk
 

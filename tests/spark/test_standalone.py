@@ -27,10 +27,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from devstack.testing import unavailable
 from freshness_tracker.sinks.history import read_history
 from freshness_tracker.spark.session import TEST_JVM_OPTIONS
 from tests.spark.helpers import OBJECTIVES, Fleet, M, generate
-from tests.stack_support import unavailable
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 

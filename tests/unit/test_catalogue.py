@@ -21,7 +21,7 @@ from freshness_tracker.sinks.prometheus import (
     READ_DURATION,
     SeriesSet,
 )
-from tests.fakes import FakeBurrow, FakeReader, group, lag
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 from tests.support.oracle import FreshnessCollector
 
 SETTINGS = ('burrow.url = "http://burrow:8000"\nclusters = [{ name = c, kafka { '
