@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
-from devstack.testing import unique_namer
+from devstack.testing import unavailable, unique_namer
 from freshness_tracker.config import load_settings
 from tests.spark.helpers import Fleet, N
 
@@ -33,20 +33,14 @@ TEST_CONF = {
 }
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"Spark unavailable under CI: {reason}")
-    pytest.skip(f"Spark unavailable: {reason}")  # local only: under CI=true it failed above
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     try:
         from freshness_tracker.spark.session import get_session
     except ImportError as exc:
-        _unavailable(f"pyspark not installed ({exc})")
+        unavailable(f"Spark unavailable: pyspark not installed ({exc})")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        _unavailable("no java on PATH and no JAVA_HOME")
+        unavailable("Spark unavailable: no java on PATH and no JAVA_HOME")
     session = get_session("local[2]", "freshness-tracker-tests", TEST_CONF)
     try:
         yield session
