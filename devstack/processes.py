@@ -88,14 +88,9 @@ def rss_bytes(pid: int) -> int:
 def wait_until(
     predicate: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.05
 ) -> None:
-    """Poll ``predicate`` until true; TimeoutError naming ``what`` at the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if predicate():
-            return
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {what}")
-        time.sleep(interval_s)
+    """Poll ``predicate`` until true; TimeoutError naming ``what`` at the deadline
+    (:func:`poll`, for a caller that needs no value back)."""
+    poll(predicate, timeout_s, what, interval_s)
 
 
 def poll(check: Callable[[], Any], timeout_s: float, what: str | Callable[[], str],
