@@ -2,6 +2,7 @@
 
 - :mod:`tests.support.fakes`: fakes of the core's Protocols (BurrowSource, RecordReader).
 - :mod:`tests.support.fake_kafka`: a fake librdkafka consumer over a fake broker.
+- :mod:`tests.support.oracle`: the test oracle of /metrics (`generate_latest` over a Collector).
 - :mod:`tests.support.stack`: an external stack refused where a test needs its own, and marker
   groups in another group's ``__consumer_offsets`` partition.
 - :mod:`tests.support.demo`: ``python -m devstack.demo`` as `scripts/run` starts it, stopped by
