@@ -2,7 +2,6 @@
 
 - :mod:`tests.support.fakes`: fakes of the core's Protocols (BurrowSource, RecordReader).
 - :mod:`tests.support.fake_kafka`: a fake librdkafka consumer over a fake broker.
-- :mod:`tests.support.oracle`: the test oracle of /metrics (`generate_latest` over a Collector).
 - :mod:`tests.support.stack`: an external stack refused where a test needs its own, and marker
   groups in another group's ``__consumer_offsets`` partition.
 - :mod:`tests.support.demo`: ``python -m devstack.demo`` as `scripts/run` starts it, stopped by
@@ -20,8 +19,9 @@ What the benchmarks use too lives in ``devstack/``, imported from there by both:
 :mod:`devstack.testing` (starting the real stack: skip locally, fail under CI=true),
 :func:`devstack.processes.poll`, :mod:`devstack.scrape` (the one Prometheus text parser),
 :mod:`devstack.exporter_config` (the one builder of exporter configs), :mod:`devstack.exporter`
-(the exporter in this process or as a real process), :mod:`devstack.logfmt` and
-:mod:`devstack.memory` (a process's peak RSS while a block runs). The suite-wide fixtures are in
+(the exporter in this process or as a real process), :mod:`devstack.logfmt`,
+:mod:`devstack.memory` (a process's peak RSS while a block runs) and :mod:`devstack.oracle` (the
+test oracle of /metrics: `generate_latest` over a Collector). The suite-wide fixtures are in
 the root ``conftest.py``. Each suite's own helpers sit in its directory
 (``tests/faults/harness.py``, ``tests/realkafka/helpers.py``, ``tests/deploy/tools.py``...).
 Test modules import from these, never from each other, and never from ``benchmarks/``.

@@ -35,6 +35,7 @@ from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.oracle import FreshnessCollector, reference_registry
 from devstack.processes import poll
 from freshness_tracker import http as http_module
 from freshness_tracker.app import Exporter
@@ -70,7 +71,6 @@ from freshness_tracker.sinks.prometheus import (
 from tests.deploy.tools import require_tool
 from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 from tests.support.golden import snapshot
-from tests.support.oracle import FreshnessCollector, reference_registry
 
 #: Accept headers as Prometheus 2 and 3, curl and federating tools send them.
 ACCEPTS = [
