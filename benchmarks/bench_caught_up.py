@@ -40,11 +40,11 @@ from typing import Any
 
 from benchmarks.common import create_topics
 from devstack import RealStack
+from devstack.exporter_config import cluster_entry, exporter_config
 from devstack.processes import wait_until
 from freshness_tracker.app import Exporter
 from freshness_tracker.config.load import load_settings
 from freshness_tracker.domain.model import PartitionStatus
-from tests.support.config import cluster_entry, exporter_config
 
 log = logging.getLogger("benchmarks.bench_caught_up")
 

@@ -85,8 +85,8 @@ class _Marks:
 
 
 def _settings(burrow_url: str, bootstrap: str, group_regex: str, props: dict[str, str]) -> Any:
+    from devstack.exporter_config import cluster_entry, exporter_config
     from freshness_tracker.config.load import load_settings
-    from tests.support.config import cluster_entry, exporter_config
 
     return load_settings(text=exporter_config(
         burrow_url=burrow_url, groups_allow=group_regex,

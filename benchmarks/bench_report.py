@@ -23,7 +23,7 @@ session start (best of `--reps`, and the first):
 - **old** (`--old`): the whole previous report (`applyInPandas` per series, git revision
   `OLD_REVISION`) against the whole new one (`run_report`: tables, charts, page), same data.
 - **standalone** (`--standalone`): the tables on a loopback standalone cluster
-  (`spark.standalone.LoopbackCluster`) with one 1-core worker, then with two: wall times and
+  (`devstack.spark_standalone`) with one 1-core worker, then with two: wall times and
   the CPU seconds of the driver's and executors' JVMs. `--executor-java-options OPTS`, repeated,
   runs each variant of the executors' JVM options in turn on its own cluster (e.g. `=` and
   `=-XX:ActiveProcessorCount=1`, in the order A B B A); `--driver-java-options` sets the
@@ -584,7 +584,7 @@ def _old_vs_new(root: str, options: ReportOptions, work: Path, reps: int) -> dic
 
 def _standalone(root: str, options: ReportOptions, reference: dict[str, pd.DataFrame],
                 reps: int, executor_java_options: str | None = None) -> dict[str, Any]:
-    from freshness_tracker.spark.standalone import LoopbackCluster
+    from devstack.spark_standalone import LoopbackCluster
 
     out: dict[str, Any] = {}
     # the executors keep the JVM's default JIT (the tests' C1-only option starts faster but

@@ -66,7 +66,7 @@ from typing import IO, Any, ClassVar
 
 from benchmarks.scale_burrow import ClusterLayout, GeneratedBurrow, Layout
 from benchmarks.scale_exporter import proc_status
-from tests.support.memory import RssSampler
+from devstack.memory import RssSampler
 
 log = logging.getLogger("benchmarks.bench_scale")
 

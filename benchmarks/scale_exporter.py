@@ -78,7 +78,7 @@ class Child:
         elif hasattr(self.exporter, "registry"):  # an older checkout's own registry
             source = getattr(self.exporter, "registry")  # noqa: B009
         else:  # the same families through prometheus_client (the tests' oracle)
-            from tests.support.oracle import reference_registry
+            from devstack.oracle import reference_registry
 
             source = reference_registry(self.exporter)
         self.serving = "cached" if cached else "registry"

@@ -30,13 +30,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 __all__ = [
     "Daemon",
     "ProcessStartError",
     "free_port",
     "pid_alive",
+    "poll",
     "port_open",
     "rss_bytes",
     "wait_until",
@@ -87,13 +88,23 @@ def rss_bytes(pid: int) -> int:
 def wait_until(
     predicate: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.05
 ) -> None:
-    """Poll ``predicate`` until true; TimeoutError naming ``what`` at the deadline."""
+    """Poll ``predicate`` until true; TimeoutError naming ``what`` at the deadline
+    (:func:`poll`, for a caller that needs no value back)."""
+    poll(predicate, timeout_s, what, interval_s)
+
+
+def poll(check: Callable[[], Any], timeout_s: float, what: str | Callable[[], str],
+         interval_s: float = 0.1) -> Any:
+    """Call ``check`` until it returns something truthy and return that; TimeoutError at the
+    deadline (``what`` may be a callable that explains the last state)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        if predicate():
-            return
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {what}")
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            detail = what() if callable(what) else what
+            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {detail}")
         time.sleep(interval_s)
 
 

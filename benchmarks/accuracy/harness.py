@@ -196,7 +196,7 @@ def _wait_for_series(url: str, cluster: str, drivers: list[ShapeDriver],
     """Until /metrics has a freshness series for every group (the first cycles can miss one)."""
     import requests
 
-    from tests.support.scrape import FRESHNESS, Scrape
+    from devstack.scrape import FRESHNESS, Scrape
 
     wanted = {d.group for d in drivers}
     deadline = time.monotonic() + timeout_s

@@ -17,10 +17,10 @@ from typing import Any
 
 import requests
 
+from devstack.exporter import ExporterProcess as SupportExporterProcess
+from devstack.exporter_config import cluster_entry, exporter_config
+from devstack.scrape import DURATION, LAST_ATTEMPT, Scrape
 from freshness_tracker.sinks import prometheus as catalogue
-from tests.support.config import cluster_entry, exporter_config
-from tests.support.exporter import ExporterProcess as SupportExporterProcess
-from tests.support.scrape import DURATION, LAST_ATTEMPT, Scrape
 
 __all__ = ["ExporterProcess", "Sample", "Sampler"]
 

@@ -1,6 +1,6 @@
 """Pure checks of the estimator ports and the ground truth.
 
-Run with ``python -m pytest benchmarks/accuracy`` (the default test paths are under ``tests/``).
+Run with ``python -m pytest benchmarks/accuracy`` (part of the default test paths).
 
 The lookup-table cases follow kafka-lag-exporter's own ``LookupTableSpec`` behaviours: flat runs
 are compressed, out-of-order and decreasing points are dropped, LagIsZero / TooFewPoints,

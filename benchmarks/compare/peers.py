@@ -32,9 +32,9 @@ from typing import IO, Any
 import requests
 
 from benchmarks.accuracy.sampler import ExporterProcess
+from devstack.exporter import ExporterProcess as SupportExporterProcess
+from devstack.exporter_config import cluster_entry, exporter_config
 from devstack.processes import free_port
-from tests.support.config import cluster_entry, exporter_config
-from tests.support.exporter import ExporterProcess as SupportExporterProcess
 
 __all__ = [
     "CFT_MAIN_CLASS",

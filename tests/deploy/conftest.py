@@ -1,7 +1,7 @@
 """The `containers` suite: the chart's pods under `podman kube play` (tests/deploy/
 test_image_run.py). They build a second image and start two pods, minutes on 2 cores, so the
 default run (CI's included) leaves them out; `pytest -m containers` runs them. Deselected, not
-skipped: a skip under CI=true would read as a gap (tests/stack_support.unavailable)."""
+skipped: a skip under CI=true would read as a gap (devstack/testing.unavailable)."""
 
 from __future__ import annotations
 

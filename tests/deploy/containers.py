@@ -27,8 +27,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from devstack.cache import cache_dir
+from devstack.testing import unavailable
 from tests.deploy.tools import require_tool
-from tests.stack_support import unavailable
 
 __all__ = ["BASE_PACKAGES", "Podman", "base_tarball", "debian_release", "podman"]
 

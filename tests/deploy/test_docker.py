@@ -92,7 +92,7 @@ def test_copy_sources_exist_and_are_in_the_build_context(
         assert not ignore.excluded(src.rstrip("/")), f"COPY {src}: excluded by .dockerignore"
         assert ignore.context_files(ROOT, [src]), f"COPY {src}: nothing of it reaches the context"
     # the allow-list keeps junk out: caches, VCS, tests, virtualenvs
-    for junk in (".git/config", ".venv/bin/python", "tests/conftest.py",
+    for junk in (".git/config", ".venv/bin/python", "tests/conftest.py", "conftest.py",
                  "freshness_tracker/__pycache__/cli.cpython-311.pyc", "build/lib/x.py"):
         assert ignore.excluded(junk), junk
 
@@ -232,7 +232,7 @@ def test_wheel_contains_the_package_reference_conf_and_entry_point(wheel: Path) 
         metadata = Parser().parsestr(zf.read(info.replace("entry_points.txt", "METADATA")).decode())
     assert packaged == (ROOT / "freshness_tracker/config/reference.conf").read_text()
     assert re.search(r"^freshness-tracker = freshness_tracker\.cli:main$", entry_points, re.M)
-    assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)
+    assert not any(n.startswith(("tests/", "benchmarks/", "devstack/")) for n in names)
     assert metadata["Version"] == __version__
 
 

@@ -28,15 +28,16 @@ import pytest
 import yaml
 
 from devstack import RealStack
+from devstack.exporter_config import stack_config
+from devstack.processes import poll
+from devstack.scrape import Scrape
 from freshness_tracker.cycle import now_ms
 from tests.deploy.chart import config_data, container, pod_spec, render
 from tests.deploy.containers import Podman, base_tarball, wait_exited
 from tests.deploy.tools import ROOT, free_port
-from tests.stack_support import poll, require_managed
-from tests.support.config import stack_config
 from tests.support.record import Recorder, recorder
-from tests.support.scrape import Scrape
 from tests.support.seeding import Seeded, seed_lagging
+from tests.support.stack import require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from devstack.processes import free_port
-from tests.stack_support import in_ci, unavailable
+from devstack.testing import in_ci, unavailable
 
 __all__ = ["free_port", "in_ci", "promtool", "require_tool"]
 

@@ -25,9 +25,9 @@ import pytest
 
 from devstack import RealStack
 from devstack.cache import default_kafka_version
+from devstack.testing import running_stack
 from freshness_tracker import __version__
 from tests.faults.harness import Certs, Matrix, Observation, Record, make_certs
-from tests.stack_support import running_stack
 from tests.support.record import Recorder, session_recorder
 
 MATRIX_PATH = Path(os.environ.get("FT_FAULT_MATRIX") or

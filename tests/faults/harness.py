@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from devstack import RealStack
+from devstack.exporter import ExporterProcess
+from devstack.exporter_config import cluster_entry, exporter_config
 from devstack.processes import free_port
+from devstack.scrape import Scrape
 from freshness_tracker.cycle import now_ms
-from tests.support.config import cluster_entry, exporter_config
-from tests.support.exporter import ExporterProcess
 from tests.support.fake_burrow import FaultyBurrow
-from tests.support.scrape import Scrape
 
 CLUSTER = "local"  # the name the fault modules give the stack's cluster
 

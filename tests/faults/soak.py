@@ -29,12 +29,12 @@ import psutil
 from confluent_kafka import TIMESTAMP_CREATE_TIME
 from confluent_kafka import KafkaError as RdKafkaError
 
+from devstack.scrape import CYCLES, Scrape
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, GroupLags, PartitionKey, PartitionLag
 from freshness_tracker.http import MetricsServer, make_app
 from freshness_tracker.kafka import consumers as consumers_module
-from tests.support.scrape import CYCLES, Scrape
 
 CLUSTER = "local"
 

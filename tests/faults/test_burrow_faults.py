@@ -18,6 +18,17 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import ExporterProcess
+from devstack.exporter_config import cluster_entry
+from devstack.scrape import (
+    BURROW_ERRORS,
+    DURATION,
+    FAILURES,
+    FRESHNESS,
+    GROUP_FRESHNESS,
+    PARTITIONS,
+    Scrape,
+)
 from tests.faults.harness import (
     CLUSTER,
     Record,
@@ -28,18 +39,7 @@ from tests.faults.harness import (
     groups_regex,
     seed,
 )
-from tests.support.config import cluster_entry
-from tests.support.exporter import ExporterProcess
 from tests.support.fake_burrow import ANY, CLUSTERS, LAG, Fault, lag_path
-from tests.support.scrape import (
-    BURROW_ERRORS,
-    DURATION,
-    FAILURES,
-    FRESHNESS,
-    GROUP_FRESHNESS,
-    PARTITIONS,
-    Scrape,
-)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

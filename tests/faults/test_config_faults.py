@@ -19,11 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from devstack.processes import free_port
+from devstack.exporter import ExporterProcess, run_cli
+from devstack.processes import free_port, poll
 from freshness_tracker.cli import main
 from tests.faults.harness import Record
-from tests.stack_support import poll
-from tests.support.exporter import ExporterProcess, run_cli
 
 BASE = """burrow.url = "http://127.0.0.1:1"
 burrow { timeout = 1s, retries = 0 }

@@ -8,13 +8,13 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
+from devstack.exporter import looping
+from devstack.scrape import Scrape, scrape_until
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags
-from tests.fakes import FakeBurrow, FakeReader, group, lag
 from tests.faults.harness import Record
-from tests.support.exporter import looping
-from tests.support.scrape import Scrape, scrape_until
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 CLUSTER = "c"
 

@@ -19,18 +19,18 @@ from pathlib import Path
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import ExporterProcess
+from devstack.exporter_config import cluster_entry
+from devstack.scrape import Scrape
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
-from tests.fakes import FakeBurrow, group, lag
 from tests.faults.harness import Record, describe_recovery, fault_config, groups_regex
-from tests.support.config import cluster_entry
-from tests.support.exporter import ExporterProcess
 from tests.support.fake_kafka import BASE_TS, FakeBroker, FakeConsumer, fake_reader, make_log
-from tests.support.scrape import Scrape
+from tests.support.fakes import FakeBurrow, group, lag
 
 CLUSTER = "c1"
 CLUSTER_REAL = "local"

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from devstack.exporter import looping
+from devstack.scrape import Scrape, scrape_until
 from freshness_tracker.app import Exporter, unwind_grace_s
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, ReadRequest, RecordRead
-from tests.fakes import FakeBurrow, FakeReader, group, lag
 from tests.faults.harness import Record
-from tests.support.exporter import looping
-from tests.support.scrape import Scrape, scrape_until
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
-from devstack.processes import free_port
+from devstack.exporter import REPO, ExporterProcess
+from devstack.exporter_config import cluster_entry
+from devstack.processes import free_port, poll
 from tests.faults.harness import (
     CLUSTER,
     Record,
@@ -28,9 +30,6 @@ from tests.faults.harness import (
     fault_config,
     fault_rig,
 )
-from tests.stack_support import poll
-from tests.support.config import cluster_entry
-from tests.support.exporter import REPO, ExporterProcess
 
 
 @pytest.fixture(scope="module")

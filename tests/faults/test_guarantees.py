@@ -15,7 +15,10 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from devstack import RealStack
+from devstack.exporter import ExporterProcess
+from devstack.exporter_config import cluster_entry
 from devstack.processes import free_port
+from devstack.scrape import DURATION, FRESHNESS, PARTITIONS
 from devstack.stack import OFFSETS_TOPIC
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID
 from tests.faults.harness import (
@@ -26,11 +29,8 @@ from tests.faults.harness import (
     fault_rig,
     groups_regex,
 )
-from tests.stack_support import marker_group_beside
-from tests.support.config import cluster_entry
-from tests.support.exporter import ExporterProcess
 from tests.support.fake_burrow import Fault
-from tests.support.scrape import DURATION, FRESHNESS, PARTITIONS
+from tests.support.stack import marker_group_beside
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Producer
 
 from devstack import RealStack
+from devstack.scrape import FRESHNESS, GROUP_FRESHNESS, PARTITIONS, READ_FAILURES, Scrape
 from freshness_tracker.cycle import now_ms
 from tests.faults.harness import (
     CLUSTER,
@@ -22,7 +23,6 @@ from tests.faults.harness import (
     Rig,
     fault_rig,
 )
-from tests.support.scrape import FRESHNESS, GROUP_FRESHNESS, PARTITIONS, READ_FAILURES, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import ExporterProcess
+from devstack.exporter_config import cluster_entry
 from tests.faults.harness import Certs, Record, fault_config
-from tests.support.config import cluster_entry
-from tests.support.exporter import ExporterProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

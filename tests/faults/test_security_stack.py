@@ -23,6 +23,10 @@ from pathlib import Path
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import ExporterProcess
+from devstack.exporter_config import cluster_entry, exporter_config
+from devstack.scrape import BURROW_ERRORS, Scrape
+from devstack.testing import unavailable
 from freshness_tracker.cycle import now_ms
 from tests.faults.harness import (
     Certs,
@@ -32,11 +36,8 @@ from tests.faults.harness import (
     groups_regex,
     seed,
 )
-from tests.stack_support import require_managed, unavailable
-from tests.support.config import cluster_entry, exporter_config
-from tests.support.exporter import ExporterProcess
 from tests.support.fake_burrow import ANY, Fault, FaultyBurrow
-from tests.support.scrape import BURROW_ERRORS, Scrape
+from tests.support.stack import require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -50,7 +51,7 @@ SECRETS = (BURROW_SECRET, WEB_SECRET, KAFKA_SECRET, FILE_SECRET)
 
 def require_loopback_alias() -> None:
     """127.0.0.2 is on Linux's loopback by default, not on every system's: skip locally where it
-    cannot be bound, fail in CI (tests.stack_support.unavailable)."""
+    cannot be bound, fail in CI (devstack.testing.unavailable)."""
     try:
         with socket.create_server(("127.0.0.2", 0)):
             return

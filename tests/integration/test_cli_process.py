@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from devstack import RealStack
-from devstack.processes import free_port
+from devstack.exporter import ExporterProcess, run_all
+from devstack.exporter_config import stack_config
+from devstack.processes import free_port, poll
+from devstack.scrape import Scrape
 from freshness_tracker.cli import EXIT_DEADLINE_S
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.sinks.render import format_ms
-from tests.stack_support import poll, require_managed
-from tests.support.config import stack_config
-from tests.support.exporter import ExporterProcess, run_all
-from tests.support.scrape import Scrape
 from tests.support.seeding import Seeded, seed_lagging
+from tests.support.stack import require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -17,9 +17,10 @@ from confluent_kafka import Consumer, TopicPartition
 
 from devstack import RealStack, StackFeatureUnavailable
 from devstack.demo import exporter_config
+from devstack.processes import poll
 from devstack.workload import Workload
 from freshness_tracker.cycle import now_ms
-from tests.stack_support import poll, require_managed
+from tests.support.stack import require_managed
 
 pytestmark = pytest.mark.integration
 

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import exporter
+from devstack.processes import poll
+from devstack.scrape import COMMIT_LAG, FRESHNESS, Scrape
 from devstack.stack import OFFSETS_TOPIC
 from freshness_tracker.app import Exporter
 from freshness_tracker.cycle import now_ms
@@ -32,9 +35,6 @@ from freshness_tracker.domain.model import (
     PartitionStatus,
 )
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID
-from tests.stack_support import marker_group_beside, poll, require_managed
-from tests.support.exporter import exporter
-from tests.support.scrape import COMMIT_LAG, FRESHNESS, Scrape
 from tests.support.seeding import (
     Commit,
     Topic,
@@ -44,6 +44,7 @@ from tests.support.seeding import (
     seed_topic,
     wait_for_burrow,
 )
+from tests.support.stack import marker_group_beside, require_managed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -23,14 +23,14 @@ from confluent_kafka.admin import NewTopic
 
 from devstack import RealStack
 from devstack.cache import current_kafka_version
-from devstack.processes import free_port
+from devstack.memory import RssSampler
+from devstack.processes import free_port, poll
+from devstack.testing import running_stack
 from freshness_tracker.domain.model import ReadOutcome, ReadRequest, RecordRead
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID, ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
 from freshness_tracker.kafka.topic_config import TopicRetention
-from tests.stack_support import poll, running_stack
-from tests.support.memory import RssSampler
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

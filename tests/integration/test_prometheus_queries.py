@@ -26,6 +26,8 @@ import yaml
 
 from devstack import RealStack
 from devstack.cache import burrow_binary, debian_burrow_binary
+from devstack.exporter import running_exporter
+from devstack.exporter_config import EVERY_FAMILY
 from devstack.processes import Daemon
 from freshness_tracker.config import load_settings
 from freshness_tracker.objective_rules import RATE_WINDOW
@@ -33,8 +35,6 @@ from tests.deploy.chart import config_data, container, hocon, render, rule_spec
 from tests.deploy.live import JOB, Prometheus
 from tests.deploy.promql import Query, dashboard_queries, rule_queries, substitute
 from tests.deploy.tools import DASHBOARD_FILES, RULES_FILE, free_port
-from tests.support.config import EVERY_FAMILY
-from tests.support.exporter import running_exporter
 
 pytestmark = pytest.mark.integration
 

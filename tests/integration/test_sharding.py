@@ -17,14 +17,14 @@ from contextlib import ExitStack
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import running_exporter
+from devstack.exporter_config import EVERY_FAMILY
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import Settings
 from freshness_tracker.domain.filters import Shard
 from tests.deploy.chart import hocon, render
 from tests.deploy.live import JOB, Prometheus
 from tests.deploy.tools import free_port
-from tests.support.config import EVERY_FAMILY
-from tests.support.exporter import running_exporter
 
 NAMES = [f"{prefix}-{i}" for prefix in ("orders", "billing", "etl.events", "ü-groupe")
          for i in range(500)]

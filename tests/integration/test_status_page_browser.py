@@ -26,13 +26,13 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import running_exporter
+from devstack.exporter_config import stack_config
 from devstack.stack import now_ms
+from devstack.testing import unavailable
 from devstack.workload import GROUP_KINDS
 from freshness_tracker.config import load_settings
-from tests.stack_support import unavailable
-from tests.support.config import stack_config
 from tests.support.demo import FIRST_VALUES, running_demo
-from tests.support.exporter import running_exporter
 from tests.support.seeding import Commit, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

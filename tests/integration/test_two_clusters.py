@@ -29,14 +29,15 @@ from dataclasses import dataclass
 import pytest
 
 from devstack import MultiClusterStack, RealStack
+from devstack.exporter_config import cluster_entry, exporter_config
+from devstack.processes import poll
 from devstack.proxy import API_FETCH
+from devstack.scrape import FRESHNESS, LAST_SUCCESS, PARTITIONS, READ_FAILURES, Scrape
 from devstack.stack import now_ms
+from devstack.testing import running_multi_cluster_stack
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
-from tests.stack_support import poll, running_multi_cluster_stack
-from tests.support.config import cluster_entry, exporter_config
-from tests.support.scrape import FRESHNESS, LAST_SUCCESS, PARTITIONS, READ_FAILURES, Scrape
 from tests.support.seeding import Commit, Topic, assert_exact, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

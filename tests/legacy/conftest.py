@@ -3,7 +3,7 @@ Kafka 3.9.1 on it + Debian's Burrow 1.2.1), started once for this directory as i
 
 It overrides the session ``stack`` (Kafka 4.1 + Burrow 1.9.5) here, so the shared helpers
 (``tests/realkafka/helpers.py``, ``tests/support/``) drive it unchanged.
-Skips locally when it cannot start, fails under ``CI=true`` (``tests/stack_support.py``); a
+Skips locally when it cannot start, fails under ``CI=true`` (``devstack/testing.py``); a
 failing test gets the stack's log tails attached.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from devstack.legacy import LegacyStack
-from tests.stack_support import running_legacy_stack
+from devstack.testing import running_legacy_stack
 
 
 @pytest.fixture(scope="package")

@@ -23,11 +23,11 @@ import pytest
 from devstack.burrow import BURROW121_KAFKA_VERSION
 from devstack.cache import default_kafka_version, kafka_classpath_dir
 from devstack.legacy import LegacyStack
+from devstack.scrape import FRESHNESS
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import data_loss_past_a_commit, one_cycle, result
 from tests.support.kafka_wire import api_versions
-from tests.support.scrape import FRESHNESS
 from tests.support.seeding import Commit, assert_exact, commit_all, seed_topic, wait_for_burrow
 
 pytestmark = [pytest.mark.integration, pytest.mark.legacy, pytest.mark.timeout(180)]

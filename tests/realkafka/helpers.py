@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import exporter
+from devstack.scrape import FRESHNESS, Scrape
 from devstack.stack import now_ms
+from devstack.testing import in_ci
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
-from tests.stack_support import in_ci
-from tests.support.exporter import exporter
-from tests.support.scrape import FRESHNESS, Scrape
 from tests.support.seeding import Commit, commit_all, seed_topic
 
 

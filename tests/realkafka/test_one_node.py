@@ -18,11 +18,11 @@ import pytest
 
 from devstack import RealStack, StackFeatureUnavailable
 from devstack.processes import port_open
+from devstack.scrape import FRESHNESS
 from devstack.stack import CommitWindow, now_ms
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import data_loss_past_a_commit, one_cycle, result
 from tests.support.kafka_wire import api_versions
-from tests.support.scrape import FRESHNESS
 from tests.support.seeding import Commit, assert_exact, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

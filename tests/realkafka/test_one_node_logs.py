@@ -18,11 +18,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from devstack import RealStack
+from devstack.processes import poll
+from devstack.scrape import FRESHNESS
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
-from tests.stack_support import poll
-from tests.support.scrape import FRESHNESS
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from devstack.processes import pid_alive
-from tests.stack_support import poll
+from devstack.processes import pid_alive, poll
 
 pytestmark = pytest.mark.timeout(60)
 

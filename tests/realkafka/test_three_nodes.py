@@ -9,12 +9,12 @@ from collections.abc import Callable
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import exporter
+from devstack.processes import poll
 from devstack.proxy import API_FETCH
 from devstack.stack import now_ms
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
 from tests.realkafka.helpers import one_cycle, result
-from tests.stack_support import poll
-from tests.support.exporter import exporter
 from tests.support.seeding import Commit, assert_exact, commit_all, seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

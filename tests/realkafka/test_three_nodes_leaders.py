@@ -12,14 +12,14 @@ from collections.abc import Callable
 import pytest
 
 from devstack import RealStack
+from devstack.exporter import exporter
+from devstack.processes import poll
 from devstack.proxy import API_FETCH
+from devstack.scrape import FRESHNESS, Scrape
 from devstack.stack import now_ms
 from freshness_tracker.app import Exporter
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
 from tests.realkafka.helpers import assert_freshness_from, result
-from tests.stack_support import poll
-from tests.support.exporter import exporter
-from tests.support.scrape import FRESHNESS, Scrape
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

@@ -1,5 +1,5 @@
 """Spark fixtures: ONE tuned local SparkSession per pytest run, never one per test. The real stack
-(``stack``) is the session's one, from tests/conftest.py.
+(``stack``) is the session's one, from the root conftest.py.
 
 Without Java or pyspark the Spark tests skip locally with the reason; under ``CI=true`` they
 fail instead, like the integration tests.
@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from devstack import RealStack
+from devstack.testing import unavailable, unique_namer
 from freshness_tracker.config import load_settings
 from tests.spark.helpers import Fleet, N
-from tests.stack_support import unique_namer
 
 #: Settings that shorten short local runs: no console progress bar, 2 shuffle partitions and
 #: default parallelism (Spark's 200 make hundreds of tiny tasks for test-sized data), a 2 GiB
@@ -33,20 +33,14 @@ TEST_CONF = {
 }
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"Spark unavailable under CI: {reason}")
-    pytest.skip(f"Spark unavailable: {reason}")  # local only: under CI=true it failed above
-
-
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     try:
         from freshness_tracker.spark.session import get_session
     except ImportError as exc:
-        _unavailable(f"pyspark not installed ({exc})")
+        unavailable(f"Spark unavailable: pyspark not installed ({exc})")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        _unavailable("no java on PATH and no JAVA_HOME")
+        unavailable("Spark unavailable: no java on PATH and no JAVA_HOME")
     session = get_session("local[2]", "freshness-tracker-tests", TEST_CONF)
     try:
         yield session

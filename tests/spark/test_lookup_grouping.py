@@ -66,7 +66,7 @@ def test_a_warm_cycle_reads_unmoved_offsets_from_the_cache(tmp_path: Any) -> Non
     from freshness_tracker.config import load_settings
     from freshness_tracker.sinks.history import read_history
     from freshness_tracker.spark.snapshot_job import Snapshotter
-    from tests.fakes import FakeBurrow, FakeReader, group, lag
+    from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
     class NoRetention:
         def retention_ms(self, topics: Any) -> dict[str, int | None]:

@@ -187,7 +187,7 @@ def test_an_empty_window_exits_1(spark: Any, tmp_path: Path) -> None:
 def test_a_missing_history_is_one_line_before_any_jvm(tmp_path: Path) -> None:
     """The real command line: one line naming --history and exit 2, not a JVM start and its
     Java stack trace."""
-    from tests.support.exporter import run_cli
+    from devstack.exporter import run_cli
 
     result = run_cli("spark", "report", "--history", str(tmp_path / "nothing"), "--from",
                      "2026-01-01", "--to", "2026-01-02", "--out", str(tmp_path / "o"))

@@ -27,10 +27,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from devstack.testing import unavailable
 from freshness_tracker.sinks.history import read_history
 from freshness_tracker.spark.session import TEST_JVM_OPTIONS
 from tests.spark.helpers import OBJECTIVES, Fleet, M, generate
-from tests.stack_support import unavailable
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
@@ -45,7 +45,7 @@ STABLE = ["consumer", "topic", "partition", "status", "committed_offset", "log_e
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         unavailable("no java on PATH and no JAVA_HOME")
-    from freshness_tracker.spark.standalone import LoopbackCluster
+    from devstack.spark_standalone import LoopbackCluster
 
     began = time.monotonic()
     standalone = LoopbackCluster(workers=2, cores=1, memory="1g",
@@ -60,8 +60,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 def submit(cluster: Any, *args: str, timeout_s: float = 300) -> tuple[int, str, str]:
     """`spark-submit --master spark://… <submit.py> args`: (exit code, stdout, stderr)."""
+    from devstack.spark_standalone import spark_home, spark_submit
     from freshness_tracker.spark import submit as app
-    from freshness_tracker.spark.standalone import spark_home, spark_submit
 
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYSPARK_", "SPARK_")) and k != "PYTHONSTARTUP"}

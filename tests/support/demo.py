@@ -19,8 +19,8 @@ from pathlib import Path
 
 import psutil
 
+from devstack.exporter import REPO, clean_env
 from devstack.processes import free_port
-from tests.support.exporter import REPO, clean_env
 
 #: What the demo prints once there are values, and the heading of the table it prints after.
 FIRST_VALUES = "first freshness values"

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from devstack import CommitWindow, RealStack
+from devstack.scrape import COMMIT_LAG, FRESHNESS, Scrape
 from devstack.stack import DEFAULT_RETENTION_MS
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionResult, PartitionStatus
-from tests.support.scrape import COMMIT_LAG, FRESHNESS, Scrape
 
 
 @dataclass

@@ -15,6 +15,7 @@ from urllib.parse import quote
 import pytest
 from prometheus_client import CollectorRegistry
 
+from devstack.scrape import Scrape
 from freshness_tracker.burrow import parse
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.burrow.settings import BurrowSettings
@@ -29,9 +30,8 @@ from freshness_tracker.sinks.prometheus import SeriesSet
 from freshness_tracker.sinks.render import render_table
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
 from freshness_tracker.sinks.status_page import render_status_page
-from tests.fakes import FakeBurrow, FakeReader, group, lag
 from tests.support.fake_burrow import FaultyBurrow
-from tests.support.scrape import Scrape
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 #: burrow.maxResponseBytes of the rig's client: a bigger /lag body is an unreadable answer.
 MAX_BODY = 1 << 20

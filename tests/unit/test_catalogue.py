@@ -8,6 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.oracle import FreshnessCollector
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.publish import SnapshotHolder
@@ -21,8 +22,7 @@ from freshness_tracker.sinks.prometheus import (
     READ_DURATION,
     SeriesSet,
 )
-from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.support.oracle import FreshnessCollector
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 SETTINGS = ('burrow.url = "http://burrow:8000"\nclusters = [{ name = c, kafka { '
             '"bootstrap.servers" = "k:1" } }]\n')

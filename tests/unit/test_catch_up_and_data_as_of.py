@@ -22,7 +22,7 @@ from freshness_tracker.domain.model import (
     RecordRead,
 )
 from freshness_tracker.domain.rollup import roll_up_groups
-from tests.fakes import group, lag
+from tests.support.fakes import group, lag
 
 T0 = 1_700_000_000_000
 LAGS = st.integers(0, 2**40)

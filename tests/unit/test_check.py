@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from devstack.exporter import run_cli
+from devstack.exporter_config import cluster_entry, exporter_config
 from freshness_tracker import check as check_module
 from freshness_tracker.check import CheckResult, run_checks
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
-from tests.support.config import cluster_entry, exporter_config
-from tests.support.exporter import run_cli
 from tests.support.http_burrow import RecordingBurrow, ok
 
 

@@ -1,5 +1,5 @@
 """/metrics renders exactly the published snapshot (golden exposition lines), byte for byte
-what prometheus_client writes for the same families (the oracle: tests.support.oracle)."""
+what prometheus_client writes for the same families (the oracle: devstack.oracle)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import replace
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.oracle import FreshnessCollector
 from freshness_tracker.domain.model import (
     ClusterHealth,
     ClusterSnapshot,
@@ -20,7 +21,6 @@ from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.exposition import CachedExposition
 from freshness_tracker.sinks.prometheus import Granularity, SeriesSet
 from tests.support.golden import result, snapshot
-from tests.support.oracle import FreshnessCollector
 
 
 def served(holder: SnapshotHolder, series: SeriesSet) -> str:

@@ -10,7 +10,7 @@ from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.domain.model import PartitionStatus, ReadOutcome, ReadRequest, RecordRead
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
-from tests.fakes import FakeBurrow, FakeReader, group, lag
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 NOW = 100_000
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from devstack.cache import default_kafka_version
-from tests.stack_support import unavailable
+from devstack.testing import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")

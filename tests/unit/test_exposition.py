@@ -35,6 +35,8 @@ from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.oracle import FreshnessCollector, reference_registry
+from devstack.processes import poll
 from freshness_tracker import http as http_module
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
@@ -67,10 +69,8 @@ from freshness_tracker.sinks.prometheus import (
     SeriesSet,
 )
 from tests.deploy.tools import require_tool
-from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.stack_support import poll
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 from tests.support.golden import snapshot
-from tests.support.oracle import FreshnessCollector, reference_registry
 
 #: Accept headers as Prometheus 2 and 3, curl and federating tools send them.
 ACCEPTS = [

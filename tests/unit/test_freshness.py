@@ -15,7 +15,7 @@ from freshness_tracker.domain.freshness import (
     retention_headroom_ms,
 )
 from freshness_tracker.domain.model import PartitionStatus, ReadOutcome, ReadRequest, RecordRead
-from tests.fakes import lag
+from tests.support.fakes import lag
 
 MS = st.integers(min_value=0, max_value=2**53)
 T0 = 1_700_000_000_000  # a real epoch: a timestamp before 2000 is impossible (INVALID)

@@ -43,8 +43,8 @@ from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.exposition import CachedExposition
 from freshness_tracker.sinks.prometheus import SeriesSet
 from freshness_tracker.sinks.selfmetrics import SelfMetrics
-from tests.fakes import FakeReader
 from tests.support.fake_burrow import FaultyBurrow
+from tests.support.fakes import FakeReader
 
 DATA = Path(__file__).parent.parent / "data"
 INT64_MAX = 2**63 - 1

@@ -22,7 +22,7 @@ from freshness_tracker.domain.model import ClusterLags, Snapshot
 from freshness_tracker.gate import COMPUTE_SLOTS, MAX_TURN_WAIT_S, ComputeGate
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from freshness_tracker.sinks import exposition
-from tests.fakes import FakeBurrow, FakeReader, group, lag
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 CLUSTERS = ("a", "b", "c", "d", "slow")
 

@@ -26,6 +26,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
+from devstack.processes import poll
+from devstack.testing import unavailable
 from freshness_tracker.domain.model import Snapshot
 from freshness_tracker.http import (
     AuthThrottle,
@@ -37,7 +39,6 @@ from freshness_tracker.http import (
 from freshness_tracker.sinks.exposition import Answer
 from freshness_tracker.sinks.status_page import render_status_page
 from tests.faults.harness import Certs, make_certs
-from tests.stack_support import poll, unavailable
 
 pytestmark = pytest.mark.timeout(120)
 

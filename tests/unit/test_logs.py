@@ -12,8 +12,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from devstack.logfmt import parse_logfmt
 from freshness_tracker.logs import formatter, logfmt_value
-from tests.support.logfmt import parse_logfmt
 
 _RFC3339_MS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")
 

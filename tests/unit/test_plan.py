@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from freshness_tracker.domain.model import ReadRequest
 from freshness_tracker.domain.plan import plan_reads
-from tests.fakes import lag
+from tests.support.fakes import lag
 
 
 def never(_r: ReadRequest) -> bool:

@@ -14,14 +14,14 @@ import sys
 
 import pytest
 
+from devstack.exporter_config import cluster_entry, exporter_config
+from devstack.testing import unavailable
 from freshness_tracker.process import (
     GC_YOUNG_THRESHOLD,
     MALLOC_ARENAS,
     MALLOC_MMAP_THRESHOLD,
     SWITCH_INTERVAL_S,
 )
-from tests.stack_support import unavailable
-from tests.support.config import cluster_entry, exporter_config
 
 PROGRAM = """
 import gc, json, sys

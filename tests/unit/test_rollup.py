@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from freshness_tracker.domain.model import PartitionKey, PartitionResult, PartitionStatus
 from freshness_tracker.domain.rollup import roll_up_groups, roll_up_topics
-from tests.fakes import group, lag
+from tests.support.fakes import group, lag
 
 
 def result(partition: int, status: PartitionStatus, freshness: int | None, topic: str = "t",

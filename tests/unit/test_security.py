@@ -29,9 +29,9 @@ from freshness_tracker.http import AuthThrottle, WebSettings, make_app
 from freshness_tracker.kafka import consumers as consumers_module
 from freshness_tracker.kafka.consumers import FORCED_SETTINGS, ConsumerPool, build_consumer_config
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
-from tests.fakes import FakeBurrow, group, lag
 from tests.faults.harness import make_certs
 from tests.support.fake_kafka import FakeBroker, FakeConsumer, make_log
+from tests.support.fakes import FakeBurrow, group, lag
 from tests.support.http_burrow import RecordingBurrow, ok
 
 SECURITY_PROPS = {

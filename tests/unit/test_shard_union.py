@@ -17,8 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
-from tests.fakes import FakeReader
 from tests.support.fake_burrow import FaultyBurrow
+from tests.support.fakes import FakeReader
 
 CLUSTERS = ("prod", "eu-west")
 GROUPS = 90

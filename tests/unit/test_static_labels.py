@@ -10,13 +10,13 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.oracle import reference_registry
 from freshness_tracker.app import Exporter
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.sinks.prometheus import RESERVED_LABELS
-from tests.fakes import FakeBurrow, FakeReader, group, lag
-from tests.support.oracle import reference_registry
+from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 TWO = '''
 clusters = [

@@ -1,4 +1,5 @@
-"""The tests' one logfmt reader: the exporter's log lines as fields, and their messages."""
+"""The one logfmt reader of the tests and benchmarks: the exporter's log lines as fields, and
+their messages."""
 
 from __future__ import annotations
 

@@ -28,8 +28,8 @@ from benchmarks.compare.peers import (
 )
 from devstack.burrow import burrow121_config, burrow_config
 
-# tests/data/compare/: kminion 2.3.5 and the CFT (see each file's header)
-DATA = Path(__file__).resolve().parents[1] / "data" / "compare"
+# data/: kminion 2.3.5 and the CFT (see each file's header)
+DATA = Path(__file__).resolve().parent / "data"
 KMINION = (DATA / "kminion.prom").read_text()
 CFT = (DATA / "cft.prom").read_text()
 

@@ -1,4 +1,5 @@
-"""Shared test setup: hypothesis profiles and an environment free of stray overrides."""
+"""Shared test setup of tests/ and of the benchmarks' own tests (benchmarks/): hypothesis
+profiles, an environment free of stray overrides, the session's real stack."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from devstack import RealStack
-from tests.stack_support import running_stack, unique_namer
+from devstack.testing import running_stack, unique_namer
 
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.register_profile("ci", max_examples=500, deadline=None,

@@ -19,20 +19,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from devstack import RealStack
-from devstack.processes import free_port
+from devstack.exporter_config import stack_config
+from devstack.logfmt import log_messages
+from devstack.processes import free_port, poll
+from devstack.scrape import Scrape, scrape_until
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import Settings
 from freshness_tracker.http import MetricsServer, make_app
-from tests.stack_support import poll
-from tests.support.config import stack_config
-from tests.support.logfmt import log_messages
-from tests.support.scrape import Scrape, scrape_until
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -70,7 +67,8 @@ def run_all(commands: Sequence[Sequence[str]], timeout_s: float = 90
         except subprocess.TimeoutExpired:
             proc.kill()
             out, err = proc.communicate()
-            pytest.fail(f"{args} did not finish in {timeout_s} s; stderr:\n{err}")
+            raise AssertionError(
+                f"{args} did not finish in {timeout_s} s; stderr:\n{err}") from None
         results.append(subprocess.CompletedProcess(cli(*args), proc.returncode, out, err))
     return results
 
@@ -78,7 +76,7 @@ def run_all(commands: Sequence[Sequence[str]], timeout_s: float = 90
 @contextlib.contextmanager
 def exporter(stack: RealStack, groups_allow: str, extra: str = "", **kw: Any
              ) -> Iterator[Exporter]:  # fmt: skip
-    """An Exporter in this process for :func:`~tests.support.config.stack_config` (``kw`` as
+    """An Exporter in this process for :func:`~devstack.exporter_config.stack_config` (``kw`` as
     there), closed afterwards."""
     exp = Exporter(load_settings(text=stack_config(stack, groups_allow, extra=extra, **kw)))
     try:

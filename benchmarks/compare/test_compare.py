@@ -35,9 +35,9 @@ from benchmarks.compare.page import render
 from benchmarks.compare.peers import klag_config, proc_cpu_s, proc_peak_rss_mib
 from benchmarks.compare.stats import ratio, ratio_text
 
-# Each tool's /metrics, trimmed to a few series (tests/data/compare/: klag-exporter 0.1.22 with
+# Each tool's /metrics, trimmed to a few series (data/: klag-exporter 0.1.22 with
 # granularity = "partition", kafka_exporter 1.9.0, ours).
-DATA = Path(__file__).resolve().parents[1] / "data" / "compare"
+DATA = Path(__file__).resolve().parent / "data"
 KLAG = (DATA / "klag.prom").read_text()
 
 OURS = (DATA / "ours.prom").read_text()

@@ -38,7 +38,7 @@ def exporter_config(
     every_family: bool = False, extra: str = "",
 ) -> str:  # fmt: skip
     """HOCON for the exporter: the keys given, nothing else. ``port="@PORT@"`` leaves the port
-    for :class:`tests.support.exporter.ExporterProcess` to fill in."""
+    for :class:`devstack.exporter.ExporterProcess` to fill in."""
     burrow = {"url": json.dumps(burrow_url), "timeout": burrow_timeout, "retries": retries}
     lookup = {"timeout": lookup_timeout, "topicConfigTtl": topic_config_ttl}
     lines = [

@@ -1,12 +1,12 @@
 """The one way test suites start the real local stack (Apache Kafka 3.9.1 + Burrow 1.2.1,
 ``devstack.RealStack``), and the Burrow 1.2.1 compatibility stack (Kafka 3.9.1 on ZooKeeper,
-``devstack.legacy.LegacyStack``): skip locally, FAIL under CI=true."""
+``devstack.legacy.LegacyStack``): skip locally, FAIL under CI=true. Here, not under tests/,
+because the benchmarks' own tests start the stack the same way (the root conftest.py)."""
 
 from __future__ import annotations
 
 import os
 import re
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn, Protocol, TypeVar
@@ -35,21 +35,6 @@ def unavailable(reason: str) -> NoReturn:
     if in_ci():
         pytest.fail(reason)
     pytest.skip(reason)
-
-
-def poll(check: Callable[[], Any], timeout_s: float, what: str | Callable[[], str],
-         interval_s: float = 0.1) -> Any:
-    """Call ``check`` until it returns something truthy and return that; TimeoutError at the
-    deadline (``what`` may be a callable that explains the last state)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            detail = what() if callable(what) else what
-            raise TimeoutError(f"timed out after {timeout_s:g} s waiting for {detail}")
-        time.sleep(interval_s)
 
 
 def running_stack(*, allow_external: bool = True, nodes: int = 1, proxied: bool = True,
@@ -104,38 +89,3 @@ def unique_namer(request: pytest.FixtureRequest, width: int = 40) -> Callable[[s
         return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
 
     return make
-
-
-def require_managed(stack: RealStack, why: str) -> None:
-    """Tests that stop parts of the stack or write chosen commit times need the stack this
-    suite started, not an external one (FT_STACK_*): skip locally, fail under CI=true."""
-    if not stack.managed:
-        unavailable(f"{why}, but FT_STACK_* points at an external stack")
-
-
-def java_string_hash(text: str) -> int:
-    """``String.hashCode()`` (UTF-16 code units, 32-bit signed overflow)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + int.from_bytes(data[i:i + 2], "big")) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def offsets_partition(group: str, partitions: int) -> int:
-    """The ``__consumer_offsets`` partition Kafka writes ``group``'s commits to
-    (``Utils.abs(group.hashCode()) % partitions``)."""
-    h = java_string_hash(group)
-    return (0 if h == -(1 << 31) else abs(h)) % partitions
-
-
-def marker_group_beside(group: str, prefix: str, partitions: int) -> str:
-    """A fresh group whose commits land in ``group``'s ``__consumer_offsets`` partition: once
-    Burrow shows the marker's commit, it has read everything ``group`` committed before it (an
-    absence checked without sleeping)."""
-    want = offsets_partition(group, partitions)
-    for i in range(10_000):
-        name = f"{prefix}-{uuid.uuid4().hex[:6]}-{i}"
-        if offsets_partition(name, partitions) == want:
-            return name
-    raise AssertionError("no marker group found")  # 1 in `partitions` names fit
