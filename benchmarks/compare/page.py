@@ -371,7 +371,39 @@ def _cost_section(cost: dict[str, Any]) -> list[str]:
         parts += [f"The {name} scenario could not be built: `{error}`.", ""]
     for rep in range(cost["reps"]):
         parts += [cost_table(cost, rep), ""]
+    parts += _burrow_alone(cost)
     return parts
+
+
+def _burrow_alone(cost: dict[str, Any]) -> list[str]:
+    """Burrow's own CPU with no tool running, at the accuracy stack's refresh and at its
+    defaults: what ours' offsets cost a site that runs Burrow only for it."""
+    phases = cost.get("burrow_phases") or []
+    if not phases:
+        return []
+
+    def setting(phase: dict[str, Any]) -> str:
+        refresh = phase["refresh"]
+        return ", ".join(f"`{key} = {value:g}`" for key, value in refresh.items())
+
+    rows = [
+        f"- {setting(p)}: {p['cpu_per_s']:.4f} CPU s per s ({p['cpu_per_poll_s']:.3f} per "
+        f"{cost['poll_s']:g}-s poll interval) over {p['window_s']:.0f} s, peak RSS "
+        f"{p['peak_rss_mib']:.0f} MiB" + (" (restarted with this setting)" if p["restarted"]
+                                          else "")
+        for p in phases
+    ]
+    ratio = ""
+    if len(phases) >= 2 and phases[-1]["cpu_per_s"] > 0:
+        times = phases[0]["cpu_per_s"] / phases[-1]["cpu_per_s"]
+        ratio = f" the first setting costs {times:.1f}× the CPU of the last."
+    return [
+        "**Burrow alone**, no tool running, same cluster and groups after the tools' runs:"
+        + ratio,
+        "",
+        *rows,
+        "",
+    ]
 
 
 def _failed_text(failed: dict[str, Any]) -> str:

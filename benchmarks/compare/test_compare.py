@@ -417,3 +417,23 @@ def test_pooled_timing_weighs_replicas_by_samples_and_spans_every_phase() -> Non
     assert pooled.phase_mean_s == pytest.approx(0.7)
     assert (pooled.phase_min_s, pooled.phase_max_s) == (0.2, 0.9)
     assert pool_timing([None]) is None
+
+
+def test_burrow_alone_renders_each_setting_and_their_ratio() -> None:
+    from benchmarks.compare.page import _burrow_alone
+
+    def phase(refresh: dict[str, int], cpu_per_s: float, restarted: bool) -> dict[str, Any]:
+        return {"refresh": refresh, "cpu_per_s": cpu_per_s, "cpu_per_poll_s": cpu_per_s * 10,
+                "window_s": 60.0, "peak_rss_mib": 40.0, "restarted": restarted}
+
+    cost = {"poll_s": 10.0, "burrow_phases": [
+        phase({"offset-refresh": 1, "topic-refresh": 1}, 0.09, False),
+        phase({"offset-refresh": 10, "topic-refresh": 60}, 0.03, True),
+    ]}
+    text = "\n".join(_burrow_alone(cost))
+    assert "`offset-refresh = 1`, `topic-refresh = 1`: 0.0900 CPU s per s" in text
+    assert "`offset-refresh = 10`, `topic-refresh = 60`: 0.0300 CPU s per s" in text
+    assert "0.900 per 10-s poll interval" in text
+    assert "3.0× the CPU of the last" in text
+    assert "(restarted with this setting)" in text
+    assert _burrow_alone({"poll_s": 10.0}) == []
