@@ -10,8 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from freshness_tracker.objective_rules import RATE_WINDOW
-from freshness_tracker.sinks.prometheus import (
+from freshness_tracker.metrics import (
     BUILD_INFO,
     CLUSTER_CYCLE_DURATION,
     CLUSTER_LAST_SUCCESS,
@@ -39,6 +38,7 @@ from freshness_tracker.sinks.prometheus import (
     TOPIC_OLDEST_UNCOMMITTED,
     Family,
 )
+from freshness_tracker.objective_rules import RATE_WINDOW
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 GROUP = 'job=~"$job", cluster=~"$cluster", consumer=~"$consumer"'

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.processes import poll
-from freshness_tracker.sinks import prometheus as catalogue
+from freshness_tracker import metrics as catalogue
 from freshness_tracker.sinks.exposition import CachedExposition
 
 Labels = frozenset[tuple[str, str]]

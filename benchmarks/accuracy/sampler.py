@@ -20,7 +20,7 @@ import requests
 from devstack.exporter import ExporterProcess as SupportExporterProcess
 from devstack.exporter_config import cluster_entry, exporter_config
 from devstack.scrape import DURATION, LAST_ATTEMPT, Scrape
-from freshness_tracker.sinks import prometheus as catalogue
+from freshness_tracker import metrics as catalogue
 
 __all__ = ["ExporterProcess", "Sample", "Sampler"]
 

@@ -24,7 +24,7 @@ from deploy import schema
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.filters import Shard
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.sinks.prometheus import Granularity
+from freshness_tracker.metrics import Granularity
 from tests.deploy import crds
 from tests.deploy.chart import (
     NAMESPACE,

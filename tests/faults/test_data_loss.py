@@ -27,7 +27,7 @@ from freshness_tracker.config import load_settings
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
-from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
+from freshness_tracker.metrics import ALL_PARTITION_METRICS
 from tests.faults.harness import Record, describe_recovery, fault_config, groups_regex
 from tests.support.fake_kafka import BASE_TS, FakeBroker, FakeConsumer, fake_reader, make_log
 from tests.support.fakes import FakeBurrow, group, lag

@@ -11,8 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devstack.oracle import FreshnessCollector
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
-from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import (
+from freshness_tracker.metrics import (
     BUILD_INFO,
     CYCLE_COUNTERS,
     FRESHNESS,
@@ -20,8 +19,9 @@ from freshness_tracker.sinks.prometheus import (
     KAFKA_FETCH_REQUESTS,
     LOG_END,
     READ_DURATION,
-    SeriesSet,
 )
+from freshness_tracker.publish import SnapshotHolder
+from freshness_tracker.sinks.prometheus import SeriesSet
 from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 SETTINGS = ('burrow.url = "http://burrow:8000"\nclusters = [{ name = c, kafka { '

@@ -53,7 +53,8 @@ from freshness_tracker.domain.model import (
     TopicResult,
 )
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.http import MetricsServer, WebSettings, make_app, send_all
+from freshness_tracker.http import MetricsServer, make_app, send_all
+from freshness_tracker.metrics import ALL_PARTITION_METRICS, Granularity
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks import exposition as exposition_module
 from freshness_tracker.sinks.exposition import (
@@ -62,12 +63,8 @@ from freshness_tracker.sinks.exposition import (
     crc_shift,
     only_named,
 )
-from freshness_tracker.sinks.prometheus import (
-    ALL_PARTITION_METRICS,
-    DEFAULT_PARTITION_METRICS,
-    Granularity,
-    SeriesSet,
-)
+from freshness_tracker.sinks.prometheus import DEFAULT_PARTITION_METRICS, SeriesSet
+from freshness_tracker.web_settings import WebSettings
 from tests.deploy.tools import require_tool
 from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 from tests.support.golden import snapshot

@@ -15,7 +15,7 @@ from freshness_tracker.app import Exporter
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.sinks.prometheus import RESERVED_LABELS
+from freshness_tracker.metrics import RESERVED_LABELS
 from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 TWO = '''
