@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Sample:
     metrics_ms: float  # when /metrics was read
-    ours_ms: float | None  # kafka_consumer_freshness_ms, None if absent
+    ours_ms: float | None  # the catalogue's FRESHNESS, None if absent
     ours_offset: int | None  # kafka_consumer_committed_offset
     ours_lag: int | None  # kafka_consumer_offset_lag
     cycle_start_ms: float | None  # freshness_tracker_cluster_last_attempt_timestamp_seconds

@@ -28,7 +28,12 @@ from freshness_tracker.errors import ConfigError
 from freshness_tracker.errors import described as _described
 from freshness_tracker.errors import scalar_kind as _scalar_kind
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
-from freshness_tracker.metrics import ALL_PARTITION_METRICS, RESERVED_LABELS, Granularity
+from freshness_tracker.metrics import (
+    ALL_PARTITION_METRICS,
+    FRESHNESS,
+    RESERVED_LABELS,
+    Granularity,
+)
 from freshness_tracker.reference import (
     default,
     default_seconds,
@@ -563,7 +568,7 @@ def _partition_metrics(r: _Reader) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError("partitionMetrics", f"expected a list of metric names, got "
                           f"{_kind(value)}", "write e.g. partitionMetrics = "
-                          '["kafka_consumer_freshness_ms"]')
+                          f'["{FRESHNESS.name}"]')
     for i, name in enumerate(value):
         if name not in ALL_PARTITION_METRICS:
             raise ConfigError(f"partitionMetrics[{i}]", f"{_described(name)} is no "
