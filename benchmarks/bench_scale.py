@@ -182,6 +182,7 @@ BUCKETS = [
     ("kafka/", "Kafka reads, retention.ms (kafka/)"),
     ("sinks/exposition.py", "render /metrics (sinks/exposition)"),
     ("sinks/prometheus.py", "render /metrics (sinks/exposition)"),
+    ("freshness_tracker/metrics.py", "render /metrics (sinks/exposition)"),  # value functions
     ("cycle.py", "cycle, other"),
 ]
 

@@ -9,8 +9,8 @@ renderer.
 A family's value function says, per row of a snapshot, which sample exists and its value
 (None: no sample), so a group or partition that has gone, or a failed read, simply has no
 sample: nothing stale survives a cycle. Values come from each cluster's last completed cycle (no
-sample timestamps, per the exporter guidelines). The renderers (`sinks.prometheus`,
-`sinks.exposition`) choose which families a snapshot exports and write them.
+sample timestamps, per the exporter guidelines). `sinks.prometheus` says which families a
+snapshot exports (`SeriesSet`); `sinks.exposition` writes them for /metrics.
 
     kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"} 1234.0
     kafka_consumer_group_max_freshness_ms{cluster="c",consumer="g"} 1234.0
