@@ -67,6 +67,7 @@ from typing import IO, Any, ClassVar
 from benchmarks.scale_burrow import ClusterLayout, GeneratedBurrow, Layout
 from benchmarks.scale_exporter import proc_status
 from devstack.memory import RssSampler
+from freshness_tracker import metrics
 
 log = logging.getLogger("benchmarks.bench_scale")
 
@@ -181,6 +182,7 @@ BUCKETS = [
     ("kafka/", "Kafka reads, retention.ms (kafka/)"),
     ("sinks/exposition.py", "render /metrics (sinks/exposition)"),
     ("sinks/prometheus.py", "render /metrics (sinks/exposition)"),
+    ("freshness_tracker/metrics.py", "render /metrics (sinks/exposition)"),  # value functions
     ("cycle.py", "cycle, other"),
 ]
 
@@ -479,6 +481,8 @@ def shards(args: argparse.Namespace, bootstrap: str, results: dict[str, Any]) ->
         wall = time.monotonic() - began
         freshness: Counter[bytes] = Counter()
         groups: Counter[bytes] = Counter()
+        freshness_prefix = f"{metrics.FRESHNESS.name}{{".encode()
+        group_prefix = f"{metrics.GROUP_MAX_FRESHNESS.name}{{".encode()
         per_shard = []
         for p in procs:
             conn = http.client.HTTPConnection("127.0.0.1", p.port, timeout=300)
@@ -487,14 +491,14 @@ def shards(args: argparse.Namespace, bootstrap: str, results: dict[str, Any]) ->
             conn.close()
             mine = 0
             for line in body.split(b"\n"):
-                if line.startswith(b"kafka_consumer_freshness_ms{"):
+                if line.startswith(freshness_prefix):
                     freshness[line[: line.rindex(b" ")]] += 1
                     mine += 1
-                elif line.startswith(b"kafka_consumer_group_max_freshness_ms{"):
+                elif line.startswith(group_prefix):
                     groups[line[: line.rindex(b" ")]] += 1
             per_shard.append({"partitions": mine, "bytes": len(body), "hwm_mb": p.hwm_mb()})
         expected = {
-            (f'kafka_consumer_freshness_ms{{cluster="big",consumer="{g}",partition="{p}",'
+            (f'{metrics.FRESHNESS.name}{{cluster="big",consumer="{g}",partition="{p}",'
              f'topic="{t}"}}').encode() for g, t, p, _c in layout.partitions("big")}
         results["shards"] = {
             "shards": args.shards, "partitions": layout.total_partitions(), "wall_s": wall,

@@ -26,6 +26,7 @@ from devstack.records import (
     run_outcome,
     source_comment,
 )
+from freshness_tracker.metrics import FRESHNESS
 
 __all__ = ["PAGES", "pages"]
 
@@ -328,7 +329,7 @@ def scale_shards(record: Record) -> str:
                 for i, (c, p) in enumerate(zip(s["cycles"], s["per_shard"], strict=True))]
         return (f"{_num(s['partitions'])} partitions over {s['shards']} exporter processes, "
                 f"shard i of {s['shards']} each, one cycle each in parallel. The union of their "
-                f"/metrics: {_num(s['series'])} `kafka_consumer_freshness_ms` series, "
+                f"/metrics: {_num(s['series'])} `{FRESHNESS.name}` series, "
                 f"{s['missing']} missing, {s['extra']} extra, {s['duplicated']} twice; "
                 f"{_num(s['groups'])} of {_num(s['groups_expected'])} group roll-ups, "
                 f"{s['groups_duplicated']} twice.\n\n"

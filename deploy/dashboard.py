@@ -10,14 +10,16 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from freshness_tracker.objective_rules import RATE_WINDOW
-from freshness_tracker.sinks.prometheus import (
+from freshness_tracker.metrics import (
     BUILD_INFO,
+    BURROW_ERRORS,
+    CACHE_HITS,
     CLUSTER_CYCLE_DURATION,
     CLUSTER_LAST_SUCCESS,
     CLUSTER_PARTITIONS,
     CLUSTER_UP,
     COMMIT_LAG,
+    CYCLE_FAILURES,
     DATA_LOSS,
     FRESHNESS,
     GROUP_CATCH_UP,
@@ -30,15 +32,19 @@ from freshness_tracker.sinks.prometheus import (
     GROUP_STATUS,
     GROUP_UNMEASURED,
     HEADROOM,
+    KAFKA_READ_FAILURES,
+    KAFKA_READS,
     LOST,
     OFFSET_LAG,
     OLDEST_UNCOMMITTED,
     PARTITION_STATUS,
+    READ_DURATION,
     TOPIC_MAX_FRESHNESS,
     TOPIC_OFFSET_LAG,
     TOPIC_OLDEST_UNCOMMITTED,
     Family,
 )
+from freshness_tracker.objective_rules import RATE_WINDOW
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 GROUP = 'job=~"$job", cluster=~"$cluster", consumer=~"$consumer"'
@@ -387,26 +393,26 @@ def _panels() -> list[dict[str, Any]]:
     rate = "[$__rate_interval]"
     ps += [
         panel("timeseries", "Errors", [
-            target(f"sum by (cluster) (rate(freshness_tracker_cycle_failures_total{{{CLUSTER}}}"
+            target(f"sum by (cluster) (rate({CYCLE_FAILURES.total}{{{CLUSTER}}}"
                    f"{rate}))", "cycle failures {{cluster}}", "A"),
-            target(f"sum by (cluster) (rate(freshness_tracker_burrow_errors_total{{{CLUSTER}}}"
+            target(f"sum by (cluster) (rate({BURROW_ERRORS.total}{{{CLUSTER}}}"
                    f"{rate}))", "Burrow errors {{cluster}}", "B"),
             target("sum by (cluster) "
-                   f"(rate(freshness_tracker_kafka_read_failures_total{{{CLUSTER}}}{rate}))",
+                   f"(rate({KAFKA_READ_FAILURES.total}{{{CLUSTER}}}{rate}))",
                    "Kafka read failures {{cluster}}", "C")],
             unit="ops", w=8, h=7, x=0, y=y,
             description="Failed cycles, Burrow requests that failed after retries, failed "
                         "Kafka reads (per second)."),
         panel("timeseries", "Kafka reads and cache hits", [
-            target(f"sum by (cluster) (rate(freshness_tracker_kafka_reads_total{{{CLUSTER}}}"
+            target(f"sum by (cluster) (rate({KAFKA_READS.total}{{{CLUSTER}}}"
                    f"{rate}))", "reads {{cluster}}", "A"),
-            target(f"sum by (cluster) (rate(freshness_tracker_cache_hits_total{{{CLUSTER}}}"
+            target(f"sum by (cluster) (rate({CACHE_HITS.total}{{{CLUSTER}}}"
                    f"{rate}))", "cache hits {{cluster}}", "B")],
             unit="ops", w=8, h=7, x=8, y=y,
             description="Record reads sent to Kafka and timestamps answered from the cache."),
         panel("timeseries", "Kafka read phase (p95)", [target(
             "histogram_quantile(0.95, sum by (cluster, le) "
-            f"(rate(freshness_tracker_kafka_read_duration_seconds_bucket{{{CLUSTER}}}{rate})))",
+            f"(rate({READ_DURATION.name}_bucket{{{CLUSTER}}}{rate})))",
             "{{cluster}}")], unit="s", w=8, h=7, x=16, y=y,
             description="95th percentile of the time a cycle spent reading Kafka."),
     ]

@@ -24,6 +24,7 @@ from devstack.exporter_config import stack_config
 from devstack.logfmt import log_messages
 from devstack.processes import free_port, poll
 from devstack.scrape import Scrape, scrape_until
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import Settings
@@ -207,7 +208,7 @@ class ExporterProcess:
             text = last.text if last else "(no scrape)"
             lines = [ln for ln in text.splitlines()
                      if ln.startswith(("freshness_tracker_cluster", "kafka_consumer_freshness",
-                                       "freshness_tracker_cycles_total"))]
+                                       metrics.CYCLES.total))]
             return f"{what}\n--- last scrape ---\n" + "\n".join(lines[:40]) + \
                 f"\n--- exporter log ---\n{self.log_tail()}"
 

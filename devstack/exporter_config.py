@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from devstack import RealStack
-from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
+from freshness_tracker.metrics import ALL_PARTITION_METRICS
 
 #: The suites check every per-partition family's rules, so they export them all (the default
 #: set is smaller: reference.conf `partitionMetrics`).

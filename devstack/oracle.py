@@ -1,5 +1,5 @@
 """The test oracle of /metrics: prometheus_client's `generate_latest` over a Collector of the
-same snapshot, built from the package's family definitions (`sinks.prometheus`).
+same snapshot, built from the package's family definitions (`freshness_tracker.metrics`).
 
 The package has one renderer (`sinks.exposition`, what /metrics serves); this Collector builds
 prometheus_client objects per collect() so that prometheus_client itself writes the text the

@@ -13,30 +13,20 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.processes import poll
-from freshness_tracker.sinks import prometheus as catalogue
+from freshness_tracker import metrics as catalogue
 from freshness_tracker.sinks.exposition import CachedExposition
 
 Labels = frozenset[tuple[str, str]]
-
-_COUNTERS = {c.name for c in catalogue.CYCLE_COUNTERS}
-
-
-def _total(counter: str) -> str:
-    """A cycle counter's sample name; a name the catalogue does not know fails at import."""
-    if counter not in _COUNTERS:
-        raise KeyError(f"no cycle counter {counter} in the catalogue")
-    return f"{counter}_total"
-
 
 UP = catalogue.CLUSTER_UP.name
 LAST_SUCCESS = catalogue.CLUSTER_LAST_SUCCESS.name
 LAST_ATTEMPT = catalogue.CLUSTER_LAST_ATTEMPT.name
 PARTITIONS = catalogue.CLUSTER_PARTITIONS.name
 DURATION = catalogue.CLUSTER_CYCLE_DURATION.name
-CYCLES = _total("freshness_tracker_cycles")
-FAILURES = _total("freshness_tracker_cycle_failures")
-BURROW_ERRORS = _total("freshness_tracker_burrow_errors")
-READ_FAILURES = _total("freshness_tracker_kafka_read_failures")
+CYCLES = catalogue.CYCLES.total
+FAILURES = catalogue.CYCLE_FAILURES.total
+BURROW_ERRORS = catalogue.BURROW_ERRORS.total
+READ_FAILURES = catalogue.KAFKA_READ_FAILURES.total
 FRESHNESS = catalogue.FRESHNESS.name
 COMMIT_LAG = catalogue.COMMIT_LAG.name
 GROUP_FRESHNESS = catalogue.GROUP_MAX_FRESHNESS.name

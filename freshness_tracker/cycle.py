@@ -38,6 +38,7 @@ from freshness_tracker.errors import BurrowError, FreshnessTrackerError
 from freshness_tracker.gate import ComputeGate
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
+from freshness_tracker.metrics import CLUSTER_FILTERED_GROUPS, INVALID_INPUTS
 
 __all__ = [
     "ClusterMeasurer",
@@ -423,14 +424,13 @@ class ClusterMeasurer:
         if len(lags.filtered) != self._filtered:
             # Once per change, not per cycle: excluding groups is configuration, not trouble.
             self._filtered = len(lags.filtered)
-            log.info("cluster=%s %d listed groups excluded by filters.groups (freshness_tracker_"
-                     "cluster_filtered_groups)%s", self.name, len(lags.filtered),
+            log.info("cluster=%s %d listed groups excluded by filters.groups (%s)%s", self.name,
+                     len(lags.filtered), CLUSTER_FILTERED_GROUPS.name,
                      ", first: " + ", ".join(escaped(g) for g in lags.filtered[:3])
                      if lags.filtered else "")
         if invalid:
-            log.warning("cluster=%s %d impossible inputs not used (freshness_tracker_invalid_"
-                        "inputs_total), first: %s", self.name, len(invalid),
-                        "; ".join(invalid[:3]))
+            log.warning("cluster=%s %d impossible inputs not used (%s), first: %s", self.name,
+                        len(invalid), INVALID_INPUTS.total, "; ".join(invalid[:3]))
         if h.error:
             log.warning("cluster=%s failed: %s", self.name, h.error)
 

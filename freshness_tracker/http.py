@@ -41,7 +41,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http import HTTPStatus
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -50,7 +50,6 @@ from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CollectorRegistry
 
-from freshness_tracker.reference import default
 from freshness_tracker.sinks.exposition import (
     Answer,
     CachedExposition,
@@ -59,24 +58,13 @@ from freshness_tracker.sinks.exposition import (
     only_named,
 )
 from freshness_tracker.sinks.status_page import CONTENT_SECURITY_POLICY
+from freshness_tracker.web_settings import WebSettings
 
 __all__ = ["LISTEN_BACKLOG", "AuthThrottle", "HealthFn", "ListenerLimits", "MetricsServer",
            "make_app", "tls_context"]
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True, slots=True)
-class WebSettings:
-    """The listener's settings (HOCON `port`, `listenAddress`, `web.*`; defaults from
-    reference.conf)."""
-
-    listen_address: str = default("listenAddress")
-    port: int = default("port")
-    tls_cert_file: str = default("web.tlsCertFile")
-    tls_key_file: str = default("web.tlsKeyFile")
-    basic_auth_username: str = default("web.basicAuthUsername")
-    basic_auth_password: str = field(default=default("web.basicAuthPassword"), repr=False)
 
 #: Returns (healthy, JSON-able details).
 HealthFn = Callable[[], tuple[bool, dict[str, Any]]]

@@ -53,7 +53,7 @@ import yaml
 
 from freshness_tracker.domain.slo import Objective
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.sinks.prometheus import (
+from freshness_tracker.metrics import (
     GROUP_MAX_FRESHNESS,
     GROUP_OLDEST_UNCOMMITTED,
     GROUP_STATUS,

@@ -18,7 +18,8 @@ from itertools import count
 
 from freshness_tracker.app import Exporter, SnapshotSink, unwind_grace_s
 from freshness_tracker.config.settings import Settings
-from freshness_tracker.http import MetricsServer, WebSettings, WsgiApp, make_app
+from freshness_tracker.http import MetricsServer, WsgiApp, make_app
+from freshness_tracker.web_settings import WebSettings
 
 __all__ = ["Service"]
 

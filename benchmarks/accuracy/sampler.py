@@ -20,7 +20,7 @@ import requests
 from devstack.exporter import ExporterProcess as SupportExporterProcess
 from devstack.exporter_config import cluster_entry, exporter_config
 from devstack.scrape import DURATION, LAST_ATTEMPT, Scrape
-from freshness_tracker.sinks import prometheus as catalogue
+from freshness_tracker import metrics as catalogue
 
 __all__ = ["ExporterProcess", "Sample", "Sampler"]
 
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Sample:
     metrics_ms: float  # when /metrics was read
-    ours_ms: float | None  # kafka_consumer_freshness_ms, None if absent
+    ours_ms: float | None  # the catalogue's FRESHNESS, None if absent
     ours_offset: int | None  # kafka_consumer_committed_offset
     ours_lag: int | None  # kafka_consumer_offset_lag
     cycle_start_ms: float | None  # freshness_tracker_cluster_last_attempt_timestamp_seconds

@@ -56,6 +56,7 @@ from benchmarks.compare.peers import (
 )
 from devstack import RealStack
 from devstack.burrow import BurrowServer, burrow_config
+from freshness_tracker.metrics import CYCLES
 
 __all__ = [
     "API_NAMES",
@@ -403,7 +404,7 @@ def _ours_cycles(tool: Tool) -> float:
     total = 0.0
     for family in text_string_to_metric_families(tool.metrics_text()):
         for s in family.samples:
-            if s.name == "freshness_tracker_cycles_total":
+            if s.name == CYCLES.total:
                 total += s.value
     return total
 

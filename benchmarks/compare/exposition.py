@@ -2,9 +2,9 @@
 
 Every tool names things its own way; this module is the one place that knows how:
 
-* **freshness-tracker**: ``kafka_consumer_freshness_ms{cluster, consumer, topic, partition}``
-  (milliseconds); its round is ``freshness_tracker_cluster_cycle_duration_seconds`` and
-  ``freshness_tracker_cluster_last_attempt_timestamp_seconds``.
+* **freshness-tracker**: its catalogue's (``freshness_tracker.metrics``) ``FRESHNESS``
+  (milliseconds, by cluster, consumer, topic, partition); its round is
+  ``CLUSTER_CYCLE_DURATION`` and ``CLUSTER_LAST_ATTEMPT``.
 * **klag-exporter** 0.1.22 to 0.1.29 alike (``granularity = "partition"``):
   ``kafka_consumergroup_group_lag_seconds{cluster_name, group, topic, partition, ...}`` (absent
   when it has no number: rate mode with too little history or an idle producer; 0.1.29 adds
@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from freshness_tracker import metrics
+
 __all__ = ["TOOLS", "Exposition", "ToolMetrics", "parse_exposition", "series_count"]
 
 
@@ -56,12 +58,12 @@ class ToolMetrics:
 
 TOOLS: dict[str, ToolMetrics] = {
     "ours": ToolMetrics(
-        time_lag="kafka_consumer_freshness_ms",
+        time_lag=metrics.FRESHNESS.name,
         time_scale=0.001,
-        offset_lag="kafka_consumer_offset_lag",
+        offset_lag=metrics.OFFSET_LAG.name,
         group_label="consumer",
-        round_seconds="freshness_tracker_cluster_cycle_duration_seconds",
-        round_stamp="freshness_tracker_cluster_last_attempt_timestamp_seconds",
+        round_seconds=metrics.CLUSTER_CYCLE_DURATION.name,
+        round_stamp=metrics.CLUSTER_LAST_ATTEMPT.name,
         cluster_label="cluster",
     ),
     "klag": ToolMetrics(
@@ -88,7 +90,7 @@ TOOLS: dict[str, ToolMetrics] = {
         partition_label="partition_id",
     ),
     "cft": ToolMetrics(
-        time_lag="kafka_consumer_freshness_ms",
+        time_lag="kafka_consumer_freshness_ms",  # its own name (ours kept it): not our catalogue
         time_scale=0.001,
         offset_lag=None,
         group_label="consumer",

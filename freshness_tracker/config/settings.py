@@ -27,19 +27,20 @@ from freshness_tracker.domain.filters import NameFilter, Shard
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.errors import described as _described
 from freshness_tracker.errors import scalar_kind as _scalar_kind
-from freshness_tracker.http import WebSettings
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from freshness_tracker.metrics import (
+    ALL_PARTITION_METRICS,
+    FRESHNESS,
+    RESERVED_LABELS,
+    Granularity,
+)
 from freshness_tracker.reference import (
+    default,
     default_seconds,
     parse_duration,
     reference_tree,
 )
-from freshness_tracker.sinks.prometheus import (
-    ALL_PARTITION_METRICS,
-    DEFAULT_PARTITION_METRICS,
-    RESERVED_LABELS,
-    Granularity,
-)
+from freshness_tracker.web_settings import WebSettings
 
 __all__ = [
     "ClusterSettings",
@@ -90,7 +91,7 @@ class Settings:
     #: and a cycle still running then is published as failed (never served frozen).
     cycle_timeout_s: float = default_seconds("cycleTimeout")
     #: The per-partition families exported at partition granularity (`partitionMetrics`).
-    partition_metrics: tuple[str, ...] = DEFAULT_PARTITION_METRICS
+    partition_metrics: tuple[str, ...] = tuple(default("partitionMetrics"))
     #: The file was the Consumer Freshness Tracker's YAML (known when it was read, so nothing
     #: reads it again to say so). Not a setting: equal settings from either format are equal.
     from_yaml: bool = field(default=False, compare=False)
@@ -567,7 +568,7 @@ def _partition_metrics(r: _Reader) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError("partitionMetrics", f"expected a list of metric names, got "
                           f"{_kind(value)}", "write e.g. partitionMetrics = "
-                          '["kafka_consumer_freshness_ms"]')
+                          f'["{FRESHNESS.name}"]')
     for i, name in enumerate(value):
         if name not in ALL_PARTITION_METRICS:
             raise ConfigError(f"partitionMetrics[{i}]", f"{_described(name)} is no "

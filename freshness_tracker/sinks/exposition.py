@@ -51,8 +51,9 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from freshness_tracker.domain.model import ClusterSnapshot, Snapshot
+from freshness_tracker.metrics import Family, Level
 from freshness_tracker.publish import SnapshotHolder
-from freshness_tracker.sinks.prometheus import Family, Level, SeriesSet, SkipLog
+from freshness_tracker.sinks.prometheus import SeriesSet, SkipLog
 
 __all__ = ["Answer", "CachedExposition", "gzip_wanted", "negotiate", "only_named"]
 

@@ -17,14 +17,14 @@ from prometheus_client.registry import Collector
 
 from freshness_tracker import __version__
 from freshness_tracker.domain.model import ClusterSnapshot
-from freshness_tracker.sinks.prometheus import (
+from freshness_tracker.metrics import (
     BUILD_INFO,
     CYCLE_COUNTERS,
     KAFKA_CONSUMERS,
     KAFKA_FETCH_REQUESTS,
     READ_DURATION,
-    SeriesSet,
 )
+from freshness_tracker.sinks.prometheus import SeriesSet
 
 __all__ = ["KafkaClientCollector", "SelfMetrics"]
 

@@ -24,7 +24,7 @@ from deploy import schema
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.filters import Shard
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.sinks.prometheus import Granularity
+from freshness_tracker.metrics import FRESHNESS, Granularity
 from tests.deploy import crds
 from tests.deploy.chart import (
     NAMESPACE,
@@ -108,7 +108,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "additionalAlertLabels": {"team": "data"},
         "disabledAlerts": ["KafkaConsumerRetentionHeadroomLow"],
         "extraGroups": [{"name": "custom", "rules": [
-            {"alert": "OrdersStale", "expr": 'cluster_consumer:kafka_consumer_freshness_ms:max'
+            {"alert": "OrdersStale", "expr": f'cluster_consumer:{FRESHNESS.name}:max'
              '{consumer="orders"} > 60000', "for": "1m"}]}]}},
 }
 

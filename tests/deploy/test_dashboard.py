@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from deploy import dashboard
+from freshness_tracker import metrics as catalogue
 from tests.deploy.promql import _panels, dashboard_queries, selectors
 from tests.deploy.tools import DASHBOARD_FILES, promtool
 
@@ -58,26 +59,26 @@ def test_the_panels_the_issue_asks_for(board: dict[str, Any]) -> None:
         for metric in metrics:
             assert metric in exprs[title], (title, metric)
     has("Freshness per group (worst partition)", "max by (cluster, consumer)",
-        "kafka_consumer_group_max_freshness_ms")
-    has("Freshness per partition", "kafka_consumer_freshness_ms")
-    has("Commit lag per partition", "kafka_consumer_commit_lag_ms")
-    has("Freshness beside offset lag", "kafka_consumer_group_max_freshness_ms",
-        "kafka_consumer_group_offset_lag")
-    has("Data loss per group (partitions)", "kafka_consumer_group_data_loss_partitions")
-    has("Lost records", "kafka_consumer_lost_records")
-    has("Retention headroom (worst partition per topic)", "kafka_consumer_retention_headroom_ms")
-    has("Burrow group status", "kafka_consumer_group_burrow_status")
-    has("Burrow partition status", "kafka_consumer_partition_burrow_status")
-    has("Cycle duration", "freshness_tracker_cluster_cycle_duration_seconds")
-    has("Errors", "freshness_tracker_cycle_failures_total", "freshness_tracker_burrow_errors_total",
-        "freshness_tracker_kafka_read_failures_total")
+        catalogue.GROUP_MAX_FRESHNESS.name)
+    has("Freshness per partition", catalogue.FRESHNESS.name)
+    has("Commit lag per partition", catalogue.COMMIT_LAG.name)
+    has("Freshness beside offset lag", catalogue.GROUP_MAX_FRESHNESS.name,
+        catalogue.GROUP_OFFSET_LAG.name)
+    has("Data loss per group (partitions)", catalogue.GROUP_DATA_LOSS_PARTITIONS.name)
+    has("Lost records", catalogue.LOST.name)
+    has("Retention headroom (worst partition per topic)", catalogue.HEADROOM.name)
+    has("Burrow group status", catalogue.GROUP_STATUS.name)
+    has("Burrow partition status", catalogue.PARTITION_STATUS.name)
+    has("Cycle duration", catalogue.CLUSTER_CYCLE_DURATION.name)
+    has("Errors", catalogue.CYCLE_FAILURES.total, catalogue.BURROW_ERRORS.total,
+        catalogue.KAFKA_READ_FAILURES.total)
     has("Data current as of and catch-up, per group",
-        "kafka_consumer_group_data_current_as_of_timestamp_seconds",
-        "kafka_consumer_group_catch_up_estimate_seconds", "kafka_consumer_group_catching_up")
-    has("Groups not catching up", "kafka_consumer_group_catching_up", "== 0")
-    has("Longest catch-up estimate", "kafka_consumer_group_catch_up_estimate_seconds")
+        catalogue.GROUP_DATA_AS_OF.name,
+        catalogue.GROUP_CATCH_UP.name, catalogue.GROUP_CATCHING_UP.name)
+    has("Groups not catching up", catalogue.GROUP_CATCHING_UP.name, "== 0")
+    has("Longest catch-up estimate", catalogue.GROUP_CATCH_UP.name)
     has("Last successful cycle age", "time() -",
-        "freshness_tracker_cluster_last_success_timestamp_seconds")
+        catalogue.CLUSTER_LAST_SUCCESS.name)
 
 
 def test_units_turn_milliseconds_into_durations(board: dict[str, Any]) -> None:
@@ -121,10 +122,10 @@ def test_every_query_is_filtered_by_the_variables(board: dict[str, Any]) -> None
         found = selectors(query.expr)
         assert found, (query.source, query.expr)  # every query selects some series
         for name, labels in found:
-            assert labels.get("job") == '=~"$job"' or name == "freshness_tracker_build_info", \
+            assert labels.get("job") == '=~"$job"' or name == catalogue.BUILD_INFO.name, \
                 (query.source, name)
             if name.startswith(("kafka_consumer_", "freshness_tracker_")) and \
-                    name != "freshness_tracker_build_info" and query.source != "variable $cluster":
+                    name != catalogue.BUILD_INFO.name and query.source != "variable $cluster":
                 assert labels.get("cluster") == '=~"$cluster"', (query.source, name)
             if name.startswith("kafka_consumer_") and query.source not in (
                     "variable $cluster", "variable $consumer"):
@@ -178,13 +179,13 @@ def test_the_catch_up_table_names_its_columns_and_highlights_not_catching_up(
 
 #: The freshness panels, each as of the query: (title, the timestamp family it ages).
 FRESHNESS_NOW = {
-    "Worst group freshness": "kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
+    "Worst group freshness": catalogue.GROUP_OLDEST_UNCOMMITTED.name,
     "Freshness per group (worst partition)":
-        "kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
-    "Freshness beside offset lag": "kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
-    "Freshness per topic": "kafka_consumer_topic_oldest_uncommitted_timestamp_seconds",
-    "Freshness per partition": "kafka_consumer_oldest_uncommitted_timestamp_seconds",
-    "Worst partitions now": "kafka_consumer_oldest_uncommitted_timestamp_seconds",
+        catalogue.GROUP_OLDEST_UNCOMMITTED.name,
+    "Freshness beside offset lag": catalogue.GROUP_OLDEST_UNCOMMITTED.name,
+    "Freshness per topic": catalogue.TOPIC_OLDEST_UNCOMMITTED.name,
+    "Freshness per partition": catalogue.OLDEST_UNCOMMITTED.name,
+    "Worst partitions now": catalogue.OLDEST_UNCOMMITTED.name,
 }
 
 
@@ -196,25 +197,25 @@ def test_freshness_panels_age_the_oldest_uncommitted_record_at_query_time(
     the gauge."""
     group = 'job="freshness-tracker",instance="a:8081",cluster="prod"'
     inputs = [
-        (f'kafka_consumer_group_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck"}}',
+        (f'{catalogue.GROUP_OLDEST_UNCOMMITTED.name}{{{group},consumer="stuck"}}',
          "0x2"),
-        (f'kafka_consumer_group_max_freshness_ms{{{group},consumer="stuck"}}', "0 300000 600000"),
-        (f'kafka_consumer_group_max_freshness_ms{{{group},consumer="idle"}}', "0x2"),
-        (f'kafka_consumer_group_offset_lag{{{group},consumer="stuck"}}', "5x2"),
-        (f'kafka_consumer_topic_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck",'
+        (f'{catalogue.GROUP_MAX_FRESHNESS.name}{{{group},consumer="stuck"}}', "0 300000 600000"),
+        (f'{catalogue.GROUP_MAX_FRESHNESS.name}{{{group},consumer="idle"}}', "0x2"),
+        (f'{catalogue.GROUP_OFFSET_LAG.name}{{{group},consumer="stuck"}}', "5x2"),
+        (f'{catalogue.TOPIC_OLDEST_UNCOMMITTED.name}{{{group},consumer="stuck",'
          'topic="t"}', "0x2"),
-        (f'kafka_consumer_topic_max_freshness_ms{{{group},consumer="stuck",topic="t"}}',
+        (f'{catalogue.TOPIC_MAX_FRESHNESS.name}{{{group},consumer="stuck",topic="t"}}',
          "0 300000 600000"),
-        (f'kafka_consumer_topic_max_freshness_ms{{{group},consumer="idle",topic="t"}}', "0x2"),
-        (f'kafka_consumer_oldest_uncommitted_timestamp_seconds{{{group},consumer="stuck",'
+        (f'{catalogue.TOPIC_MAX_FRESHNESS.name}{{{group},consumer="idle",topic="t"}}', "0x2"),
+        (f'{catalogue.OLDEST_UNCOMMITTED.name}{{{group},consumer="stuck",'
          'topic="t",partition="0"}', "0x2"),
-        (f'kafka_consumer_freshness_ms{{{group},consumer="stuck",topic="t",partition="0"}}',
+        (f'{catalogue.FRESHNESS.name}{{{group},consumer="stuck",topic="t",partition="0"}}',
          "0 300000 600000"),
         # per-partition timestamps not exported for this one: its gauge, frozen at the 5m scrape
-        (f'kafka_consumer_freshness_ms{{{group},consumer="stuck",topic="t",partition="1"}}',
+        (f'{catalogue.FRESHNESS.name}{{{group},consumer="stuck",topic="t",partition="1"}}',
          "0 120000 420000"),
-        (f'kafka_consumer_freshness_ms{{{group},consumer="idle",topic="t",partition="0"}}', "0x2"),
-        (f'kafka_consumer_group_unmeasured_partitions{{{group},consumer="unknown"}}', "1x2"),
+        (f'{catalogue.FRESHNESS.name}{{{group},consumer="idle",topic="t",partition="0"}}', "0x2"),
+        (f'{catalogue.GROUP_UNMEASURED.name}{{{group},consumer="unknown"}}', "1x2"),
     ]
     now_ms = 8 * 60 * 1000  # at 8m: the record appended at 0 s waited 480 s
     stuck_partition = {"consumer": "stuck", "topic": "t", "partition": "0"}

@@ -31,6 +31,7 @@ from devstack import RealStack
 from devstack.exporter_config import stack_config
 from devstack.processes import poll
 from devstack.scrape import Scrape
+from freshness_tracker import metrics
 from freshness_tracker.cycle import now_ms
 from tests.deploy.chart import config_data, container, pod_spec, render
 from tests.deploy.containers import Podman, base_tarball, wait_exited
@@ -112,18 +113,18 @@ def assert_real_freshness(base: str, seeded: Seeded, started_ms: int) -> Scrape:
     unconsumed record (> 0, bounded by the cycle's time), commit lag exact; the scrape."""
     def measured() -> Scrape | None:
         scrape = Scrape.parse(http_get(f"{base}/metrics")[1])
-        fresh = scrape.get("kafka_consumer_freshness_ms", **seeded.labels())
+        fresh = scrape.get(metrics.FRESHNESS.name, **seeded.labels())
         return scrape if fresh is not None and fresh >= started_ms - seeded.record_ts else None
 
     scrape: Scrape = poll(measured, 90, f"{base}/metrics to show the group's freshness",
                           interval_s=0.3)
     scraped = now_ms()
-    fresh = scrape.get("kafka_consumer_freshness_ms", **seeded.labels())
+    fresh = scrape.get(metrics.FRESHNESS.name, **seeded.labels())
     assert fresh is not None and 0 < started_ms - seeded.record_ts <= fresh
     assert fresh <= scraped - seeded.record_ts
-    assert scrape.get("kafka_consumer_commit_lag_ms", **seeded.labels()) == \
+    assert scrape.get(metrics.COMMIT_LAG.name, **seeded.labels()) == \
         seeded.commit.commit_lag_ms
-    assert scrape.get("freshness_tracker_cluster_up", cluster=seeded.stack.cluster) == 1.0
+    assert scrape.get(metrics.CLUSTER_UP.name, cluster=seeded.stack.cluster) == 1.0
     return scrape
 
 
@@ -162,7 +163,7 @@ def test_image_runs_read_only_as_uid_10001_against_the_stack(
     status, body = http_get(f"{base}/healthz")
     assert status == 200 and json.loads(body)["clusters"][stack.cluster]["up"] is True
     scrape = assert_real_freshness(base, seeded, started)
-    assert scrape.get("kafka_consumer_offset_lag", **seeded.labels()) == 3
+    assert scrape.get(metrics.OFFSET_LAG.name, **seeded.labels()) == 3
 
     # the image's own user, numeric, on a root filesystem mounted read-only
     ids = engine.run("exec", container_name, "id").stdout.split()

@@ -20,6 +20,7 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from freshness_tracker import metrics
 from freshness_tracker.cli import main
 from freshness_tracker.domain.slo import Objective, objective_for_group
 from freshness_tracker.errors import ConfigError
@@ -137,12 +138,12 @@ def test_the_sli_is_strictly_over_the_objective_or_reported_without_a_value() ->
     (rule,) = [r for r in objective_rules(parse_objectives(DOCS_EXAMPLE))["groups"][0]["rules"]
                if r.get("labels", {}).get("objective") == "0" and "record" in r]
     # a topic-scoped objective judges the worst of its topics only
-    assert 'kafka_consumer_topic_max_freshness_ms{consumer=~"orders-.*", topic=~"payments"}' \
+    assert f'{metrics.TOPIC_MAX_FRESHNESS.name}{{consumer=~"orders-.*", topic=~"payments"}}' \
         in rule["expr"]
     assert "> bool 60000" in rule["expr"]
-    assert "kafka_consumer_group_burrow_status" in rule["expr"].split("\nor\n")[-1]
+    assert metrics.GROUP_STATUS.name in rule["expr"].split("\nor\n")[-1]
     unscoped = objective_rules(parse_objectives(DOCS_EXAMPLE))["groups"][0]["rules"][1]
-    assert "kafka_consumer_group_max_freshness_ms{" in unscoped["expr"]
+    assert f"{metrics.GROUP_MAX_FRESHNESS.name}{{" in unscoped["expr"]
     assert "> bool 300000" in unscoped["expr"]
 
 
@@ -336,9 +337,9 @@ def test_names_in_annotations_render_literally_in_prometheus(tmp_path: Path) -> 
     unit = {"rule_files": [rules.name], "evaluation_interval": "1m", "tests": [{
         "interval": "1m",
         "input_series": [
-            {"series": f'kafka_consumer_topic_max_freshness_ms{{{series}, topic="t{{{{ 1 }}}}"}}',
+            {"series": f'{metrics.TOPIC_MAX_FRESHNESS.name}{{{series}, topic="t{{{{ 1 }}}}"}}',
              "values": "600000x90"},
-            {"series": f"kafka_consumer_group_burrow_status{{{series}}}", "values": "1x90"}],
+            {"series": f"{metrics.GROUP_STATUS.name}{{{series}}}", "values": "1x90"}],
         "alert_rule_test": [{
             "eval_time": "1h", "alertname": "KafkaConsumerFreshnessBudgetBurnFast",
             "exp_alerts": [{

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from deploy import generate
+from freshness_tracker import metrics
 from tests.deploy.chart import one, render
 from tests.deploy.tools import RULES_FILE, RULES_TEST_FILE, promtool
 
@@ -48,7 +49,7 @@ def test_every_alert_has_a_firing_and_a_quiet_case(rules: dict[str, Any]) -> Non
     # every recording rule an alert depends on is evaluated in a unit test too
     exprs = " ".join(c.get("expr", "") for case in tests["tests"]
                      for c in case.get("promql_expr_test", []))
-    assert "cluster_consumer:kafka_consumer_freshness_ms:max" in exprs
+    assert f"cluster_consumer:{metrics.FRESHNESS.name}:max" in exprs
     for level in ("cluster_consumer", "cluster_consumer_topic", "cluster_topic"):
         assert f"{level}:kafka_consumer_freshness_seconds:querytime_max" in exprs
 
@@ -61,7 +62,7 @@ def test_the_issue_asks_for_these_alerts(rules: dict[str, Any]) -> None:
                 if "record" in r}
     assert freshness["expr"] == recorded[
         "cluster_consumer:kafka_consumer_freshness_seconds:querytime_max"].rstrip() + " > 300"
-    assert "time() - kafka_consumer_group_oldest_uncommitted_timestamp_seconds" in \
+    assert f"time() - {metrics.GROUP_OLDEST_UNCOMMITTED.name}" in \
         freshness["expr"] and freshness["for"] == "10m"
     assert "data_loss" in by_name["KafkaConsumerDataLoss"]["expr"]
     assert "retention_headroom" in by_name["KafkaConsumerRetentionHeadroomLow"]["expr"]

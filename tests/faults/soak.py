@@ -30,6 +30,7 @@ from confluent_kafka import TIMESTAMP_CREATE_TIME
 from confluent_kafka import KafkaError as RdKafkaError
 
 from devstack.scrape import CYCLES, Scrape
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, GroupLags, PartitionKey, PartitionLag
@@ -258,7 +259,7 @@ def run() -> dict[str, Any]:
         with urllib.request.urlopen(url, timeout=60) as resp:
             return resp.read().decode()
 
-    up_line = f'freshness_tracker_cluster_up{{cluster="{CLUSTER}"}} 1.0'
+    up_line = f'{metrics.CLUSTER_UP.name}{{cluster="{CLUSTER}"}} 1.0'
     scraped: list[bool] = []
 
     def scraper() -> None:
@@ -344,7 +345,7 @@ def run() -> dict[str, Any]:
         "blocks_end": blocks_end, "threads_before": threads_before,
         "threads_max": max(threads_during), "threads_after": threads_after,
         "consumers_created": SimConsumer.created, "consumers_open": SimConsumer.live,
-        "pool": stats, "series": len(last.series("kafka_consumer_freshness_ms", cluster=CLUSTER)),
+        "pool": stats, "series": len(last.series(metrics.FRESHNESS.name, cluster=CLUSTER)),
         "leftover_threads": [t.name for t in leftover], "scrapes": len(scraped),
         "scrapes_up": sum(scraped),
     }

@@ -29,6 +29,7 @@ from devstack.scrape import (
     PARTITIONS,
     Scrape,
 )
+from freshness_tracker import metrics
 from tests.faults.harness import (
     CLUSTER,
     Record,
@@ -94,14 +95,14 @@ def observe_blackout(rig: Rig, baseline: Scrape, began: float, cycles: int = 2) 
     return Blackout(detect_s, baseline.consumer_series(CLUSTER), errors, frozen, cycles, error)
 
 
-MEASURED = "kafka_consumer_group_measured"
+MEASURED = metrics.GROUP_MEASURED.name
 
 
 def unmeasured_only(sc: Scrape, consumer: str) -> bool:
     """The group stays listed as unmeasured (measured 0, Burrow status -1) and serves no
     value: a group whose answer cannot be used never vanishes unseen."""
     return (sc.get(MEASURED, cluster=CLUSTER, consumer=consumer) == 0
-            and sc.get("kafka_consumer_group_burrow_status", cluster=CLUSTER,
+            and sc.get(metrics.GROUP_STATUS.name, cluster=CLUSTER,
                        consumer=consumer) == -1
             and sc.consumer_series(CLUSTER, consumer) == 2)
 
@@ -338,8 +339,8 @@ def test_one_hostile_group_body_costs_that_group_only(rig: Rig, record: Record, 
 
 # --- impossible input: one bad name, entry or value costs only itself -------------------------
 
-INVALID_INPUTS = "freshness_tracker_invalid_inputs_total"
-GROUP_UNMEASURED = "kafka_consumer_group_unmeasured_partitions"
+INVALID_INPUTS = metrics.INVALID_INPUTS.total
+GROUP_UNMEASURED = metrics.GROUP_UNMEASURED.name
 
 
 def consumer_list_path(cluster: str) -> str:
@@ -429,7 +430,7 @@ def test_unusable_consumer_list_entries_cost_only_themselves(rig: Rig, record: R
 def test_a_partition_listed_three_times_is_one_series(rig: Rig, record: Record) -> None:
     s = rig.seeded
     baseline = rig.healthy()
-    real_lag = baseline.get("kafka_consumer_topic_offset_lag", cluster=CLUSTER, consumer=s.other,
+    real_lag = baseline.get(metrics.TOPIC_OFFSET_LAG.name, cluster=CLUSTER, consumer=s.other,
                             topic=s.topic)
 
     def repeat(body: Any) -> None:
@@ -439,10 +440,10 @@ def test_a_partition_listed_three_times_is_one_series(rig: Rig, record: Record) 
         later, invalid, errors = _counted(rig, baseline)
         assert later.up(CLUSTER) == 1
         assert _lines(later, FRESHNESS, consumer=s.other, partition=0) == 1
-        lag = later.get("kafka_consumer_topic_offset_lag", cluster=CLUSTER, consumer=s.other,
+        lag = later.get(metrics.TOPIC_OFFSET_LAG.name, cluster=CLUSTER, consumer=s.other,
                         topic=s.topic)
         assert lag == real_lag == 2, "the topic roll-up counted a repeated partition again"
-        assert later.get("kafka_consumer_group_offset_lag", cluster=CLUSTER,
+        assert later.get(metrics.GROUP_OFFSET_LAG.name, cluster=CLUSTER,
                          consumer=s.other) == 2
         rig.assert_exact(later)
         assert invalid >= 4 and errors == 0
@@ -470,8 +471,8 @@ def test_a_negative_lag_is_unmeasured_never_caught_up(rig: Rig, record: Record) 
         later, invalid, errors = _counted(rig, baseline)
         for sc in (bad, later):
             assert sc.get(FRESHNESS, **labels) is None, "a negative lag was called caught up"
-            assert sc.get("kafka_consumer_offset_lag", **labels) is None
-            assert sc.get("kafka_consumer_committed_offset", **labels) == 8
+            assert sc.get(metrics.OFFSET_LAG.name, **labels) is None
+            assert sc.get(metrics.COMMITTED.name, **labels) == 8
             assert sc.get(PARTITIONS, cluster=CLUSTER, status="invalid") == 1
             assert sc.get(GROUP_UNMEASURED, cluster=CLUSTER,
                           consumer=s.other) == unmeasured + 1
@@ -495,17 +496,17 @@ def test_an_absurd_commit_timestamp_gives_no_commit_lag(rig: Rig, record: Record
     s = rig.seeded
     labels = {"cluster": CLUSTER, "consumer": s.other, "topic": s.topic, "partition": 0}
     baseline = rig.exporter.wait_for(
-        lambda sc: sc.get("kafka_consumer_commit_lag_ms", **labels) is not None
+        lambda sc: sc.get(metrics.COMMIT_LAG.name, **labels) is not None
         and sc.up(CLUSTER) == 1, 30, "a commit lag for the group")
 
     def far_future(body: Any) -> None:
         _first_partition(body)["end"]["timestamp"] = 99_999_999_999_999_999
 
     with rig.burrow.faulted(lag_path(CLUSTER, s.other), Fault.rewrite(far_future)):
-        rig.exporter.wait_for(lambda sc: sc.get("kafka_consumer_commit_lag_ms", **labels) is None,
+        rig.exporter.wait_for(lambda sc: sc.get(metrics.COMMIT_LAG.name, **labels) is None,
                               SEEN_S, "the commit lag to go")
         later, invalid, errors = _counted(rig, baseline)
-        assert later.get("kafka_consumer_commit_lag_ms", **labels) is None
+        assert later.get(metrics.COMMIT_LAG.name, **labels) is None
         biggest = max(v for (name, _), v in later.samples.items()
                       if name.startswith("kafka_consumer_"))
         assert biggest < 10**12, f"an impossible number was exported: {biggest:g}"
@@ -519,7 +520,7 @@ def test_an_absurd_commit_timestamp_gives_no_commit_lag(rig: Rig, record: Record
         f"is impossible); exact freshness for both groups; largest per-consumer value "
         f"{biggest:g}; `cluster_up` 1; `invalid_inputs_total` +{invalid:g}",
         "the commit lag returns", rig.recovery(None, RECOVERY_BUDGET_S, lambda sc: sc.get(
-            "kafka_consumer_commit_lag_ms", **labels) is not None))
+            metrics.COMMIT_LAG.name, **labels) is not None))
 
 
 def test_every_group_gone_is_a_failed_cluster(rig: Rig, record: Record) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from devstack.exporter import looping
 from devstack.scrape import Scrape, scrape_until
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags
@@ -51,7 +52,7 @@ def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
 
     labels = {"cluster": CLUSTER, "consumer": "g", "topic": "t", "partition": 0}
     with looping(exporter):
-        good = wait(lambda s: s.get("kafka_consumer_freshness_ms", **labels) == 60_000, "good")
+        good = wait(lambda s: s.get(metrics.FRESHNESS.name, **labels) == 60_000, "good")
         assert good.up(CLUSTER) == 1
         burrow.broken = True
         crashed = wait(lambda s: s.up(CLUSTER) == 0, "the crash to be reported")
@@ -63,7 +64,7 @@ def test_a_crashing_cycle_blanks_the_cluster_instead_of_serving_the_last_values(
         assert scrape().up(CLUSTER) == 0
         burrow.broken = False
         back = wait(lambda s: s.up(CLUSTER) == 1, "recovery after the crash")
-        assert back.get("kafka_consumer_freshness_ms", **labels) == 60_000
+        assert back.get(metrics.FRESHNESS.name, **labels) == 60_000
     assert "KeyError" in error
     record(
         "Exporter", "a cycle crashes on something unforeseen",

@@ -22,12 +22,13 @@ from devstack import RealStack
 from devstack.exporter import ExporterProcess
 from devstack.exporter_config import cluster_entry
 from devstack.scrape import Scrape
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
-from freshness_tracker.sinks.prometheus import ALL_PARTITION_METRICS
+from freshness_tracker.metrics import ALL_PARTITION_METRICS
 from tests.faults.harness import Record, describe_recovery, fault_config, groups_regex
 from tests.support.fake_kafka import BASE_TS, FakeBroker, FakeConsumer, fake_reader, make_log
 from tests.support.fakes import FakeBurrow, group, lag
@@ -73,18 +74,18 @@ def test_data_loss_one_level_down_forces_offset_reset_error(
         exporter.run_once()
         scrape = Scrape.of(exporter.exposition)
         labels = {"cluster": CLUSTER, "consumer": "g", "topic": "t", "partition": 0}
-        assert scrape.get("kafka_consumer_data_loss", **labels) == 1
-        assert scrape.get("kafka_consumer_lost_records", **labels) == LOG_START - 95
+        assert scrape.get(metrics.DATA_LOSS.name, **labels) == 1
+        assert scrape.get(metrics.LOST.name, **labels) == LOG_START - 95
         # a lower bound: the age of the earliest retained record, never a reset to "latest"
-        freshness = scrape.get("kafka_consumer_freshness_ms", **labels)
+        freshness = scrape.get(metrics.FRESHNESS.name, **labels)
         assert freshness == NOW - (BASE_TS + LOG_START)
-        assert scrape.get("kafka_consumer_group_data_loss_partitions", cluster=CLUSTER,
+        assert scrape.get(metrics.GROUP_DATA_LOSS_PARTITIONS.name, cluster=CLUSTER,
                           consumer="g") == 1
-        assert scrape.get("freshness_tracker_cluster_partitions", cluster=CLUSTER,
+        assert scrape.get(metrics.CLUSTER_PARTITIONS.name, cluster=CLUSTER,
                           status="data_loss") == 1
-        assert scrape.get("freshness_tracker_data_loss_events_total", cluster=CLUSTER) == 1
-        assert scrape.get("freshness_tracker_cluster_up", cluster=CLUSTER) == 1
-        assert scrape.get("kafka_consumer_retention_headroom_ms", **labels) in (None, 0)
+        assert scrape.get(metrics.DATA_LOSS_EVENTS.total, cluster=CLUSTER) == 1
+        assert scrape.get(metrics.CLUSTER_UP.name, cluster=CLUSTER) == 1
+        assert scrape.get(metrics.HEADROOM.name, **labels) in (None, 0)
         assert broker.watermark_calls >= 1
         # the user's auto.offset.reset=latest was overridden: a silent reset is impossible
         assert consumers and all(c.config["auto.offset.reset"] == "error" for c in consumers)
@@ -95,12 +96,12 @@ def test_data_loss_one_level_down_forces_offset_reset_error(
             commit_time=BASE_TS + 60))]
         exporter.run_once()
         after = Scrape.of(exporter.exposition)
-        assert after.get("kafka_consumer_data_loss", **labels) == 0
-        assert after.get("kafka_consumer_lost_records", **labels) == 0
-        assert after.get("kafka_consumer_freshness_ms", **labels) == NOW - (BASE_TS + 105)
+        assert after.get(metrics.DATA_LOSS.name, **labels) == 0
+        assert after.get(metrics.LOST.name, **labels) == 0
+        assert after.get(metrics.FRESHNESS.name, **labels) == NOW - (BASE_TS + 105)
         # clamped at 0: Burrow keeps the earlier commit time
-        assert after.get("kafka_consumer_commit_lag_ms", **labels) == 0
-        assert after.get("freshness_tracker_data_loss_events_total", cluster=CLUSTER) == 1
+        assert after.get(metrics.COMMIT_LAG.name, **labels) == 0
+        assert after.get(metrics.DATA_LOSS_EVENTS.total, cluster=CLUSTER) == 1
     finally:
         exporter.close()
 
@@ -128,19 +129,19 @@ def test_records_deleted_past_a_real_commit_are_data_loss(
                                 **{"auto.offset.reset": "latest"})])
     labels = {"cluster": CLUSTER_REAL, "consumer": grp, "topic": topic, "partition": 0}
     with ExporterProcess(tmp_path, config, name="data-loss") as exporter:
-        lost = exporter.wait_for(lambda sc: sc.get("kafka_consumer_data_loss", **labels) == 1,
+        lost = exporter.wait_for(lambda sc: sc.get(metrics.DATA_LOSS.name, **labels) == 1,
                                  40, "data loss reported")
         assert lost.up(CLUSTER_REAL) == 1
-        assert lost.get("kafka_consumer_lost_records", **labels) == 4
-        bound = lost.get("kafka_consumer_freshness_ms", **labels)
+        assert lost.get(metrics.LOST.name, **labels) == 4
+        bound = lost.get(metrics.FRESHNESS.name, **labels)
         # a lower bound: the age of the earliest retained record (offset 6), never a reset
         assert bound is not None and abs(bound - (now_ms() - stamps[6])) < 4_000
-        assert lost.get("kafka_consumer_retention_headroom_ms", **labels) == 0
-        assert lost.get("kafka_consumer_group_data_loss_partitions", cluster=CLUSTER_REAL,
+        assert lost.get(metrics.HEADROOM.name, **labels) == 0
+        assert lost.get(metrics.GROUP_DATA_LOSS_PARTITIONS.name, cluster=CLUSTER_REAL,
                         consumer=grp) == 1
-        assert lost.get("freshness_tracker_cluster_partitions", cluster=CLUSTER_REAL,
+        assert lost.get(metrics.CLUSTER_PARTITIONS.name, cluster=CLUSTER_REAL,
                         status="data_loss") == 1
-        events = lost.get("freshness_tracker_data_loss_events_total", cluster=CLUSTER_REAL)
+        events = lost.get(metrics.DATA_LOSS_EVENTS.total, cluster=CLUSTER_REAL)
         assert events is not None and events >= 1
 
         # the group catches up past the log start: exact values again
@@ -148,16 +149,16 @@ def test_records_deleted_past_a_real_commit_are_data_loss(
         committed_at = time.monotonic()
         stack.wait_for_burrow_lag(grp, topic, 0, 8, 2, timeout_s=60)
         c0 = exporter.scrape().cycles(CLUSTER_REAL)
-        ok = exporter.wait_for(lambda sc: sc.get("kafka_consumer_data_loss", **labels) == 0
-                               and sc.get("kafka_consumer_committed_offset", **labels) == 8,
+        ok = exporter.wait_for(lambda sc: sc.get(metrics.DATA_LOSS.name, **labels) == 0
+                               and sc.get(metrics.COMMITTED.name, **labels) == 8,
                                40, "the data loss to clear")
         recovery_s, cycles = time.monotonic() - committed_at, ok.cycles(CLUSTER_REAL) - c0
-    assert ok.get("kafka_consumer_lost_records", **labels) == 0
-    fresh = ok.get("kafka_consumer_freshness_ms", **labels)
+    assert ok.get(metrics.LOST.name, **labels) == 0
+    fresh = ok.get(metrics.FRESHNESS.name, **labels)
     assert fresh is not None and abs(fresh - (now_ms() - stamps[8])) < 4_000
-    headroom = ok.get("kafka_consumer_retention_headroom_ms", **labels)
+    headroom = ok.get(metrics.HEADROOM.name, **labels)
     assert headroom is not None and abs(headroom - (RETENTION_MS - fresh)) < 1
-    commit_lag = ok.get("kafka_consumer_commit_lag_ms", **labels)  # the broker's commit time
+    commit_lag = ok.get(metrics.COMMIT_LAG.name, **labels)  # the broker's commit time
     assert commit_lag is not None
     assert window.before_ms - stamps[7] <= commit_lag <= window.after_ms - stamps[7]
     record(

@@ -20,6 +20,7 @@ import pytest
 
 from devstack.exporter import looping
 from devstack.scrape import Scrape, scrape_until
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter, unwind_grace_s
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, ReadRequest, RecordRead
@@ -136,7 +137,7 @@ def rig() -> Iterator[Rig]:
 @pytest.mark.parametrize("call", CALLS)
 def test_a_call_that_never_returns_cannot_freeze_the_cluster(
         rig: Rig, call: str, record: Record) -> None:
-    good = rig.wait(lambda s: s.get("kafka_consumer_freshness_ms", **LABELS) == 60_000, 10,
+    good = rig.wait(lambda s: s.get(metrics.FRESHNESS.name, **LABELS) == 60_000, 10,
                     "a first good cycle")
     assert good.up(CLUSTER) == 1
     gate = rig.gates[call]
@@ -176,7 +177,7 @@ def test_a_call_that_never_returns_cannot_freeze_the_cluster(
 
     gate.open()
     back = rig.wait(lambda s: s.up(CLUSTER) == 1
-                    and s.get("kafka_consumer_freshness_ms", **LABELS) == 60_000, 10,
+                    and s.get(metrics.FRESHNESS.name, **LABELS) == 60_000, 10,
                     "recovery once the call returned")
     assert back.consumer_series(CLUSTER) > 0
     assert rig.exporter.health()[0]

@@ -20,6 +20,7 @@ from devstack.exporter_config import cluster_entry
 from devstack.processes import free_port
 from devstack.scrape import DURATION, FRESHNESS, PARTITIONS
 from devstack.stack import OFFSETS_TOPIC
+from freshness_tracker import metrics
 from freshness_tracker.kafka.consumers import LOOKUP_GROUP_ID
 from tests.faults.harness import (
     CLUSTER,
@@ -81,7 +82,7 @@ def test_never_commits_offsets_nor_creates_a_group(rig: Rig, record: Record) -> 
         exporter.wait_for(lambda sc: sc.up(CLUSTER) == 1 and sc.freshness(
             CLUSTER, s.lagging, s.topic, 0) is not None, 30, "a healthy cycle")
         scrape = exporter.wait_cycles(CLUSTER, 5, 40)
-        reads = scrape.get("freshness_tracker_kafka_reads_total", cluster=CLUSTER) or 0
+        reads = scrape.get(metrics.KAFKA_READS.total, cluster=CLUSTER) or 0
         assert reads >= 10
     finally:
         code, _ = exporter.stop()
@@ -164,7 +165,7 @@ def test_a_slow_and_a_dead_cluster_never_delay_or_blank_a_healthy_one(
     assert max(ages) < frequency + 2.5, f"local's last success aged {max(ages):.1f} s"
     assert end.up("slowc") == 0 and end.up("deadk") == 0
     # slowc: no value of any group; each is listed unmeasured (measured 0), never dropped
-    slow_groups = end.series("kafka_consumer_group_measured", cluster="slowc")
+    slow_groups = end.series(metrics.GROUP_MEASURED.name, cluster="slowc")
     assert set(slow_groups.values()) <= {0}
     assert end.consumer_series("slowc") == 2 * len(slow_groups)  # measured and status -1 only
     # deadk: Burrow answered, Kafka did not: no measured freshness is served (caught-up

@@ -16,6 +16,7 @@ from confluent_kafka import Producer
 
 from devstack import RealStack
 from devstack.scrape import FRESHNESS, GROUP_FRESHNESS, PARTITIONS, READ_FAILURES, Scrape
+from freshness_tracker import metrics
 from freshness_tracker.cycle import now_ms
 from tests.faults.harness import (
     CLUSTER,
@@ -73,10 +74,10 @@ def test_broker_cut_mid_cycle_and_restored(rig: Rig, record: Record) -> None:
         assert later.freshness(CLUSTER, s.lagging, s.topic, 0) is None
         failures = later.increase(READ_FAILURES, baseline, cluster=CLUSTER)
         assert failures >= 2
-        unmeasured = later.get("kafka_consumer_group_unmeasured_partitions", cluster=CLUSTER,
+        unmeasured = later.get(metrics.GROUP_UNMEASURED.name, cluster=CLUSTER,
                                consumer=s.lagging)
         assert unmeasured == 1
-        duration = later.get("freshness_tracker_cluster_cycle_duration_seconds",
+        duration = later.get(metrics.CLUSTER_CYCLE_DURATION.name,
                              cluster=CLUSTER) or 0
     finally:
         rig.stack.restore_broker()
@@ -99,12 +100,12 @@ def test_committed_offset_beyond_the_log_end(rig: Rig, record: Record) -> None:
     rig.stack.commit(group, topic, 0, 10)  # LEO is 3
 
     def seen(sc: Scrape) -> bool:
-        return sc.get("kafka_consumer_committed_offset", cluster=CLUSTER, consumer=group,
+        return sc.get(metrics.COMMITTED.name, cluster=CLUSTER, consumer=group,
                       topic=topic, partition=0) == 10
 
     scrape = rig.exporter.wait_for(seen, 30, "the group committed beyond the log end")
     labels = {"cluster": CLUSTER, "consumer": group, "topic": topic, "partition": 0}
-    lag = scrape.get("kafka_consumer_offset_lag", **labels)
+    lag = scrape.get(metrics.OFFSET_LAG.name, **labels)
     fresh = scrape.get(FRESHNESS, **labels)
     _, body = rig.stack.burrow_get(f"/v3/kafka/{CLUSTER}/consumer/{group}/lag")
     burrow_lag = body["status"]["partitions"][0]["current_lag"]
@@ -145,11 +146,11 @@ def test_records_of_several_mib(rig: Rig, record: Record) -> None:
     later = rig.exporter.wait_cycles(CLUSTER, 3, 40)  # every cycle re-reads (cache off)
     value = later.get(FRESHNESS, **labels)
     assert value is not None and abs(value - (now_ms() - stamps[1])) < 4_000
-    commit_lag = later.get("kafka_consumer_commit_lag_ms", **labels)
+    commit_lag = later.get(metrics.COMMIT_LAG.name, **labels)
     assert commit_lag is not None
     rss = later.get("process_resident_memory_bytes") or 0
     assert rss < 300 * 1024 * 1024, f"RSS {rss / 2**20:.0f} MiB reading 3 MiB records"
-    duration = later.get("freshness_tracker_cluster_cycle_duration_seconds", cluster=CLUSTER)
+    duration = later.get(metrics.CLUSTER_CYCLE_DURATION.name, cluster=CLUSTER)
     assert first.up(CLUSTER) == 1 and later.up(CLUSTER) == 1
     record(
         "Kafka", "records of several MiB",
@@ -181,12 +182,12 @@ def test_topic_deleted_while_a_group_has_offsets(rig: Rig, record: Record) -> No
 
     # (a) a Burrow that still lists the deleted topic's offsets (the answer from before)
     rig.burrow.serve_static(lag_path, before)
-    e.wait_for(lambda sc: sc.get("kafka_consumer_committed_offset", **labels) == 2
+    e.wait_for(lambda sc: sc.get(metrics.COMMITTED.name, **labels) == 2
                and sc.get(FRESHNESS, **labels) is None, 30,
                "the deleted topic's partition to be unmeasured")
     stale = e.wait_cycles(CLUSTER, 2, 20)
     assert stale.get(FRESHNESS, **labels) is None
-    assert stale.get("kafka_consumer_group_unmeasured_partitions", cluster=CLUSTER,
+    assert stale.get(metrics.GROUP_UNMEASURED.name, cluster=CLUSTER,
                      consumer=group) == 1
     assert stale.up(CLUSTER) == 1  # the other groups' reads succeed
     topics = set(stack.admin().list_topics(timeout=10).topics)
@@ -194,7 +195,7 @@ def test_topic_deleted_while_a_group_has_offsets(rig: Rig, record: Record) -> No
 
     # (b) the real Burrow 1.2.1, which drops the deleted topic from the group
     rig.burrow.remove_static(lag_path)
-    gone = e.wait_for(lambda sc: sc.get("kafka_consumer_committed_offset", **labels) is None,
+    gone = e.wait_for(lambda sc: sc.get(metrics.COMMITTED.name, **labels) is None,
                       FREQUENCY * 3 + 10, "the deleted topic's series to vanish")
     assert gone.get(FRESHNESS, **labels) is None
     _, after = stack.burrow_get(lag_path)

@@ -23,6 +23,7 @@ import pytest
 from devstack import RealStack
 from devstack.exporter import ExporterProcess
 from devstack.exporter_config import cluster_entry
+from devstack.scrape import UP
 from tests.faults.harness import Certs, Record, fault_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -128,7 +129,7 @@ def scrape_load(exporter: ExporterProcess, context: ssl.SSLContext | None,
                 req = urllib.request.Request(exporter.url + "/metrics", headers=headers)
                 with urllib.request.urlopen(req, timeout=CLIENT_TIMEOUT_S,
                                             context=context) as resp:
-                    ok = resp.status == 200 and b"freshness_tracker_cluster_up" in resp.read()
+                    ok = resp.status == 200 and UP.encode() in resp.read()
                 failure = "" if ok else f"status {resp.status}"
             except Exception as exc:
                 failure = repr(exc)[:120]

@@ -27,6 +27,7 @@ from devstack.exporter import ExporterProcess
 from devstack.exporter_config import cluster_entry, exporter_config
 from devstack.scrape import BURROW_ERRORS, Scrape
 from devstack.testing import unavailable
+from freshness_tracker import metrics
 from freshness_tracker.cycle import now_ms
 from tests.faults.harness import (
     Certs,
@@ -274,18 +275,18 @@ def test_kafka_reads_over_a_tls_listener_with_ca_verification(
         exporter.start()
         labels = {"cluster": "tlsgood", "consumer": group, "topic": topic, "partition": 0}
         scrape: Scrape = exporter.wait_for(
-            lambda sc: sc.get("kafka_consumer_freshness_ms", **labels) is not None
+            lambda sc: sc.get(metrics.FRESHNESS.name, **labels) is not None
             and sc.cycles("tlsbadca") >= 1 and sc.cycles("tlsplain") >= 1, 40,
             "freshness read over TLS")
-        value = scrape.get("kafka_consumer_freshness_ms", **labels)
+        value = scrape.get(metrics.FRESHNESS.name, **labels)
         assert value is not None and abs(value - (now_ms() - stamps[1])) < 4_000
-        commit_lag = scrape.get("kafka_consumer_commit_lag_ms", **labels)
+        commit_lag = scrape.get(metrics.COMMIT_LAG.name, **labels)
         assert commit_lag is not None
         assert window.before_ms - stamps[0] <= commit_lag <= window.after_ms - stamps[0]
         assert scrape.up("tlsgood") == 1
         for bad in ("tlsbadca", "tlsplain"):
             assert scrape.up(bad) == 0
-            assert scrape.get("kafka_consumer_freshness_ms", cluster=bad, consumer=group,
+            assert scrape.get(metrics.FRESHNESS.name, cluster=bad, consumer=group,
                               topic=topic, partition=0) is None
         health = json.loads(exporter.get("/healthz")[1])["clusters"]
     finally:

@@ -19,6 +19,7 @@ from devstack.exporter import ExporterProcess, run_all
 from devstack.exporter_config import stack_config
 from devstack.processes import free_port, poll
 from devstack.scrape import Scrape
+from freshness_tracker import metrics
 from freshness_tracker.cli import EXIT_DEADLINE_S
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.sinks.render import format_ms
@@ -54,7 +55,7 @@ def http_get(url: str, timeout_s: float = 5) -> tuple[int, str, str]:
 
 def cycles(base: str, cluster: str) -> float | None:
     scrape = Scrape.parse(http_get(f"{base}/metrics")[2])
-    return scrape.get("freshness_tracker_cycles_total", cluster=cluster)
+    return scrape.get(metrics.CYCLES.total, cluster=cluster)
 
 
 # --- run ---------------------------------------------------------------------------------
@@ -92,13 +93,13 @@ def test_run_serves_metrics_health_and_stops_on_sigterm(
     scraped = now_ms()
     assert status == 200 and ctype.startswith("text/plain")
     scrape = Scrape.parse(body)
-    fresh = scrape.get("kafka_consumer_freshness_ms", **seeded.labels())
+    fresh = scrape.get(metrics.FRESHNESS.name, **seeded.labels())
     assert fresh is not None, body
     # from a cycle that ran between the process start and the scrape
     assert started - seeded.record_ts <= fresh <= scraped - seeded.record_ts
-    assert scrape.get("kafka_consumer_commit_lag_ms", **seeded.labels()) == seeded.commit_lag_ms
-    assert scrape.get("kafka_consumer_offset_lag", **seeded.labels()) == 3
-    assert scrape.get("freshness_tracker_cluster_up", cluster=seeded.stack.cluster) == 1.0
+    assert scrape.get(metrics.COMMIT_LAG.name, **seeded.labels()) == seeded.commit_lag_ms
+    assert scrape.get(metrics.OFFSET_LAG.name, **seeded.labels()) == 3
+    assert scrape.get(metrics.CLUSTER_UP.name, cluster=seeded.stack.cluster) == 1.0
     assert scrape.series("process_resident_memory_bytes")
 
     status, ctype, body = http_get(f"{base}/healthz")
@@ -115,8 +116,8 @@ def test_run_serves_metrics_health_and_stops_on_sigterm(
     # It keeps cycling (frequency_sec = 1): freshness of the unmoved partition grows.
     def later_cycle() -> float | None:
         sc = Scrape.parse(http_get(f"{base}/metrics")[2])
-        cycles = sc.get("freshness_tracker_cycles_total", cluster=seeded.stack.cluster) or 0
-        value = sc.get("kafka_consumer_freshness_ms", **seeded.labels())
+        cycles = sc.get(metrics.CYCLES.total, cluster=seeded.stack.cluster) or 0
+        value = sc.get(metrics.FRESHNESS.name, **seeded.labels())
         return value if cycles >= 2 and value is not None and value > fresh else None
 
     poll(later_cycle, 30, "a second cycle with a larger freshness", interval_s=0.3)
@@ -145,12 +146,12 @@ def test_once_prints_every_format(tmp_path: Path, seeded: Seeded) -> None:
         assert "Traceback" not in result.stderr
 
     scrape = Scrape.parse(prom.stdout)
-    fresh = scrape.get("kafka_consumer_freshness_ms", **seeded.labels())
+    fresh = scrape.get(metrics.FRESHNESS.name, **seeded.labels())
     assert fresh is not None
     assert started - seeded.record_ts <= fresh <= finished - seeded.record_ts
-    assert scrape.get("kafka_consumer_commit_lag_ms", **seeded.labels()) == seeded.commit_lag_ms
-    assert scrape.get("freshness_tracker_cluster_up", cluster=seeded.stack.cluster) == 1.0
-    assert scrape.get("freshness_tracker_kafka_reads_total", cluster=seeded.stack.cluster) == 2
+    assert scrape.get(metrics.COMMIT_LAG.name, **seeded.labels()) == seeded.commit_lag_ms
+    assert scrape.get(metrics.CLUSTER_UP.name, cluster=seeded.stack.cluster) == 1.0
+    assert scrape.get(metrics.KAFKA_READS.total, cluster=seeded.stack.cluster) == 2
 
     body = json.loads(as_json.stdout)
     (cluster,) = body["clusters"]
@@ -182,8 +183,8 @@ def test_once_exits_1_when_burrow_is_unreachable(tmp_path: Path, seeded: Seeded)
         assert result.returncode == 1, (result.stdout, result.stderr)
         assert "Traceback" not in result.stderr
     scrape = Scrape.parse(prom.stdout)
-    assert scrape.get("freshness_tracker_cluster_up", cluster=seeded.stack.cluster) == 0.0
-    assert scrape.series("kafka_consumer_freshness_ms") == {}
+    assert scrape.get(metrics.CLUSTER_UP.name, cluster=seeded.stack.cluster) == 0.0
+    assert scrape.series(metrics.FRESHNESS.name) == {}
     assert f"{seeded.stack.cluster}" in table.stdout and "CLUSTER DOWN" in table.stdout
     assert "cannot reach Burrow" in table.stdout
 

@@ -26,6 +26,7 @@ from devstack.exporter import exporter
 from devstack.processes import poll
 from devstack.scrape import COMMIT_LAG, FRESHNESS, Scrape
 from devstack.stack import OFFSETS_TOPIC
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.cycle import now_ms
 from freshness_tracker.domain.model import (
@@ -49,13 +50,13 @@ from tests.support.stack import marker_group_beside, require_managed
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 PARTITION_SERIES = (
-    FRESHNESS, COMMIT_LAG, "kafka_consumer_offset_lag", "kafka_consumer_committed_offset",
-    "kafka_consumer_data_loss", "kafka_consumer_lost_records",
-    "kafka_consumer_retention_headroom_ms", "kafka_consumer_partition_burrow_status",
-    "kafka_consumer_topic_max_freshness_ms", "kafka_consumer_topic_offset_lag",
-    "kafka_consumer_group_max_freshness_ms", "kafka_consumer_group_offset_lag",
-    "kafka_consumer_group_burrow_status", "kafka_consumer_group_unmeasured_partitions",
-    "kafka_consumer_group_data_loss_partitions",
+    FRESHNESS, COMMIT_LAG, metrics.OFFSET_LAG.name, metrics.COMMITTED.name,
+    metrics.DATA_LOSS.name, metrics.LOST.name,
+    metrics.HEADROOM.name, metrics.PARTITION_STATUS.name,
+    metrics.TOPIC_MAX_FRESHNESS.name, metrics.TOPIC_OFFSET_LAG.name,
+    metrics.GROUP_MAX_FRESHNESS.name, metrics.GROUP_OFFSET_LAG.name,
+    metrics.GROUP_STATUS.name, metrics.GROUP_UNMEASURED.name,
+    metrics.GROUP_DATA_LOSS_PARTITIONS.name,
 )  # fmt: skip
 
 
@@ -130,14 +131,14 @@ def assert_rendered(scrape: Scrape, snap: ClusterSnapshot) -> None:
     for r in snap.partitions:
         lab = {"cluster": r.key.cluster, "consumer": r.key.consumer, "topic": r.key.topic,
                "partition": r.key.partition}  # fmt: skip
-        status = scrape.get("kafka_consumer_partition_burrow_status", **lab)
+        status = scrape.get(metrics.PARTITION_STATUS.name, **lab)
         assert status == BURROW_STATUS_CODES[r.burrow_status]
         expected = {
             FRESHNESS: r.freshness_ms,
             COMMIT_LAG: r.commit_lag_ms,
-            "kafka_consumer_retention_headroom_ms": r.retention_headroom_ms,
-            "kafka_consumer_offset_lag": None if r.committed_offset is None else r.offset_lag,
-            "kafka_consumer_committed_offset": r.committed_offset,
+            metrics.HEADROOM.name: r.retention_headroom_ms,
+            metrics.OFFSET_LAG.name: None if r.committed_offset is None else r.offset_lag,
+            metrics.COMMITTED.name: r.committed_offset,
         }
         for name, value in expected.items():
             got = scrape.get(name, **lab)
@@ -205,25 +206,25 @@ def test_exact_values_for_several_topics_and_groups(scenario: Scenario) -> None:
     assert scrape.get(COMMIT_LAG, **b_labels) is None
     a1_labels = {"cluster": cluster, "consumer": g2, "topic": s.a.name, "partition": "1"}
     assert scrape.get(FRESHNESS, **a1_labels) is None
-    assert scrape.get("kafka_consumer_offset_lag", **a1_labels) is None
+    assert scrape.get(metrics.OFFSET_LAG.name, **a1_labels) is None
     for g in (g1, g2):
-        assert scrape.get("kafka_consumer_group_max_freshness_ms", cluster=cluster,
+        assert scrape.get(metrics.GROUP_MAX_FRESHNESS.name, cluster=cluster,
                           consumer=g) == groups[g].max_freshness_ms  # fmt: skip
-        assert scrape.get("kafka_consumer_group_offset_lag", cluster=cluster,
+        assert scrape.get(metrics.GROUP_OFFSET_LAG.name, cluster=cluster,
                           consumer=g) == groups[g].offset_lag  # fmt: skip
-    assert scrape.get("kafka_consumer_group_unmeasured_partitions", cluster=cluster,
+    assert scrape.get(metrics.GROUP_UNMEASURED.name, cluster=cluster,
                       consumer=g2) == 1.0  # fmt: skip
-    assert scrape.get("kafka_consumer_topic_max_freshness_ms", cluster=cluster, consumer=g1,
+    assert scrape.get(metrics.TOPIC_MAX_FRESHNESS.name, cluster=cluster, consumer=g1,
                       topic=s.b.name) == results[s.of("g1")[2]].freshness_ms  # fmt: skip
     assert groups_in(scrape, cluster) == {g1, g2}
-    assert scrape.get("freshness_tracker_cluster_up", cluster=cluster) == 1.0
-    assert scrape.get("freshness_tracker_cluster_groups", cluster=cluster) == 2.0
+    assert scrape.get(metrics.CLUSTER_UP.name, cluster=cluster) == 1.0
+    assert scrape.get(metrics.CLUSTER_GROUPS.name, cluster=cluster) == 2.0
     for status, n in (("ok", 4), ("caught_up", 1), ("no_commit", 1), ("lookup_failed", 0)):
-        assert scrape.get("freshness_tracker_cluster_partitions", cluster=cluster,
+        assert scrape.get(metrics.CLUSTER_PARTITIONS.name, cluster=cluster,
                           status=status) == n  # fmt: skip
-    assert scrape.get("freshness_tracker_kafka_reads_total", cluster=cluster) == 8.0
-    assert scrape.get("freshness_tracker_kafka_read_failures_total", cluster=cluster) == 0.0
-    assert scrape.get("freshness_tracker_cluster_last_success_timestamp_seconds",
+    assert scrape.get(metrics.KAFKA_READS.total, cluster=cluster) == 8.0
+    assert scrape.get(metrics.KAFKA_READ_FAILURES.total, cluster=cluster) == 0.0
+    assert scrape.get(metrics.CLUSTER_LAST_SUCCESS.name,
                       cluster=cluster) == snap.finished_ms / 1000  # fmt: skip
 
 
@@ -241,10 +242,10 @@ def test_zero_lag_partitions_are_fresh_without_any_kafka_read(scenario: Scenario
     for c in s.of("g3"):
         assert scrape.get(FRESHNESS, **labels(c, cluster)) == 0.0
         assert scrape.get(COMMIT_LAG, **labels(c, cluster)) is None
-    assert scrape.get("kafka_consumer_group_max_freshness_ms", cluster=cluster, consumer=g3) == 0
-    assert scrape.get("freshness_tracker_kafka_reads_total", cluster=cluster) == 0.0
-    assert scrape.get("freshness_tracker_kafka_read_duration_seconds_count", cluster=cluster) == 0
-    assert scrape.get("freshness_tracker_cluster_up", cluster=cluster) == 1.0
+    assert scrape.get(metrics.GROUP_MAX_FRESHNESS.name, cluster=cluster, consumer=g3) == 0
+    assert scrape.get(metrics.KAFKA_READS.total, cluster=cluster) == 0.0
+    assert scrape.get(f"{metrics.READ_DURATION.name}_count", cluster=cluster) == 0
+    assert scrape.get(metrics.CLUSTER_UP.name, cluster=cluster) == 1.0
 
     # The default (lookup.commitLagWhenCaughtUp): caught-up groups get a commit lag and data
     # current as of too, for one read of C-1 each; none again while the offsets do not move.
@@ -274,10 +275,10 @@ def test_second_cycle_without_movement_reads_nothing_and_freshness_grows(
     assert first.health.up and second.health.up
     assert (first.health.kafka_reads, first.health.cache_hits) == (6, 0)
     assert (second.health.kafka_reads, second.health.cache_hits) == (0, 6)
-    assert scrape.get("freshness_tracker_kafka_reads_total", cluster=cluster) == 6.0
-    assert scrape.get("freshness_tracker_cache_hits_total", cluster=cluster) == 6.0
-    assert scrape.get("freshness_tracker_cycles_total", cluster=cluster) == 2.0
-    assert scrape.get("freshness_tracker_kafka_read_duration_seconds_count", cluster=cluster) == 1
+    assert scrape.get(metrics.KAFKA_READS.total, cluster=cluster) == 6.0
+    assert scrape.get(metrics.CACHE_HITS.total, cluster=cluster) == 6.0
+    assert scrape.get(metrics.CYCLES.total, cluster=cluster) == 2.0
+    assert scrape.get(f"{metrics.READ_DURATION.name}_count", cluster=cluster) == 1
     before, after = by_key(first), by_key(second)
     for c in s.of("g1"):
         r1, r2 = assert_exact(first, c), assert_exact(second, c)
@@ -336,13 +337,13 @@ def test_burrow_down_drops_the_cluster_and_recovers_in_one_cycle(scenario: Scena
             assert h.last_success_ms == ok.finished_ms  # stops advancing
         assert still_down.health.last_attempt_ms > down.health.last_attempt_ms
         for sc in (scrape, again):
-            assert sc.get("freshness_tracker_cluster_up", cluster=cluster) == 0.0
+            assert sc.get(metrics.CLUSTER_UP.name, cluster=cluster) == 0.0
             assert groups_in(sc, cluster) == set()  # nothing stale
             assert sc.series(FRESHNESS) == {}
-            assert sc.get("freshness_tracker_cluster_last_success_timestamp_seconds",
+            assert sc.get(metrics.CLUSTER_LAST_SUCCESS.name,
                           cluster=cluster) == ok.finished_ms / 1000  # fmt: skip
-        assert again.get("freshness_tracker_cycle_failures_total", cluster=cluster) == 2.0
-        assert (again.get("freshness_tracker_burrow_errors_total", cluster=cluster) or 0) >= 2
+        assert again.get(metrics.CYCLE_FAILURES.total, cluster=cluster) == 2.0
+        assert (again.get(metrics.BURROW_ERRORS.total, cluster=cluster) or 0) >= 2
 
         wait_for_burrow(stack, s.commits)  # Burrow re-reads __consumer_offsets on start
         (back,) = exp.run_once().clusters
@@ -352,7 +353,7 @@ def test_burrow_down_drops_the_cluster_and_recovers_in_one_cycle(scenario: Scena
     for c in s.of("g1"):
         assert_exact(back, c)
     assert_rendered(scrape, back)
-    assert scrape.get("freshness_tracker_cluster_up", cluster=cluster) == 1.0
+    assert scrape.get(metrics.CLUSTER_UP.name, cluster=cluster) == 1.0
 
 
 def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> None:
@@ -388,19 +389,19 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
             assert scrape.get(FRESHNESS, **labels(c, cluster)) is None
             assert scrape.get(COMMIT_LAG, **labels(c, cluster)) is None
             # Burrow's own numbers for it are still true, and say which partition is unmeasured
-            assert scrape.get("kafka_consumer_offset_lag", **labels(c, cluster)) == c.offset_lag
+            assert scrape.get(metrics.OFFSET_LAG.name, **labels(c, cluster)) == c.offset_lag
         groups = {g.consumer: g for g in down.groups}
         assert groups[g1].max_freshness_ms is None and groups[g1].unmeasured_partitions == 3
-        assert scrape.get("kafka_consumer_group_max_freshness_ms", cluster=cluster,
+        assert scrape.get(metrics.GROUP_MAX_FRESHNESS.name, cluster=cluster,
                           consumer=g1) is None  # fmt: skip
-        assert scrape.get("kafka_consumer_group_unmeasured_partitions", cluster=cluster,
+        assert scrape.get(metrics.GROUP_UNMEASURED.name, cluster=cluster,
                           consumer=g1) == 3.0  # fmt: skip
         for c in s.of("g3"):  # caught up: 0 needs no read (its failed C-1: no commit lag)
             assert scrape.get(FRESHNESS, **labels(c, cluster)) == 0.0
             assert scrape.get(COMMIT_LAG, **labels(c, cluster)) is None
-        assert scrape.get("freshness_tracker_cluster_up", cluster=cluster) == 0.0
-        assert scrape.get("freshness_tracker_kafka_read_failures_total", cluster=cluster) == 9.0
-        assert scrape.get("freshness_tracker_cluster_last_success_timestamp_seconds",
+        assert scrape.get(metrics.CLUSTER_UP.name, cluster=cluster) == 0.0
+        assert scrape.get(metrics.KAFKA_READ_FAILURES.total, cluster=cluster) == 9.0
+        assert scrape.get(metrics.CLUSTER_LAST_SUCCESS.name,
                           cluster=cluster) == last_ok / 1000  # fmt: skip
         # A cycle the cache could answer whole still asks Kafka one metadata request: with the
         # broker cut, the cluster is down and nothing is served from the cache.
@@ -427,7 +428,7 @@ def test_broker_down_drops_lagging_values_and_recovers(scenario: Scenario) -> No
     for c in s.of("g1"):
         assert_exact(back, c)
     assert_rendered(scrape, back)
-    assert scrape.get("freshness_tracker_cluster_up", cluster=cluster) == 1.0
+    assert scrape.get(metrics.CLUSTER_UP.name, cluster=cluster) == 1.0
     assert len(cycles) <= 3, [c.health.error for c in cycles]
 
 

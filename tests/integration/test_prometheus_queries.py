@@ -29,6 +29,7 @@ from devstack.cache import burrow_binary, debian_burrow_binary
 from devstack.exporter import running_exporter
 from devstack.exporter_config import EVERY_FAMILY
 from devstack.processes import Daemon
+from freshness_tracker import metrics
 from freshness_tracker.config import load_settings
 from freshness_tracker.objective_rules import RATE_WINDOW
 from tests.deploy.chart import config_data, container, hocon, render, rule_spec
@@ -95,17 +96,17 @@ def live(stack: RealStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     with running_exporter(settings) as (_, port), Prometheus(
             tmp_path_factory.mktemp("prometheus"), [f"127.0.0.1:{port}"], [tight]) as prom:
         prom.wait(lambda: len(prom.query(
-            f'kafka_consumer_freshness_ms{{consumer=~"grp-.*-{run}"}}')) == 4, 60,
+            f'{metrics.FRESHNESS.name}{{consumer=~"grp-.*-{run}"}}')) == 4, 60,
             "freshness of both groups on both partitions")
         # a new commit makes a later cycle read Kafka again, so read rates and the read
         # duration histogram move while Prometheus watches
         for partition in (0, 1):
             stack.commit(lagging, topic, partition, LAG_COMMIT + 1)
         prom.wait(lambda: bool(prom.query(
-            f'sum(increase(freshness_tracker_kafka_reads_total{{job="{JOB}"}}[1m])) > 0')), 60,
+            f'sum(increase({metrics.KAFKA_READS.total}{{job="{JOB}"}}[1m])) > 0')), 60,
             "Kafka reads after the new commit")
         prom.wait(lambda: bool(prom.query(
-            f'sum(changes(kafka_consumer_committed_offset{{consumer="{lagging}"}}[1m])) >= 2')),
+            f'sum(changes({metrics.COMMITTED.name}{{consumer="{lagging}"}}[1m])) >= 2')),
             60, "the new commit in Prometheus")
         yield Live(prom, stack.cluster, topic, lagging, caught_up)
 
@@ -143,7 +144,7 @@ def test_every_dashboard_query_returns_data_with_its_labels(live: Live) -> None:
 
 def test_the_dashboard_shows_the_lagging_group_as_lagging(live: Live) -> None:
     fresh = {s["metric"]["consumer"]: float(s["value"][1]) for s in live.prometheus.query(
-        f'kafka_consumer_group_max_freshness_ms{{consumer=~"{live.variables["consumer"]}"}}')}
+        f'{metrics.GROUP_MAX_FRESHNESS.name}{{consumer=~"{live.variables["consumer"]}"}}')}
     assert fresh[live.caught_up] == 0
     assert 19 * 60_000 < fresh[live.lagging] < 40 * 60_000  # records were 20 minutes old
 
@@ -179,9 +180,9 @@ def test_loaded_rules_evaluate_and_only_the_lagging_group_alerts(live: Live) -> 
         for rule in group["rules"]:
             assert rule["health"] == "ok", (rule["name"], rule.get("lastError"))
     # recording rules produced series with their level's labels
-    for level, name in (("cluster_consumer", "cluster_consumer:kafka_consumer_freshness_ms:max"),
+    for level, name in (("cluster_consumer", f"cluster_consumer:{metrics.FRESHNESS.name}:max"),
                         ("cluster_consumer_topic",
-                         "cluster_consumer_topic:kafka_consumer_retention_headroom_ms:min")):
+                         f"cluster_consumer_topic:{metrics.HEADROOM.name}:min")):
         series = prom.query(f'{name}{{consumer=~"{live.variables["consumer"]}"}}')
         assert {s["metric"]["consumer"] for s in series} == {live.lagging, live.caught_up}
         assert all(set(level.split("_")) <= set(s["metric"]) for s in series)

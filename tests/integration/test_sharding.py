@@ -19,6 +19,7 @@ import pytest
 from devstack import RealStack
 from devstack.exporter import running_exporter
 from devstack.exporter_config import EVERY_FAMILY
+from freshness_tracker import metrics
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import Settings
 from freshness_tracker.domain.filters import Shard
@@ -125,8 +126,8 @@ def replicas(stack: RealStack, tmp_path_factory: pytest.TempPathFactory
                                                  [f"127.0.0.1:{p}" for p in ports]))
         selector = f'consumer=~"shard-{run}-.*"'
         expected = len(groups) * PARTITIONS
-        prom.wait(lambda: len(prom.query(f"kafka_consumer_offset_lag{{{selector}}}")) == expected
-                  and len(prom.query(f"kafka_consumer_freshness_ms{{{selector}}}")) == expected,
+        prom.wait(lambda: len(prom.query(f"{metrics.OFFSET_LAG.name}{{{selector}}}")) == expected
+                  and len(prom.query(f"{metrics.FRESHNESS.name}{{{selector}}}")) == expected,
                   60, f"{expected} partition series from the two replicas")
         time.sleep(2)  # a few more scrapes and cycles: nothing may move between replicas
         yield prom, selector, groups, settings
@@ -138,8 +139,8 @@ def test_one_series_per_partition_across_replicas(
 ) -> None:
     prom, selector, groups, _ = replicas
     expected = {(g, str(p)) for g in groups for p in range(PARTITIONS)}
-    for metric in ("kafka_consumer_offset_lag", "kafka_consumer_freshness_ms",
-                   "kafka_consumer_committed_offset", "kafka_consumer_partition_burrow_status"):
+    for metric in (metrics.OFFSET_LAG.name, metrics.FRESHNESS.name,
+                   metrics.COMMITTED.name, metrics.PARTITION_STATUS.name):
         counts = prom.query(
             f"count by (cluster, consumer, topic, partition) ({metric}{{{selector}}})")
         seen = [(s["metric"]["consumer"], s["metric"]["partition"]) for s in counts]
@@ -154,7 +155,7 @@ def test_each_group_is_measured_by_its_shard_only(
     prom, selector, groups, settings = replicas
     ports = {f"127.0.0.1:{s.web.port}": s.shard for s in settings}
     owners = prom.query(f'count by (consumer, instance) '
-                        f'(kafka_consumer_group_offset_lag{{job="{JOB}", {selector}}})')
+                        f'({metrics.GROUP_OFFSET_LAG.name}{{job="{JOB}", {selector}}})')
     by_group: dict[str, list[str]] = {}
     for s in owners:
         by_group.setdefault(s["metric"]["consumer"], []).append(s["metric"]["instance"])
@@ -163,7 +164,7 @@ def test_each_group_is_measured_by_its_shard_only(
         assert len(instances) == 1, f"{group} measured by {instances}"
         assert ports[instances[0]].owns(stack.cluster, group)
     # both replicas do real work, and report the groups they measure
-    measured = prom.query(f'freshness_tracker_cluster_groups{{job="{JOB}"}}')
+    measured = prom.query(f'{metrics.CLUSTER_GROUPS.name}{{job="{JOB}"}}')
     assert sorted(float(s["value"][1]) for s in measured) == sorted(
         float(sum(shard.owns(stack.cluster, g) for g in groups)) for shard in ports.values())
     assert all(float(s["value"][1]) >= 3 for s in measured)

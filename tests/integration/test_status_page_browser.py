@@ -32,6 +32,7 @@ from devstack.stack import now_ms
 from devstack.testing import unavailable
 from devstack.workload import GROUP_KINDS
 from freshness_tracker.config import load_settings
+from freshness_tracker.metrics import GROUP_MAX_FRESHNESS
 from tests.support.demo import FIRST_VALUES, running_demo
 from tests.support.seeding import Commit, commit_all, seed_topic
 
@@ -200,10 +201,10 @@ def test_the_demo_at_a_glance(browser: Any, tmp_path: Path) -> None:
 
         # the links a person follows: /metrics has the same groups, /healthz says ok
         _click(browser, "/metrics")
-        metrics = _body_text(browser)
+        served = _body_text(browser)
         for group in GROUP_KINDS:
-            assert re.search(r"^kafka_consumer_group_max_freshness_ms\{[^}]*"
-                             rf'consumer="{group}"', metrics, re.M), group
+            assert re.search(rf"^{GROUP_MAX_FRESHNESS.name}\{{[^}}]*"
+                             rf'consumer="{group}"', served, re.M), group
         browser.back()
         _click(browser, "/healthz")
         health = json.loads(_body_text(browser))

@@ -35,6 +35,7 @@ from devstack.proxy import API_FETCH
 from devstack.scrape import FRESHNESS, LAST_SUCCESS, PARTITIONS, READ_FAILURES, Scrape
 from devstack.stack import now_ms
 from devstack.testing import running_multi_cluster_stack
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterSnapshot, PartitionStatus
@@ -132,7 +133,7 @@ def assert_both_exact(rig: Rig, snaps: dict[str, ClusterSnapshot], scrape: Scrap
     for cluster in (ALPHA, BETA):
         assert snaps[cluster].health.up and snaps[cluster].health.error is None, \
             snaps[cluster].health
-        assert scrape.get("freshness_tracker_cluster_up", cluster=cluster) == 1
+        assert scrape.get(metrics.CLUSTER_UP.name, cluster=cluster) == 1
         assert_exact(snaps[cluster], rig.lagging[cluster], scrape)
     assert scrape.freshness(ALPHA, GROUP, TOPIC, 1) == 0  # caught up: no read needed
     # each cluster serves its own partitions only: beta has no p1
@@ -189,7 +190,7 @@ def test_one_cluster_down_leaves_the_other_measured_then_it_returns(rig: Rig) ->
                 # beta: visibly down, with the reason, its failed read counted, no freshness served
                 health = snaps[BETA].health
                 assert not health.up and health.error, health
-                assert down.get("freshness_tracker_cluster_up", cluster=BETA) == 0
+                assert down.get(metrics.CLUSTER_UP.name, cluster=BETA) == 0
                 assert down.get(LAST_SUCCESS, cluster=BETA) == beta_success  # frozen
                 assert down.increase(READ_FAILURES, before, cluster=BETA) >= 1
                 assert down.get(PARTITIONS, cluster=BETA, status="lookup_failed") == 1
@@ -232,7 +233,7 @@ def test_with_the_cache_a_stopped_cluster_is_seen_down_too(rig: Rig) -> None:
         health = snaps[BETA].health
         assert not health.up and "no broker reachable" in (health.error or ""), health
         assert health.cache_hits == 0 and health.kafka_reads == 0, health  # nothing from memory
-        assert scrape.get("freshness_tracker_cluster_up", cluster=BETA) == 0
+        assert scrape.get(metrics.CLUSTER_UP.name, cluster=BETA) == 0
         assert not scrape.series(FRESHNESS, cluster=BETA), scrape.text
         (r,) = [r for r in snaps[BETA].partitions if r.key.topic == TOPIC]
         assert r.status is PartitionStatus.LOOKUP_FAILED and r.freshness_ms is None, r

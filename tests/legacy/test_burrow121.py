@@ -25,6 +25,7 @@ from devstack.cache import default_kafka_version, kafka_classpath_dir
 from devstack.legacy import LegacyStack
 from devstack.scrape import FRESHNESS
 from devstack.stack import now_ms
+from freshness_tracker import metrics
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import data_loss_past_a_commit, one_cycle, result
 from tests.support.kafka_wire import api_versions
@@ -33,7 +34,7 @@ from tests.support.seeding import Commit, assert_exact, commit_all, seed_topic, 
 pytestmark = [pytest.mark.integration, pytest.mark.legacy, pytest.mark.timeout(180)]
 
 API_LIST_OFFSETS = 2
-GROUP_DATA_LOSS = "kafka_consumer_group_data_loss_partitions"
+GROUP_DATA_LOSS = metrics.GROUP_DATA_LOSS_PARTITIONS.name
 
 
 def api_version_range(address: str, api_key: int) -> tuple[int, int]:

@@ -20,6 +20,7 @@ from devstack import RealStack, StackFeatureUnavailable
 from devstack.processes import port_open
 from devstack.scrape import FRESHNESS
 from devstack.stack import CommitWindow, now_ms
+from freshness_tracker import metrics
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import data_loss_past_a_commit, one_cycle, result
 from tests.support.kafka_wire import api_versions
@@ -45,15 +46,15 @@ def test_exact_freshness_and_commit_lag_from_a_real_commit(
     assert (fresh.freshness_ms, fresh.offset_lag, fresh.committed_offset) == (0, 0, 7)
     labels = {"cluster": stack.cluster, "topic": topic.name, "partition": 0}
     assert scrape.get(FRESHNESS, consumer=caught_up.group, **labels) == 0
-    assert scrape.get("kafka_consumer_data_loss", consumer=lagging.group, **labels) == 0
+    assert scrape.get(metrics.DATA_LOSS.name, consumer=lagging.group, **labels) == 0
 
 
 def test_data_loss_when_delete_records_passes_the_commit(
     stack: RealStack, unique_name: Callable[[str], str]
 ) -> None:
     scrape, labels = data_loss_past_a_commit(stack, unique_name)
-    assert scrape.get("kafka_consumer_data_loss", **labels) == 1
-    assert scrape.get("kafka_consumer_lost_records", **labels) == 4
+    assert scrape.get(metrics.DATA_LOSS.name, **labels) == 1
+    assert scrape.get(metrics.LOST.name, **labels) == 4
 
 
 def test_commit_time_cannot_be_chosen_on_real_kafka() -> None:

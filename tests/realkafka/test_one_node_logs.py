@@ -21,6 +21,7 @@ from devstack import RealStack
 from devstack.processes import poll
 from devstack.scrape import FRESHNESS
 from devstack.stack import now_ms
+from freshness_tracker import metrics
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
 
@@ -213,7 +214,7 @@ def test_committed_offset_beyond_the_log_end(
     assert r.error is None and snap.health.kafka_read_failures == 0
     labels = {"cluster": stack.cluster, "consumer": group, "topic": topic, "partition": 0}
     assert scrape.get(FRESHNESS, **labels) == 0
-    assert scrape.get("kafka_consumer_data_loss", **labels) == 0
+    assert scrape.get(metrics.DATA_LOSS.name, **labels) == 0
 
 
 class PeakRss:

@@ -16,6 +16,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from devstack.scrape import Scrape
+from freshness_tracker import metrics
 from freshness_tracker.burrow import parse
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.burrow.settings import BurrowSettings
@@ -93,19 +94,19 @@ def rig() -> Iterator[Rig]:
                                          max_response_bytes=MAX_BODY))
     registry = CollectorRegistry()
     holder = SnapshotHolder()
-    metrics = SelfMetrics(registry, ["c", "d"])
+    self_metrics = SelfMetrics(registry, ["c", "d"])
     exposition = CachedExposition(holder, CollectorRegistry(), SeriesSet.everything(),
                                   registry)  # every family's rules
     try:
-        yield Rig(server, client, exposition, holder, metrics)
+        yield Rig(server, client, exposition, holder, self_metrics)
     finally:
         client.close()
         server.stop()
 
 
-FRESH = "kafka_consumer_freshness_ms"
-INVALID = "freshness_tracker_invalid_inputs_total"
-BURROW_ERRORS = "freshness_tracker_burrow_errors_total"
+FRESH = metrics.FRESHNESS.name
+INVALID = metrics.INVALID_INPUTS.total
+BURROW_ERRORS = metrics.BURROW_ERRORS.total
 
 
 def test_a_lone_surrogate_topic_costs_its_partition_never_the_scrape(rig: Rig) -> None:
@@ -125,9 +126,9 @@ def test_a_lone_surrogate_topic_costs_its_partition_never_the_scrape(rig: Rig) -
     assert samples.get(FRESH, cluster="d", consumer="ok", topic="t", partition=0) == 55_000
     assert samples.get(INVALID, cluster="c") == 1
     # The dropped partition may be the worst one: the group max is withheld, and says why.
-    assert samples.get("kafka_consumer_group_max_freshness_ms", cluster="c", consumer="odd") \
+    assert samples.get(metrics.GROUP_MAX_FRESHNESS.name, cluster="c", consumer="odd") \
         is None
-    assert samples.get("kafka_consumer_group_unmeasured_partitions", cluster="c",
+    assert samples.get(metrics.GROUP_UNMEASURED.name, cluster="c",
                consumer="odd") == 1
 
 
@@ -202,9 +203,9 @@ def test_a_partition_listed_three_times_is_one_series_and_counted(rig: Rig) -> N
     assert len(snapshot.partitions) == 2 and snapshot.health.invalid_inputs == 2
     samples = rig.scrape()
     assert len(samples.series(FRESH, cluster="c", consumer="ok", partition=0)) == 1
-    assert samples.get("kafka_consumer_topic_offset_lag", cluster="c", consumer="ok",
+    assert samples.get(metrics.TOPIC_OFFSET_LAG.name, cluster="c", consumer="ok",
                topic="t") == 7
-    assert samples.get("kafka_consumer_group_offset_lag", cluster="c", consumer="ok") == 7
+    assert samples.get(metrics.GROUP_OFFSET_LAG.name, cluster="c", consumer="ok") == 7
 
 
 def test_a_negative_lag_is_unmeasured_never_caught_up(rig: Rig) -> None:
@@ -215,16 +216,16 @@ def test_a_negative_lag_is_unmeasured_never_caught_up(rig: Rig) -> None:
     labels = {"cluster": "c", "consumer": "ok", "topic": "t", "partition": 0}
     assert samples.get(FRESH, **labels) is None
     assert snapshot.health.up and snapshot.health.invalid_inputs == 1
-    assert samples.get("kafka_consumer_offset_lag", **labels) is None
-    assert samples.get("kafka_consumer_commit_lag_ms", **labels) is None
-    assert samples.get("kafka_consumer_committed_offset", **labels) == 5
-    assert samples.get("kafka_consumer_group_unmeasured_partitions", cluster="c",
+    assert samples.get(metrics.OFFSET_LAG.name, **labels) is None
+    assert samples.get(metrics.COMMIT_LAG.name, **labels) is None
+    assert samples.get(metrics.COMMITTED.name, **labels) == 5
+    assert samples.get(metrics.GROUP_UNMEASURED.name, cluster="c",
                consumer="ok") == 1
-    assert samples.get("freshness_tracker_cluster_partitions", cluster="c",
+    assert samples.get(metrics.CLUSTER_PARTITIONS.name, cluster="c",
                status="invalid") == 1
-    assert samples.get("freshness_tracker_cluster_partitions", cluster="c",
+    assert samples.get(metrics.CLUSTER_PARTITIONS.name, cluster="c",
                status="caught_up") == 0
-    assert samples.get("kafka_consumer_group_max_freshness_ms", cluster="c",
+    assert samples.get(metrics.GROUP_MAX_FRESHNESS.name, cluster="c",
                consumer="ok") is None
     assert samples.get(FRESH, cluster="c", consumer="ok", topic="t", partition=1) == 55_000
 
@@ -237,7 +238,7 @@ def test_an_absurd_commit_time_exports_no_commit_lag(rig: Rig, ts: int) -> None:
     snapshot = rig.cycle()
     samples = rig.scrape()
     labels = {"cluster": "c", "consumer": "ok", "topic": "t", "partition": 0}
-    assert samples.get("kafka_consumer_commit_lag_ms", **labels) is None
+    assert samples.get(metrics.COMMIT_LAG.name, **labels) is None
     assert snapshot.health.up and snapshot.health.invalid_inputs == 1
     assert samples.get(FRESH, **labels) == 55_000  # freshness does not come from it
     assert all(v < 10**12 for (n, _), v in samples.samples.items()
@@ -252,8 +253,8 @@ def test_every_group_gone_is_a_failed_cluster_not_a_healthy_empty_one(rig: Rig) 
     assert "listed 3 groups and none could be measured" in (snapshot.health.error or "")
     assert "3 answered 404" in (snapshot.health.error or "")
     samples = rig.scrape()
-    assert samples.get("freshness_tracker_cluster_up", cluster="c") == 0
-    assert samples.get("freshness_tracker_cycle_failures_total", cluster="c") == 1
+    assert samples.get(metrics.CLUSTER_UP.name, cluster="c") == 0
+    assert samples.get(metrics.CYCLE_FAILURES.total, cluster="c") == 1
 
 
 def test_an_empty_consumer_list_is_still_a_healthy_cluster(rig: Rig) -> None:
@@ -270,8 +271,8 @@ def test_one_group_gone_and_one_failed_but_one_measured_stays_up(rig: Rig) -> No
 
 # --- a group is never silently unmonitored ------------------------------------------------------
 
-MEASURED = "kafka_consumer_group_measured"
-GROUP_STATUS = "kafka_consumer_group_burrow_status"
+MEASURED = metrics.GROUP_MEASURED.name
+GROUP_STATUS = metrics.GROUP_STATUS.name
 
 
 def _unmeasured(snapshot: ClusterSnapshot) -> dict[str, str]:
@@ -330,7 +331,7 @@ def test_a_cluster_whose_every_group_is_unreadable_is_down(rig: Rig) -> None:
     assert "listed 2 groups and none could be measured" in (snapshot.health.error or "")
     assert not _unmeasured(snapshot) and snapshot.groups == ()
     samples = rig.scrape()
-    assert samples.get("freshness_tracker_cluster_up", cluster="c") == 0
+    assert samples.get(metrics.CLUSTER_UP.name, cluster="c") == 0
     assert not [key for key in samples.samples if key[0].startswith("kafka_consumer_")]
 
 
@@ -349,7 +350,7 @@ def test_a_group_whose_only_entry_is_unusable_is_listed_in_the_table(rig: Rig) -
     snapshot = rig.cycle()
     samples = rig.scrape()
     for name in ("bad", "half"):
-        assert samples.get("kafka_consumer_group_unmeasured_partitions", cluster="c",
+        assert samples.get(metrics.GROUP_UNMEASURED.name, cluster="c",
                            consumer=name) == 1
     rows = {line.split()[1]: line for line in
             render_table(Snapshot((snapshot,))).splitlines()[1:] if "UNMEASURED" in line}
@@ -398,7 +399,7 @@ def test_a_number_burrow_cannot_send_makes_the_group_unmeasured_never_caught_up(
     samples = rig.scrape()
     assert samples.get(MEASURED, cluster="c", consumer="bad") == 0
     assert not samples.series(FRESH, cluster="c", consumer="bad")
-    assert samples.get("kafka_consumer_group_offset_lag", cluster="c", consumer="bad") is None
+    assert samples.get(metrics.GROUP_OFFSET_LAG.name, cluster="c", consumer="bad") is None
 
 
 def test_a_nan_lag_makes_the_group_unmeasured(rig: Rig) -> None:
@@ -417,7 +418,7 @@ def test_a_missing_or_unknown_status_is_unknown_never_ok(rig: Rig, status: Any) 
     assert group_result.burrow_status == "UNKNOWN"
     samples = rig.scrape()
     assert samples.get(GROUP_STATUS, cluster="c", consumer="g") == -1
-    assert samples.get("kafka_consumer_partition_burrow_status", cluster="c", consumer="g",
+    assert samples.get(metrics.PARTITION_STATUS.name, cluster="c", consumer="g",
                        topic="t", partition=0) == -1
     assert samples.get(FRESH, cluster="c", consumer="g", topic="t", partition=0) == 55_000
 
@@ -447,7 +448,7 @@ def test_groups_the_filters_exclude_are_counted_and_logged_once(
     rig.holder.publish(snapshot)
     assert snapshot.health.filtered_groups == 2
     assert [s.path for s in rig.server.requests(r"/lag$")] == ["/v3/kafka/c/consumer/ok/lag"] * 3
-    assert rig.scrape().get("freshness_tracker_cluster_filtered_groups", cluster="c") == 2
+    assert rig.scrape().get(metrics.CLUSTER_FILTERED_GROUPS.name, cluster="c") == 2
     logged = [r.getMessage() for r in caplog.records if "filters.groups" in r.getMessage()]
     assert len(logged) == 1 and "'tmp-\\x1b[2J'" in logged[0]  # once, not every cycle
 

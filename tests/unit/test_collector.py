@@ -17,9 +17,10 @@ from freshness_tracker.domain.model import (
     PartitionStatus,
     TopicResult,
 )
+from freshness_tracker.metrics import Granularity
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks.exposition import CachedExposition
-from freshness_tracker.sinks.prometheus import Granularity, SeriesSet
+from freshness_tracker.sinks.prometheus import SeriesSet
 from tests.support.golden import result, snapshot
 
 

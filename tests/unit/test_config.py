@@ -13,8 +13,8 @@ import pytest
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.errors import ConfigError
+from freshness_tracker.metrics import Granularity
 from freshness_tracker.reference import parse_duration
-from freshness_tracker.sinks.prometheus import Granularity
 
 MINIMAL = 'clusters = [{ name = "local", kafka { "bootstrap.servers" = "k:9092" } }]'
 

@@ -14,8 +14,8 @@ from freshness_tracker import reference
 from freshness_tracker.burrow.settings import BurrowSettings
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import Settings
-from freshness_tracker.http import WebSettings
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from freshness_tracker.web_settings import WebSettings
 
 MINIMAL = 'clusters = [{ name = c, kafka { "bootstrap.servers" = "k:1" } }]'
 

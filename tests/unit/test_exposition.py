@@ -38,6 +38,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from devstack.oracle import FreshnessCollector, reference_registry
 from devstack.processes import poll
 from freshness_tracker import http as http_module
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import (
@@ -53,7 +54,8 @@ from freshness_tracker.domain.model import (
     TopicResult,
 )
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.http import MetricsServer, WebSettings, make_app, send_all
+from freshness_tracker.http import MetricsServer, make_app, send_all
+from freshness_tracker.metrics import ALL_PARTITION_METRICS, Granularity
 from freshness_tracker.publish import SnapshotHolder
 from freshness_tracker.sinks import exposition as exposition_module
 from freshness_tracker.sinks.exposition import (
@@ -62,12 +64,8 @@ from freshness_tracker.sinks.exposition import (
     crc_shift,
     only_named,
 )
-from freshness_tracker.sinks.prometheus import (
-    ALL_PARTITION_METRICS,
-    DEFAULT_PARTITION_METRICS,
-    Granularity,
-    SeriesSet,
-)
+from freshness_tracker.sinks.prometheus import DEFAULT_PARTITION_METRICS, SeriesSet
+from freshness_tracker.web_settings import WebSettings
 from tests.deploy.tools import require_tool
 from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 from tests.support.golden import snapshot
@@ -259,10 +257,10 @@ def test_vectored_send_delivers_every_byte_in_order() -> None:
 
 def test_name_filter_serves_the_named_families_only() -> None:
     _holder, exposition, *_ = published(snapshot())
-    names = ["kafka_consumer_freshness_ms", "freshness_tracker_test_scrapes_total"]  # samples
+    names = [metrics.FRESHNESS.name, "freshness_tracker_test_scrapes_total"]  # samples
     text = exposition.answer(None, None, names).body.decode()
     assert {f.name for f in text_string_to_metric_families(text)} == set(
-        ["kafka_consumer_freshness_ms", "freshness_tracker_test_scrapes"])
+        [metrics.FRESHNESS.name, "freshness_tracker_test_scrapes"])
     zipped = exposition.answer(None, "gzip", names)
     assert gzip.decompress(zipped.body).decode() == text
 
@@ -297,7 +295,7 @@ def test_gzip_is_sent_only_when_asked_for_with_a_q_value_above_zero(
         encoding: str | None, zipped: bool) -> None:
     _holder, exposition, *_ = published(snapshot())
     assert exposition.answer(None, encoding).gzip is zipped
-    assert exposition.answer(None, encoding, ["kafka_consumer_freshness_ms"]).gzip is zipped
+    assert exposition.answer(None, encoding, [metrics.FRESHNESS.name]).gzip is zipped
 
 
 @pytest.mark.parametrize("names", [
@@ -471,10 +469,10 @@ def test_per_snapshot_series_are_rendered_once_per_snapshot_and_format(
     assert line + "4.0" in exposition.answer().body.decode()
     assert collects == 3
     # name[] filtering serves them too, with OpenMetrics' EOF once, at the end
-    names = ["freshness_tracker_test_cycles_total", "kafka_consumer_freshness_ms"]
+    names = ["freshness_tracker_test_cycles_total", metrics.FRESHNESS.name]
     filtered = exposition.answer(ACCEPTS[5], None, names).body.decode()
     assert 'freshness_tracker_test_cycles_total{cluster="c"} 4.0' in filtered
-    assert "kafka_consumer_freshness_ms{" in filtered and "test_scrapes" not in filtered
+    assert f"{metrics.FRESHNESS.name}{{" in filtered and "test_scrapes" not in filtered
     assert filtered.count("# EOF") == 1 and filtered.endswith("# EOF\n")
 
 
@@ -501,13 +499,12 @@ def test_default_series_are_freshness_commit_lag_and_headroom_per_partition() ->
     families = exported_families(exposition.answer().body.decode())
     per_partition = {f for f in families if f in ALL_PARTITION_METRICS}
     assert per_partition == set(DEFAULT_PARTITION_METRICS) == {
-        "kafka_consumer_freshness_ms", "kafka_consumer_commit_lag_ms",
-        "kafka_consumer_retention_headroom_ms"}
+        metrics.FRESHNESS.name, metrics.COMMIT_LAG.name, metrics.HEADROOM.name}
     # every roll-up stays: alerts on groups and topics need no per-partition opt-in
-    assert {"kafka_consumer_topic_max_freshness_ms", "kafka_consumer_topic_offset_lag",
-            "kafka_consumer_group_max_freshness_ms", "kafka_consumer_group_offset_lag",
-            "kafka_consumer_group_burrow_status", "kafka_consumer_group_unmeasured_partitions",
-            "kafka_consumer_group_data_loss_partitions", "freshness_tracker_cluster_up"} \
+    assert {f.name for f in (metrics.TOPIC_MAX_FRESHNESS, metrics.TOPIC_OFFSET_LAG,
+                             metrics.GROUP_MAX_FRESHNESS, metrics.GROUP_OFFSET_LAG,
+                             metrics.GROUP_STATUS, metrics.GROUP_UNMEASURED,
+                             metrics.GROUP_DATA_LOSS_PARTITIONS, metrics.CLUSTER_UP)} \
         <= families
 
 
@@ -520,12 +517,12 @@ def test_the_config_default_is_that_set_and_every_family_can_be_opted_in() -> No
     everything = load_settings(text=BASE + "partitionMetrics = " + str(
         list(reversed(ALL_PARTITION_METRICS))).replace("'", '"'))
     assert everything.partition_metrics == ALL_PARTITION_METRICS  # exposition order
-    only = load_settings(text=BASE + "partitionMetrics = [kafka_consumer_offset_lag]")
-    assert only.partition_metrics == ("kafka_consumer_offset_lag",)
+    lag = metrics.OFFSET_LAG.name
+    only = load_settings(text=BASE + f"partitionMetrics = [{lag}]")
+    assert only.partition_metrics == (lag,)
     with pytest.raises(ConfigError) as caught:
-        load_settings(text=BASE + "partitionMetrics = [kafka_consumer_freshness_ms, lag]")
-    assert caught.value.key == "partitionMetrics[1]" and "kafka_consumer_offset_lag" in str(
-        caught.value)
+        load_settings(text=BASE + f"partitionMetrics = [{metrics.FRESHNESS.name}, lag]")
+    assert caught.value.key == "partitionMetrics[1]" and lag in str(caught.value)
 
 
 # --- the oldest uncommitted record's timestamp (query-time freshness) ---------------------------
@@ -564,13 +561,12 @@ def _lagging_cycle(partition_metrics: str = "") -> tuple[str, str, dict[str, flo
 
 def test_the_oldest_uncommitted_timestamp_is_the_record_at_c_and_its_oldest_per_roll_up() -> None:
     text, want, values = _lagging_cycle(
-        "partitionMetrics = [kafka_consumer_freshness_ms, "
-        "kafka_consumer_oldest_uncommitted_timestamp_seconds]")
+        f"partitionMetrics = [{metrics.FRESHNESS.name}, "
+        f"{metrics.OLDEST_UNCOMMITTED.name}]")
     assert without_process(text) == without_process(want)  # the oracle's bytes
     stamps = {k: v for k, v in values.items() if "oldest_uncommitted" in k}
-    p, t, g = ("kafka_consumer_oldest_uncommitted_timestamp_seconds",
-               "kafka_consumer_topic_oldest_uncommitted_timestamp_seconds",
-               "kafka_consumer_group_oldest_uncommitted_timestamp_seconds")
+    p, t, g = (metrics.OLDEST_UNCOMMITTED.name, metrics.TOPIC_OLDEST_UNCOMMITTED.name,
+               metrics.GROUP_OLDEST_UNCOMMITTED.name)
     assert stamps == {
         # a waiting record's append time; after data loss the earliest retained one's (a lower
         # bound, as the freshness); none for the caught-up partition nor the failed read
@@ -585,24 +581,23 @@ def test_the_oldest_uncommitted_timestamp_is_the_record_at_c_and_its_oldest_per_
         # unknown: neither has a timestamp
     }
     # the cycle's freshness is its now minus that timestamp, at every level
-    assert values["kafka_consumer_group_max_freshness_ms{'consumer': 'g'}"] == 100_000 - 60_000
-    assert values["kafka_consumer_topic_max_freshness_ms{'consumer': 'g', 'topic': 't'}"] == \
-        100_000 - 70_000
-    assert values["kafka_consumer_freshness_ms{'consumer': 'g', 'partition': '0', 'topic': 't'}"] \
+    group_max, topic_max = metrics.GROUP_MAX_FRESHNESS.name, metrics.TOPIC_MAX_FRESHNESS.name
+    assert values[f"{group_max}{{'consumer': 'g'}}"] == 100_000 - 60_000
+    assert values[f"{topic_max}{{'consumer': 'g', 'topic': 't'}}"] == 100_000 - 70_000
+    assert values[f"{metrics.FRESHNESS.name}{{'consumer': 'g', 'partition': '0', 'topic': 't'}}"] \
         == 100_000 - 90_000
-    assert values["kafka_consumer_group_max_freshness_ms{'consumer': 'idle'}"] == 0
-    assert "kafka_consumer_group_max_freshness_ms{'consumer': 'broken'}" not in values
+    assert values[f"{group_max}{{'consumer': 'idle'}}"] == 0
+    assert f"{group_max}{{'consumer': 'broken'}}" not in values
 
 
 def test_the_timestamp_is_exported_per_group_and_topic_by_default_per_partition_if_asked() -> None:
     text, want, values = _lagging_cycle()
     assert without_process(text) == without_process(want)
     families = exported_families(text)
-    assert {"kafka_consumer_group_oldest_uncommitted_timestamp_seconds",
-            "kafka_consumer_topic_oldest_uncommitted_timestamp_seconds"} <= families
-    assert "kafka_consumer_oldest_uncommitted_timestamp_seconds" not in families
-    assert values["kafka_consumer_group_oldest_uncommitted_timestamp_seconds{'consumer': 'g'}"] \
-        == 60.0
+    group_oldest = metrics.GROUP_OLDEST_UNCOMMITTED.name
+    assert {group_oldest, metrics.TOPIC_OLDEST_UNCOMMITTED.name} <= families
+    assert metrics.OLDEST_UNCOMMITTED.name not in families
+    assert values[f"{group_oldest}{{'consumer': 'g'}}"] == 60.0
 
 
 # --- the exporter and the listener ------------------------------------------------------------
@@ -636,7 +631,7 @@ def test_a_cycle_is_published_even_when_counting_it_fails(
     (published_cluster,) = exporter.run_once().clusters
     assert published_cluster.cycle_id == 1 and published_cluster.health.up
     served = exporter.exposition.answer().body.decode()
-    assert 'kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"}' in served
+    assert f'{metrics.FRESHNESS.name}{{cluster="c",consumer="g",partition="0",topic="t"}}' in served
 
 
 def test_the_exporter_serves_what_prometheus_client_renders(
@@ -646,7 +641,7 @@ def test_the_exporter_serves_what_prometheus_client_renders(
     served = exporter.exposition.answer().body.decode()
     want = generate_latest(reference_registry(exporter)).decode()
     assert without_process(served) == without_process(want)
-    assert 'freshness_tracker_cycles_total{cluster="c"} 1.0' in served
+    assert f'{metrics.CYCLES.total}{{cluster="c"}} 1.0' in served
     # a scrape right after the next publication already sees the advanced counters (they are
     # rendered once per snapshot: advanced later, they would show only after the one after)
     publish = exporter.holder.publish
@@ -659,8 +654,8 @@ def test_the_exporter_serves_what_prometheus_client_renders(
     monkeypatch.setattr(exporter.holder, "publish", publish_then_scrape)
     exporter.run_once()
     again = exporter.exposition.answer().body.decode()
-    assert 'freshness_tracker_cycles_total{cluster="c"} 2.0' in scraped[0]
-    assert 'freshness_tracker_cycles_total{cluster="c"} 2.0' in again
+    assert f'{metrics.CYCLES.total}{{cluster="c"}} 2.0' in scraped[0]
+    assert f'{metrics.CYCLES.total}{{cluster="c"}} 2.0' in again
     assert exporter.exposition.counts.renders == 2
 
 
@@ -697,8 +692,8 @@ def test_the_listener_serves_cached_bytes_with_their_length(
         # which may be after the client has read the last byte)
         assert poll(lambda: vectored, 5.0, "the vectored send to return") == [len(body)]
         assert headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
-        assert b'kafka_consumer_freshness_ms{cluster="c",consumer="g",partition="0",topic="t"}' \
-            b" 10000.0\n" in body
+        assert (f'{metrics.FRESHNESS.name}{{cluster="c",consumer="g",partition="0",topic="t"}}'
+                ' 10000.0\n').encode() in body
         status, headers, zipped = get(server.port, "/metrics", {"Accept-Encoding": "gzip",
                                                                 "Accept": ACCEPTS[5]})
         assert headers["content-encoding"] == "gzip"
@@ -752,4 +747,4 @@ def test_once_prints_the_cached_exposition(monkeypatch: pytest.MonkeyPatch, tmp_
         root.setLevel(level)
     out = capsys.readouterr().out
     assert len(answers) == 1 and out == answers[0].decode()
-    assert 'freshness_tracker_cluster_up{cluster="local"} 0.0' in out
+    assert f'{metrics.CLUSTER_UP.name}{{cluster="local"}} 0.0' in out

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
+from freshness_tracker import metrics
 from freshness_tracker.burrow import parse
 from freshness_tracker.burrow.client import BurrowClient
 from freshness_tracker.burrow.settings import BurrowSettings
@@ -356,16 +357,16 @@ def _check_scrape(text: str) -> None:
             key = (sample.name, frozenset(sample.labels.items()))
             assert key not in seen, f"series exported twice: {key}"
             seen.add(key)
-            if sample.name in ("kafka_consumer_freshness_ms",
-                               "kafka_consumer_group_max_freshness_ms",
-                               "kafka_consumer_topic_max_freshness_ms"):
+            if sample.name in (metrics.FRESHNESS.name,
+                               metrics.GROUP_MAX_FRESHNESS.name,
+                               metrics.TOPIC_MAX_FRESHNESS.name):
                 assert 0 <= sample.value <= NOW - EARLIEST_PLAUSIBLE_MS, sample
-            if sample.name == "kafka_consumer_commit_lag_ms":
+            if sample.name == metrics.COMMIT_LAG.name:
                 assert 0 <= sample.value <= NOW + MAX_AHEAD_MS - EARLIEST_PLAUSIBLE_MS, sample
-            if "offset_lag" in sample.name or sample.name == "kafka_consumer_committed_offset":
+            if "offset_lag" in sample.name or sample.name == metrics.COMMITTED.name:
                 # exposition values are float64: INT64_MAX itself renders as 2**63
                 assert 0 <= sample.value <= float(INT64_MAX), sample
-            if sample.name == "kafka_consumer_group_measured":
+            if sample.name == metrics.GROUP_MEASURED.name:
                 assert sample.value in (0, 1), sample
             if sample.name.endswith("burrow_status"):
                 assert sample.value in range(-1, 7), sample
@@ -419,7 +420,7 @@ def test_a_cycle_never_crashes_on_fuzzed_burrow_bodies(
         event("fuzzed group measured" if measured[-1] else "fuzzed group unmeasured")
         text = exposition.answer().body.decode()  # the scrape renders
         families = {f.name for f in text_string_to_metric_families(text)}
-        assert "kafka_consumer_freshness_ms" in families
+        assert metrics.FRESHNESS.name in families
         _check_scrape(text)
 
     one_cycle()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from freshness_tracker import cycle
+from freshness_tracker import cycle, metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import ClusterSettings
@@ -187,7 +187,7 @@ def test_a_cycle_whose_turn_never_comes_is_still_measured_and_published_in_time(
     assert [c.health.up for c in snapshot.clusters] == [True] * 5
     assert 1.5 <= elapsed < 6.0
     for c in CLUSTERS:
-        assert f'kafka_consumer_freshness_ms{{cluster="{c}",consumer="g"' in text
+        assert f'{metrics.FRESHNESS.name}{{cluster="{c}",consumer="g"' in text
 
 
 def test_a_failed_cycle_is_published_at_once_whatever_the_gate() -> None:
@@ -203,8 +203,8 @@ def test_a_failed_cycle_is_published_at_once_whatever_the_gate() -> None:
         exporter.close()
     assert not any(c.health.up for c in snapshot.clusters)
     assert elapsed < MAX_TURN_WAIT_S / 2  # a gated publication would wait all of it
-    assert 'freshness_tracker_cluster_up{cluster="a"} 0.0' in text
-    assert "kafka_consumer_freshness_ms{" not in text
+    assert f'{metrics.CLUSTER_UP.name}{{cluster="a"}} 0.0' in text
+    assert f"{metrics.FRESHNESS.name}{{" not in text
 
 
 def test_a_cycle_that_overruns_after_waiting_for_its_turn_says_so(

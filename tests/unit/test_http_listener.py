@@ -29,15 +29,10 @@ from prometheus_client import CollectorRegistry, Gauge
 from devstack.processes import poll
 from devstack.testing import unavailable
 from freshness_tracker.domain.model import Snapshot
-from freshness_tracker.http import (
-    AuthThrottle,
-    ListenerLimits,
-    MetricsServer,
-    WebSettings,
-    make_app,
-)
+from freshness_tracker.http import AuthThrottle, ListenerLimits, MetricsServer, make_app
 from freshness_tracker.sinks.exposition import Answer
 from freshness_tracker.sinks.status_page import render_status_page
+from freshness_tracker.web_settings import WebSettings
 from tests.faults.harness import Certs, make_certs
 
 pytestmark = pytest.mark.timeout(120)

@@ -18,13 +18,10 @@ import pyarrow as pa
 import pytest
 
 from freshness_tracker.config import settings as config_settings
-from freshness_tracker.reference import reference_text, reference_tree
-from freshness_tracker.sinks.history import HISTORY_SCHEMA
-from freshness_tracker.sinks.prometheus import (
+from freshness_tracker.metrics import (
     ALL_PARTITION_METRICS,
     BUILD_INFO,
     CYCLE_COUNTERS,
-    DEFAULT_PARTITION_METRICS,
     GROUP_FAMILIES,
     HEALTH_FAMILIES,
     KAFKA_CONSUMERS,
@@ -34,6 +31,9 @@ from freshness_tracker.sinks.prometheus import (
     TOPIC_FAMILIES,
     Level,
 )
+from freshness_tracker.reference import reference_text, reference_tree
+from freshness_tracker.sinks.history import HISTORY_SCHEMA
+from freshness_tracker.sinks.prometheus import DEFAULT_PARTITION_METRICS
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"

@@ -25,10 +25,11 @@ from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.config.settings import redact
 from freshness_tracker.errors import BurrowUnavailable, ConfigError
-from freshness_tracker.http import AuthThrottle, WebSettings, make_app
+from freshness_tracker.http import AuthThrottle, make_app
 from freshness_tracker.kafka import consumers as consumers_module
 from freshness_tracker.kafka.consumers import FORCED_SETTINGS, ConsumerPool, build_consumer_config
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from freshness_tracker.web_settings import WebSettings
 from tests.faults.harness import make_certs
 from tests.support.fake_kafka import FakeBroker, FakeConsumer, make_log
 from tests.support.fakes import FakeBurrow, group, lag

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
 from tests.support.fake_burrow import FaultyBurrow
@@ -83,15 +84,15 @@ def test_the_union_over_shards_has_each_partition_exactly_once(burrow: FaultyBur
             texts.append(exporter.exposition.answer().body.decode())
         finally:
             exporter.close()
-    freshness = Counter(s for text in texts for s in series(text, "kafka_consumer_freshness_ms"))
+    freshness = Counter(s for text in texts for s in series(text, metrics.FRESHNESS.name))
     expected = {(("cluster", c), ("consumer", f"g-{g}"), ("partition", str(p)),
                  ("topic", f"t{g % 7}"))
                 for c in CLUSTERS for g in range(GROUPS) for p in range(PARTITIONS)}
     assert set(freshness) == expected  # none missing, none extra
     assert set(freshness.values()) == {1}  # none twice
     groups = Counter(s for text in texts
-                     for s in series(text, "kafka_consumer_group_max_freshness_ms"))
+                     for s in series(text, metrics.GROUP_MAX_FRESHNESS.name))
     assert len(groups) == len(CLUSTERS) * GROUPS and set(groups.values()) == {1}
     if count > 1:  # every replica measured a share, none all of it
-        shares = [len(series(text, "kafka_consumer_freshness_ms")) for text in texts]
+        shares = [len(series(text, metrics.FRESHNESS.name)) for text in texts]
         assert all(0 < n < len(expected) for n in shares), shares

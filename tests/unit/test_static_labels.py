@@ -11,11 +11,12 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devstack.oracle import reference_registry
+from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.cli import main
 from freshness_tracker.config import load_settings
 from freshness_tracker.errors import ConfigError
-from freshness_tracker.sinks.prometheus import RESERVED_LABELS
+from freshness_tracker.metrics import RESERVED_LABELS
 from tests.support.fakes import FakeBurrow, FakeReader, group, lag
 
 TWO = '''
@@ -90,8 +91,8 @@ def test_every_series_of_a_cluster_carries_its_labels_and_only_its_own() -> None
     burrow = FakeBurrow({name: lags(name) for name in ("c", "d", "e")})
     reader = FakeReader({("t", 0, 3): 80_000, ("t", 0, 4): 90_000})
     settings = load_settings(text=TWO + "partitionMetrics = [" + ", ".join([
-        "kafka_consumer_freshness_ms", "kafka_consumer_offset_lag",
-        "kafka_consumer_data_current_as_of_timestamp_seconds"]) + "]")
+        metrics.FRESHNESS.name, metrics.OFFSET_LAG.name,
+        metrics.DATA_AS_OF.name]) + "]")
     exporter = Exporter(settings, burrow=burrow, reader_factory=lambda _k: reader,
                         clock=lambda: 100_000)
     try:
@@ -116,9 +117,9 @@ def test_every_series_of_a_cluster_carries_its_labels_and_only_its_own() -> None
         assert per_cluster["c"] == per_cluster["d"] == per_cluster["e"]
         names = per_cluster["c"]
         # partition, topic, group, cluster health, self-metric counters and histograms
-        assert {"kafka_consumer_freshness_ms", "kafka_consumer_topic_max_freshness_ms",
-                "kafka_consumer_group_max_freshness_ms", "freshness_tracker_cluster_up",
-                "freshness_tracker_cluster_partitions", "freshness_tracker_cycles",
-                "freshness_tracker_kafka_read_duration_seconds"} <= names
-    assert 'freshness_tracker_cluster_up{cluster="c",env="prod",region="eu",team=""} 1.0' \
+        assert {metrics.FRESHNESS.name, metrics.TOPIC_MAX_FRESHNESS.name,
+                metrics.GROUP_MAX_FRESHNESS.name, metrics.CLUSTER_UP.name,
+                metrics.CLUSTER_PARTITIONS.name, metrics.CYCLES.name,
+                metrics.READ_DURATION.name} <= names
+    assert f'{metrics.CLUSTER_UP.name}{{cluster="c",env="prod",region="eu",team=""}} 1.0' \
         in served
