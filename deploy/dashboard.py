@@ -61,12 +61,14 @@ def one_copy(selector: str) -> str:
 
 def freshness_now(stamp: Family, gauge: Family, selector: str) -> str:
     """Freshness in ms as of the query (docs/querytime.md): per series the cycle's gauge carried
-    forward to now at the rate it grew over `$rate_window` (0 to 1 s per s), so a stuck group
-    ages with the clock and one that keeps up keeps its gauge; the gauge alone where no record
-    waits (it is 0), no timestamp is exported (per partition it is opt-in) or there is no rate
-    yet. The chart's rule is the same expression."""
+    forward to now at the rate it grew over `$rate_window` (0 to 1 s per s; 1 where the timestamp
+    did not change over it: the same record waits), so a stuck group ages with the clock and one
+    that keeps up keeps its gauge; the gauge alone where no record waits (it is 0), no timestamp
+    is exported (per partition it is opt-in) or there is no rate yet. The chart's rule is the
+    same expression."""
     g, ts = f"{gauge.name}{{{selector}}}", f"{stamp.name}{{{selector}}}"
-    return (f"({g} + clamp(deriv({g}[$rate_window]) / 1000, 0, 1) "
+    return (f"({g} + clamp_max(clamp(deriv({g}[$rate_window]) / 1000, 0, 1) "
+            f"+ (changes({ts}[$rate_window]) == bool 0), 1) "
             f"* clamp_min(1000 * (time() - {ts}) - {g}, 0)) or {g}")
 
 

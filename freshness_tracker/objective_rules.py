@@ -158,13 +158,16 @@ def _selectors(objectives: Sequence[Objective], i: int, job: str | None) -> str:
 def _freshness_now(stamp: str, gauge: str, selector: str, window: str) -> str:
     """The worst freshness in ms at the rule's evaluation time: per series, the cycle's gauge
     carried forward to now (time since the cycle observed it: now − the oldest uncommitted
-    record's timestamp − the gauge) at the rate it grew over `window`, between 0 and 1 s per s:
-    a stuck group ages with the clock, one that keeps up keeps its gauge. The gauge alone where
-    no record waits (its 0 must not age), no timestamp is exported or the window holds fewer
-    than two samples. Then the worst copy. The chart's rule is the same expression."""
+    record's timestamp − the gauge) at the rate it grew over `window`, between 0 and 1 s per s,
+    and at 1 where the timestamp did not change over `window` (the same record waits, so it ages
+    with the clock): a stuck group ages with the clock, one that keeps up keeps its gauge. The
+    gauge alone where no record waits (its 0 must not age), no timestamp is exported or the
+    window holds fewer than two samples. Then the worst copy. The chart's rule is the same
+    expression."""
     g, ts = f"{gauge}{{{selector}}}", f"{stamp}{{{selector}}}"
     return (f"max by (cluster, consumer) (\n    (\n        {g}\n      +\n"
-            f"        clamp(deriv({g}[{window}]) / 1000, 0, 1)\n      *\n"
+            f"        clamp_max(\n            clamp(deriv({g}[{window}]) / 1000, 0, 1)\n"
+            f"          + (changes({ts}[{window}]) == bool 0),\n          1\n        )\n      *\n"
             f"        clamp_min(\n          1000 * (time() - {ts})\n          - {g},\n"
             f"          0\n        )\n    )\n"
             f"  or\n    {g}\n)")

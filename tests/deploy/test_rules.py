@@ -82,11 +82,14 @@ def test_recording_rules_are_named_after_their_aggregation(rules: dict[str, Any]
         level, metric, operation = rule["record"].split(":")
         if operation == "querytime_max":  # the gauge carried forward per series, then the worst
             assert rule["expr"].startswith(f"max by ({level.replace('_', ', ')}) (\n"), rule
-            gauge, rated, stamp, since, alone = re.findall(r"kafka_consumer_\w+", rule["expr"])
-            # at the rate the gauge grew over the window, for the time since its cycle
+            gauge, rated, same, stamp, since, alone = re.findall(r"kafka_consumer_\w+",
+                                                                 rule["expr"])
+            # at the rate the gauge grew over the window (1 while the same record waited all
+            # of it), for the time since its cycle
             assert f"clamp(deriv({gauge}[2m]) / 1000, 0, 1)" in rule["expr"], rule
+            assert f"+ (changes({stamp}[2m]) == bool 0),\n" in rule["expr"], rule
             assert f"clamp_min(time() - {stamp} - {gauge} / 1000, 0)" in rule["expr"], rule
-            assert gauge == rated == since == alone, rule
+            assert gauge == rated == since == alone and same == stamp, rule
             assert stamp.endswith("_oldest_uncommitted_timestamp_seconds"), rule
             assert gauge.endswith("_max_freshness_ms") and f"or\n    {gauge} / 1000" in \
                 rule["expr"], rule
