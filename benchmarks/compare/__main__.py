@@ -245,7 +245,8 @@ def _accuracy(args: argparse.Namespace, tools: list[str], wanted: list[str],
         record["peers"] = round_peers(
             {tool: {k: v for k, v in series.items() if k in keys} for tool, series in peers.items()}
         )
-        record["rule"] = round_rule({"rule": rule["rule"]})
+        record["rule"] = {**round_rule({"rule": rule["rule"]}),
+                          "grid_after_scrape_s": rule.get("grid_after_scrape_s")}
         record["skipped"] = {**skipped, **rule.get("peers_failed", {})}
         record["sampler_failures"] = rule.get("peer_failures", 0)
         record["scores"] = summary_scores(score_peers(run, peers, rule))

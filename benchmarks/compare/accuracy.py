@@ -222,9 +222,9 @@ def run_accuracy(
             on_ready=start_peers,
         )
         sampler.stop()
-        rule = read_rule(prom[0], run) if prom else {}
+        rule = read_rule(prom[0], run) if prom else {"rule": {}, "grid_after_scrape_s": None}
         return run, sampler.to_json(), {
-            "rule": rule,
+            **rule,
             "peer_failures": sampler.failures,
             "peers_failed": failed,
         }
@@ -294,24 +294,38 @@ def rule_expression(rules_yaml: str) -> str:
     return str(expr)
 
 
-def read_rule(prom: PrometheusProcess, run: RunData) -> dict[str, list[list[float]]]:
-    """The query-time rule per group, as a dashboard's range query on the sampler's grid reads
-    it (the rule's expression evaluated at each step): ``{group: [[t_ms, value_s], ...]}`` (no
-    point where Prometheus had no value)."""
+#: How long after Prometheus starts a scrape of ours the rule's read-out grid is placed: the
+#: scrape of a few-kilobyte exposition on the loopback is done by then.
+SCRAPE_SETTLE_S = 0.1
+
+
+def after_scrapes(start_s: float, step_s: float, scraped_s: float, settle_s: float) -> float:
+    """The first instant at or after ``start_s`` that lies ``settle_s`` after one of the scrapes
+    Prometheus makes every ``step_s`` at the phase of ``scraped_s`` (one scrape's time)."""
+    return start_s + (scraped_s + settle_s - start_s) % step_s
+
+
+def read_rule(prom: PrometheusProcess, run: RunData) -> dict[str, Any]:
+    """The query-time rule per group, as a dashboard's range query reads it (the rule's
+    expression evaluated at each step of the sampler's interval): ``{"rule": {group: [[t_ms,
+    value_s], ...]}, "grid_after_scrape_s": ...}`` (no point where Prometheus had no value).
+
+    The grid is placed just after each of Prometheus' scrapes of ours, so the rule works from
+    data as fresh as the harness's own reads of the gauge and of every peer; a grid at a random
+    phase would give the rule alone up to one scrape interval of older data."""
     step = run.config.sample_interval_s
     groups = {r.group for r in run.shapes}
     expr = rule_expression((prom.workdir / "freshness-tracker.rules.yml").read_text())
+    scraped = prom.query(f'timestamp(up{{job="{OURS_JOB}"}})')
+    start = run.t0_ms / 1000
+    if scraped:
+        start = after_scrapes(start, step, float(scraped[0]["value"][1]), SCRAPE_SETTLE_S)
     out: dict[str, list[list[float]]] = {}
-    for series in prom.query_range(
-        expr,
-        run.t0_ms / 1000,
-        run.end_ms / 1000,
-        step,
-    ):
+    for series in prom.query_range(expr, start, run.end_ms / 1000, step):
         group = series["metric"].get("consumer")
         if group in groups:
             out[group] = [[float(t) * 1000, float(v)] for t, v in series["values"]]
-    return out
+    return {"rule": out, "grid_after_scrape_s": SCRAPE_SETTLE_S if scraped else None}
 
 
 def _wait_for_groups(tool: Tool, groups: int, timeout_s: float = 90.0) -> None:

@@ -174,6 +174,7 @@ def render(
                 window=cfg.moment_window_s,
                 when=record.get("started", ""),
                 wall=run.wall_s / 60,
+                rule_grid=rule_grid_text((record.get("rule") or {}).get("grid_after_scrape_s")),
             ),
             "",
             *([phases_text(cfg), ""] if cfg.replicas > 1 else []),
@@ -792,9 +793,9 @@ computed from a record; a run that failed is shown as failed."""
 
 _HEADLINE_TEXT = """\
 Per shape, mean |error| against the ground truth (s) of ours as a scrape of the gauge reads it,
-of ours as Prometheus' query-time rule gives it (the gauge carried forward to the query's time
-at the rate it grew over the rule's window, docs/querytime.md; evaluated by a real Prometheus
-from the chart's rules rendered for the run's intervals), and of the best peer that
+of ours as Prometheus' query-time rule gives it (the gauge carried forward to the query's time,
+docs/querytime.md; the expression each run scored is named under "What ran"; evaluated by a
+real Prometheus from the chart's rules rendered for the run's intervals), and of the best peer that
 exports a time lag (a peer with no number in more than 5 % of the samples is not counted); then
 the first alert above {threshold:g} s relative to the truth's crossing (negative: before)."""
 
@@ -818,11 +819,24 @@ after the shape's onset (burst, stall, outage) and after its recovery, seconds a
 {threshold:g} s threshold while the truth was below it, and, where the truth crosses the
 threshold after an onset, when the tool first alerted relative to the truth's crossing
 (negative: before). Ours' rule row is a Prometheus range query of the recording rule's
-expression on the same grid, as a dashboard evaluates it. "No number": samples where the tool
+expression {rule_grid}. "No number": samples where the tool
 exported no time lag or +∞. The two ports are evaluated at Burrow's sampling instant, with no
 publication delay of their own; that favours them by up to one poll. Offsets-only tools
 (kafka_exporter, kminion) have no time lag: their row is when an offset-lag alert fires, at the
 threshold listed under the table."""
+
+def rule_grid_text(after_scrape_s: float | None) -> str:
+    """Where the rule's read-out grid lies relative to Prometheus' scrapes of ours."""
+    if after_scrape_s is None:
+        return "on the same grid, as a dashboard evaluates it"
+    return (
+        f"on a grid of the same interval placed {after_scrape_s:g} s after each of Prometheus' "
+        "scrapes of ours, as a dashboard evaluates it: the rule then works from data as fresh "
+        "as the harness's own reads of the gauge and of every peer (a dashboard at another "
+        "phase gives every tool up to one scrape interval of older data, which the rule alone "
+        "ages with the clock)"
+    )
+
 
 _COST_TEXT = """\
 Each tool alone in turn on a 3-node Apache Kafka behind frame proxies that count every request

@@ -437,3 +437,21 @@ def test_burrow_alone_renders_each_setting_and_their_ratio() -> None:
     assert "3.0× the CPU of the last" in text
     assert "(restarted with this setting)" in text
     assert _burrow_alone({"poll_s": 10.0}) == []
+
+
+@given(st.floats(0, 1e9), st.floats(0.5, 30), st.floats(0, 1e9), st.floats(0, 0.4))
+def test_the_rule_grid_starts_just_after_a_scrape(start: float, step: float, scraped: float,
+                                                  settle: float) -> None:
+    from benchmarks.compare.accuracy import after_scrapes
+
+    at = after_scrapes(start, step, scraped, settle)
+    assert start <= at < start + step + 1e-6
+    offset = (at - scraped - settle) % step
+    assert min(offset, step - offset) < 1e-3 * max(1.0, step)
+
+
+def test_the_rule_grid_is_named_on_the_page() -> None:
+    from benchmarks.compare.page import rule_grid_text
+
+    assert "0.1 s after each of Prometheus' scrapes of ours" in rule_grid_text(0.1)
+    assert rule_grid_text(None) == "on the same grid, as a dashboard evaluates it"
