@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--poll", type=float, default=10.0, help="cost: every tool's poll interval, s")
     p.add_argument("--rounds", type=int, default=6, help="cost: steady rounds per tool")
     p.add_argument("--reps", type=int, default=1, help="cost: repetitions (order alternates)")
+    p.add_argument("--max-replication", type=int,
+                   help="cost: cap the replication factor (default: the most the open-file "
+                        "limit allows, at most 3)")
     p.add_argument("--kafka-version", help="devstack's Kafka (default 3.9.1 + Burrow 1.2.1)")
     p.add_argument("--out", type=Path, default=REPO / "build" / "compare", help="work dirs")
     p.add_argument(
@@ -280,6 +283,7 @@ def _cost(args: argparse.Namespace, tools: list[str], skipped: dict[str, str], c
             args.reps,
             args.out / "work-cost",
             args.kafka_version,
+            max_replication=args.max_replication,
         )
     except Exception as exc:  # a size the stack cannot hold is a result too: say so
         failed = {

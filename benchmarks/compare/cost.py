@@ -433,15 +433,19 @@ def run_cost(
     workdir: Path,
     kafka_version: str | None = None,
     progress: Callable[[str], None] = print,
+    max_replication: int | None = None,
 ) -> dict[str, Any]:
     """Start the 3-node proxied stack, build the workloads, measure every tool (order
     alternating per repetition), then Burrow alone at the accuracy setting and at its defaults
-    (one window of ``rounds`` poll intervals each)."""
+    (one window of ``rounds`` poll intervals each). ``max_replication`` caps the replication
+    factor below what the open-file limit allows (a cluster too large for the machine's cores
+    to replicate while the workload is produced)."""
     record = RunRecord("compare")  # the command, when, the machine and the load at start
     began = time.monotonic()
     nodes = 3
     open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]  # the brokers inherit it
-    rf = replication_for(partitions + fleet, nodes, open_files)
+    rf_for_files = replication_for(partitions + fleet, nodes, open_files)
+    rf = min(rf_for_files, max_replication or nodes)
     build_errors: dict[str, str] = {}
     with RealStack(nodes=nodes, proxied=True, kafka_version=kafka_version) as stack:
         progress(
@@ -555,6 +559,7 @@ def run_cost(
             "kafka_version": stack.kafka_version,
             "nodes": nodes,
             "replication_factor": rf,
+            "replication_capped": rf < rf_for_files,
             "open_files_limit": open_files,
             "build_errors": build_errors,
             "topic_counts": {s.name: len(s.workload.topics) for s in scenarios},

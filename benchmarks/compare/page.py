@@ -354,7 +354,15 @@ def _cost_section(cost: dict[str, Any]) -> list[str]:
         f"{cost['idle_requests_3s'] or 'none'}.",
         "",
     ]
-    if rf < nodes:
+    if cost.get("replication_capped"):
+        parts += [
+            f"Replication factor {rf}, capped by the run's `--max-replication`: at a higher "
+            "factor the brokers of this machine could not take the workload's records in time "
+            "(a failed run's record says so). What the tools ask for does not change (they "
+            "talk to partition leaders only), the brokers' own replication work does.",
+            "",
+        ]
+    elif rf < nodes:
         parts += [
             f"Replication factor {rf}, not {nodes}: a broker keeps every partition replica's "
             "active log segment open, and this machine's hard limit of "
