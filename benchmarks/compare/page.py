@@ -608,12 +608,11 @@ def _readme_cost(cost: dict[str, Any], earlier: Sequence[dict[str, Any]] = ()) -
 _METRIC_FIX = {
     ("steady", "cpu_per_round_s"): "A steady round of ours, with nothing moving, still asks "
     "Burrow for every group's lag over HTTP and builds and renders every partition's series in "
-    "Python; klag's rate mode does arithmetic in Rust on a handful of Kafka answers. At 20,000 "
-    "partitions most of ours' steady CPU was librdkafka's statistics, on by default until this "
-    "comparison found it: a timer and a statistics entry per partition of every topic a pool "
-    "consumer has read (2 consumers × 20,000 partitions, documents of tens of MB every 10 s). "
-    "They are now opt-in; the runs with `ours_stats` measure both in the same run. What is "
-    "left: skipping the per-partition work for groups whose Burrow answer has not changed since "
+    "Python; klag's rate mode does arithmetic in Rust on a handful of Kafka answers. "
+    "librdkafka's statistics, which keep a timer and an entry per partition of every topic a "
+    "pool consumer has read, are off unless a cluster's `kafka` properties set them (the "
+    "`ours_stats` tool measures them on). What is left: skipping the per-partition work "
+    "for groups whose Burrow answer has not changed since "
     "the last cycle would close most of it (not done here)",
     ("steady", "peak_rss_mib"): "Ours is a CPython process (interpreter, confluent-kafka, "
     "prometheus_client) holding the last snapshot and its rendered exposition; a Rust binary "
@@ -624,15 +623,16 @@ _METRIC_FIX = {
     "C − 1 too, `lookup.commitLagWhenCaughtUp`, on by default); klag's message mode reads one "
     "record per lagging partition and its rate mode none. Setting "
     "`lookup.commitLagWhenCaughtUp = false` removes the caught-up reads, at the price of the "
-    "commit lag and data-current-as-of of caught-up groups. On this shared machine (load "
-    "average between 3 and 25 during the runs) round durations under a second differ by more than "
-    "2× between repetitions: compare the repetitions before reading much into these",
+    "commit lag and data-current-as-of of caught-up groups. On a shared machine round "
+    "durations under a second vary between repetitions (each run's load is listed under its "
+    "table): compare repetitions before reading much into these",
     ("steady", "round_s"): "Ours' steady cycle is Burrow's REST answers (one `/lag` request per "
     "group) plus building the snapshot; its duration is mostly Burrow's and Python's, not Kafka's",
     ("steady", "metrics_bytes"): "",
     ("first", "requests"): "Ours' first round reads the records it measures: two per lagging "
-    "partition, batched per leader (about 270 Fetch requests for 40,000 reads at 20,000 "
-    "partitions); klag's rate mode reads no record at all, it divides offset lag by a rate (the "
+    "partition, batched per leader into a few Fetch requests per broker (the table's "
+    "requests by API); klag's rate mode reads no record at all, it divides offset lag by a "
+    "rate (the "
     "accuracy part shows what that costs). Not to be closed without estimating instead of "
     "measuring",
 }
