@@ -35,7 +35,7 @@ from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
-from devstack.oracle import FreshnessCollector, reference_registry
+from devstack.oracle import FreshnessCollector, served_and_reference
 from devstack.processes import poll
 from freshness_tracker import http as http_module
 from freshness_tracker import metrics
@@ -539,8 +539,7 @@ def _lagging_cycle(partition_metrics: str = "") -> tuple[str, str, dict[str, flo
                    reader_factory=lambda _k: reader, clock=lambda: 100_000)
     try:
         exp.run_once()
-        text = exp.exposition.answer().body.decode()
-        want = generate_latest(reference_registry(exp)).decode()
+        text, want = served_and_reference(exp)
     finally:
         exp.close()
     values = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "cluster"))):
@@ -627,8 +626,7 @@ def test_the_exporter_serves_what_prometheus_client_renders(
         exporter: Exporter, monkeypatch: pytest.MonkeyPatch) -> None:
     exporter.run_once()
     assert exporter.exposition.counts.renders == 1  # rendered when the cycle published
-    served = exporter.exposition.answer().body.decode()
-    want = generate_latest(reference_registry(exporter)).decode()
+    served, want = served_and_reference(exporter)
     assert without_process(served) == without_process(want)
     assert f'{metrics.CYCLES.total}{{cluster="c"}} 1.0' in served
     # a scrape right after the next publication already sees the advanced counters (they are
