@@ -112,6 +112,22 @@ def _duck(root: str, threads: int) -> Any:
     return con
 
 
+def _topic_series(root: str, options: ReportOptions, threads: int) -> Any:
+    """A connection holding the window's history rows (`rows`) and each topic's worst partition
+    per sample (`topic_series`): where both DuckDB formulations start."""
+    con = _duck(root, threads)
+    con.execute(f"CREATE TEMP TABLE rows AS {_rows_sql(options)}")
+    con.execute("CREATE TEMP TABLE topic_series AS SELECT cluster, consumer, topic, t, "
+                "max(freshness_ms) AS value FROM rows GROUP BY ALL")
+    return con
+
+
+def _included(pairs: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
+    """Whether each (consumer, topic) counts in its group's series (`in_group_series`)."""
+    return pd.DataFrame([(c, t, in_group_series(OBJECTIVES, c, t)) for c, t in pairs],
+                        columns=["consumer", "topic", "in_group"])
+
+
 def _rows_sql(options: ReportOptions) -> str:
     lo = options.start_ms - options.lookback_ms
     return f"""SELECT cluster, consumer, topic, partition, epoch_ms(sample_time) AS t,
@@ -160,18 +176,13 @@ def _evaluate(series: Any, keys: list[str], judge: Callable[[tuple[str, ...]], i
 
 def duckdb_slo_tables(root: str, options: ReportOptions, threads: int = 2
                       ) -> dict[str, pd.DataFrame]:
-    con = _duck(root, threads)
-    con.execute(f"CREATE TEMP TABLE rows AS {_rows_sql(options)}")
-    con.execute("CREATE TEMP TABLE topic_series AS SELECT cluster, consumer, topic, t, "
-                "max(freshness_ms) AS value FROM rows GROUP BY ALL")
+    con = _topic_series(root, options, threads)
     topic_series = con.execute("SELECT * FROM topic_series ORDER BY cluster, consumer, topic, t"
                                ).df()
     topics = _evaluate(topic_series, TOPIC,
                        lambda k: objective_for_topic(OBJECTIVES, k[1], k[2]), options)
     pairs = con.execute("SELECT DISTINCT consumer, topic FROM topic_series").fetchall()
-    included = pd.DataFrame([(c, t, in_group_series(OBJECTIVES, c, t)) for c, t in pairs],
-                            columns=["consumer", "topic", "in_group"])
-    con.register("included", included)
+    con.register("included", _included(pairs))
     group_series = con.execute("""SELECT cluster, consumer, t,
         max(CASE WHEN in_group THEN value END) AS value FROM topic_series
         JOIN included USING (consumer, topic) GROUP BY ALL ORDER BY cluster, consumer, t""").df()
@@ -263,10 +274,7 @@ def _sql_evaluate(series: str, keys: list[str], judges: str, options: ReportOpti
 
 def duckdb_sql_tables(root: str, options: ReportOptions, threads: int = 2
                       ) -> dict[str, pd.DataFrame]:
-    con = _duck(root, threads)
-    con.execute(f"CREATE TEMP TABLE rows AS {_rows_sql(options)}")
-    con.execute("CREATE TEMP TABLE topic_series AS SELECT cluster, consumer, topic, t, "
-                "max(freshness_ms) AS value FROM rows GROUP BY ALL")
+    con = _topic_series(root, options, threads)
     pairs = con.execute("SELECT DISTINCT consumer, topic FROM topic_series").fetchall()
 
     def judges(rows: Sequence[tuple[Any, ...]], index: Callable[..., int | None],
@@ -286,9 +294,7 @@ def duckdb_sql_tables(root: str, options: ReportOptions, threads: int = 2
     consumers_list = sorted({(c,) for c, _ in pairs})
     con.register("group_judges", judges(consumers_list, lambda c: objective_for_group(
         OBJECTIVES, c), ["consumer"]))
-    con.register("included", pd.DataFrame(
-        [(c, t, in_group_series(OBJECTIVES, c, t)) for c, t in pairs],
-        columns=["consumer", "topic", "in_group"]))
+    con.register("included", _included(pairs))
     con.execute("""CREATE TEMP TABLE group_series AS SELECT cluster, consumer, t,
         max(CASE WHEN in_group THEN value END) AS value FROM topic_series
         JOIN included USING (consumer, topic) GROUP BY ALL""")
