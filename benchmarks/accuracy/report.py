@@ -16,8 +16,8 @@ from benchmarks.accuracy.harness import HarnessConfig, RunData
 from benchmarks.accuracy.shapes import NOTES
 from freshness_tracker.metrics import FRESHNESS
 
-__all__ = ["fmt", "markdown_table", "own_error_table", "pages", "plot_shape", "write_docs",
-           "write_plots",
+__all__ = ["fmt", "markdown_table", "own_error_table", "pages", "plot_shape", "table_head",
+           "write_docs", "write_plots",
            "write_report"]
 
 COLORS = {"truth": "#222222", "ours": "#1f77b4", "interpolation": "#ff7f0e", "rate": "#2ca02c"}
@@ -45,12 +45,17 @@ def _undefined(pct_nan: float, pct_inf: float) -> str:
     return ", ".join(parts) or "0"
 
 
+def table_head(*columns: str) -> list[str]:
+    """A Markdown table's header line and its rule, one cell per column."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def _score_head(cfg: HarnessConfig, *extra: str) -> list[str]:
     """Header and rule of a table of method scores; ``extra`` columns go before the last."""
-    cols = ["shape", "method", "mean \\|err\\| (s)", "max \\|err\\| (s)", "err after onset (s)",
-            "err after recovery (s)", f"false alarms > {cfg.threshold_s:g} s (s)",
-            "missed alarms (s)", *extra, "no number (samples)"]
-    return ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    return table_head("shape", "method", "mean \\|err\\| (s)", "max \\|err\\| (s)",
+                      "err after onset (s)", "err after recovery (s)",
+                      f"false alarms > {cfg.threshold_s:g} s (s)", "missed alarms (s)", *extra,
+                      "no number (samples)")
 
 
 def _score_row(shape: str, method: str, s: MethodScore, *extra: str) -> str:
