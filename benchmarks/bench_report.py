@@ -60,16 +60,7 @@ from benchmarks.bench_spark import (
     TOPICS,
     generate_history,
 )
-from freshness_tracker.domain.slo import (
-    Objective,
-    evaluate_series,
-    in_group_series,
-    infer_cycle_ms,
-    objective_for_group,
-    objective_for_topic,
-    parse_target,
-    percentile,
-)
+from freshness_tracker.domain import slo
 from freshness_tracker.spark.report_job import ReportOptions
 
 log = logging.getLogger("benchmarks.bench_report")
@@ -85,9 +76,9 @@ PARTITION_STATS = ["rows", "samples", "max_ms", "p99_ms", "data_loss_samples",
 TOPIC, GROUP, PARTITION = (["cluster", "consumer", "topic"], ["cluster", "consumer"],
                            ["cluster", "consumer", "topic", "partition"])
 
-OBJECTIVES = [Objective("app-0.*", 60_000, parse_target("99%")),
-              Objective("app-1.*", 120_000, parse_target("99.9%"), topic="topic-0"),
-              Objective(".*", 300_000, parse_target("99.5%"))]
+OBJECTIVES = [slo.Objective("app-0.*", 60_000, slo.parse_target("99%")),
+              slo.Objective("app-1.*", 120_000, slo.parse_target("99.9%"), topic="topic-0"),
+              slo.Objective(".*", 300_000, slo.parse_target("99.5%"))]
 
 
 def _options(rows: int) -> ReportOptions:
@@ -112,6 +103,22 @@ def _duck(root: str, threads: int) -> Any:
     return con
 
 
+def _topic_series(root: str, options: ReportOptions, threads: int) -> Any:
+    """A connection holding the window's history rows (`rows`) and each topic's worst partition
+    per sample (`topic_series`): where both DuckDB formulations start."""
+    con = _duck(root, threads)
+    con.execute(f"CREATE TEMP TABLE rows AS {_rows_sql(options)}")
+    con.execute("CREATE TEMP TABLE topic_series AS SELECT cluster, consumer, topic, t, "
+                "max(freshness_ms) AS value FROM rows GROUP BY ALL")
+    return con
+
+
+def _included(pairs: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
+    """Whether each (consumer, topic) counts in its group's series (`slo.in_group_series`)."""
+    return pd.DataFrame([(c, t, slo.in_group_series(OBJECTIVES, c, t)) for c, t in pairs],
+                        columns=["consumer", "topic", "in_group"])
+
+
 def _rows_sql(options: ReportOptions) -> str:
     lo = options.start_ms - options.lookback_ms
     return f"""SELECT cluster, consumer, topic, partition, epoch_ms(sample_time) AS t,
@@ -122,13 +129,13 @@ def _rows_sql(options: ReportOptions) -> str:
 
 
 def _stats(keys: dict[str, Any], times: list[int], values: list[int | None],
-           objective: Objective | None, options: ReportOptions) -> dict[str, Any]:
-    cycle = options.cycle_ms or infer_cycle_ms(times) or options.default_cycle_ms
-    s = evaluate_series(times, values, window_start_ms=options.start_ms,
-                        window_end_ms=options.end_ms,
-                        max_gap_ms=max(1, math.ceil(options.gap_cycles * cycle)),
-                        objective_ms=objective.freshness_ms if objective else None,
-                        target=objective.target if objective else None)
+           objective: slo.Objective | None, options: ReportOptions) -> dict[str, Any]:
+    cycle = options.cycle_ms or slo.infer_cycle_ms(times) or options.default_cycle_ms
+    s = slo.evaluate_series(times, values, window_start_ms=options.start_ms,
+                            window_end_ms=options.end_ms,
+                            max_gap_ms=max(1, math.ceil(options.gap_cycles * cycle)),
+                            objective_ms=objective.freshness_ms if objective else None,
+                            target=objective.target if objective else None)
     return {**keys, "objective": objective.label if objective else None,
             "objective_ms": objective.freshness_ms if objective else None,
             "target": float(objective.target) if objective else None, "samples": s.samples,
@@ -160,23 +167,18 @@ def _evaluate(series: Any, keys: list[str], judge: Callable[[tuple[str, ...]], i
 
 def duckdb_slo_tables(root: str, options: ReportOptions, threads: int = 2
                       ) -> dict[str, pd.DataFrame]:
-    con = _duck(root, threads)
-    con.execute(f"CREATE TEMP TABLE rows AS {_rows_sql(options)}")
-    con.execute("CREATE TEMP TABLE topic_series AS SELECT cluster, consumer, topic, t, "
-                "max(freshness_ms) AS value FROM rows GROUP BY ALL")
+    con = _topic_series(root, options, threads)
     topic_series = con.execute("SELECT * FROM topic_series ORDER BY cluster, consumer, topic, t"
                                ).df()
     topics = _evaluate(topic_series, TOPIC,
-                       lambda k: objective_for_topic(OBJECTIVES, k[1], k[2]), options)
+                       lambda k: slo.objective_for_topic(OBJECTIVES, k[1], k[2]), options)
     pairs = con.execute("SELECT DISTINCT consumer, topic FROM topic_series").fetchall()
-    included = pd.DataFrame([(c, t, in_group_series(OBJECTIVES, c, t)) for c, t in pairs],
-                            columns=["consumer", "topic", "in_group"])
-    con.register("included", included)
+    con.register("included", _included(pairs))
     group_series = con.execute("""SELECT cluster, consumer, t,
         max(CASE WHEN in_group THEN value END) AS value FROM topic_series
         JOIN included USING (consumer, topic) GROUP BY ALL ORDER BY cluster, consumer, t""").df()
     consumers = _evaluate(group_series, GROUP,
-                          lambda k: objective_for_group(OBJECTIVES, k[1]), options)
+                          lambda k: slo.objective_for_group(OBJECTIVES, k[1]), options)
     partitions = con.execute(f"""SELECT cluster, consumer, topic, partition,
         count(*) AS rows, count(freshness_ms) AS samples, max(freshness_ms) AS max_ms,
         list_sort(list(freshness_ms) FILTER (WHERE freshness_ms IS NOT NULL)) AS vals,
@@ -185,7 +187,7 @@ def duckdb_slo_tables(root: str, options: ReportOptions, threads: int = 2
         min(CASE WHEN data_loss THEN t END) AS first_loss_ms,
         max(CASE WHEN data_loss THEN t END) AS last_loss_ms
         FROM rows WHERE t >= {options.start_ms} GROUP BY ALL""").df()
-    partitions["p99_ms"] = [percentile(list(v), 0.99) for v in partitions.pop("vals")]
+    partitions["p99_ms"] = [slo.percentile(list(v), 0.99) for v in partitions.pop("vals")]
     con.close()
     return {"topics": topics, "consumers": consumers, "partitions": partitions}
 
@@ -263,10 +265,7 @@ def _sql_evaluate(series: str, keys: list[str], judges: str, options: ReportOpti
 
 def duckdb_sql_tables(root: str, options: ReportOptions, threads: int = 2
                       ) -> dict[str, pd.DataFrame]:
-    con = _duck(root, threads)
-    con.execute(f"CREATE TEMP TABLE rows AS {_rows_sql(options)}")
-    con.execute("CREATE TEMP TABLE topic_series AS SELECT cluster, consumer, topic, t, "
-                "max(freshness_ms) AS value FROM rows GROUP BY ALL")
+    con = _topic_series(root, options, threads)
     pairs = con.execute("SELECT DISTINCT consumer, topic FROM topic_series").fetchall()
 
     def judges(rows: Sequence[tuple[Any, ...]], index: Callable[..., int | None],
@@ -281,14 +280,12 @@ def duckdb_sql_tables(root: str, options: ReportOptions, threads: int = 2
         return pd.DataFrame(out, columns=[*cols, "objective", "objective_ms", "target", "num",
                                           "den"])
 
-    con.register("topic_judges", judges(pairs, lambda c, t: objective_for_topic(
+    con.register("topic_judges", judges(pairs, lambda c, t: slo.objective_for_topic(
         OBJECTIVES, c, t), ["consumer", "topic"]))
     consumers_list = sorted({(c,) for c, _ in pairs})
-    con.register("group_judges", judges(consumers_list, lambda c: objective_for_group(
+    con.register("group_judges", judges(consumers_list, lambda c: slo.objective_for_group(
         OBJECTIVES, c), ["consumer"]))
-    con.register("included", pd.DataFrame(
-        [(c, t, in_group_series(OBJECTIVES, c, t)) for c, t in pairs],
-        columns=["consumer", "topic", "in_group"]))
+    con.register("included", _included(pairs))
     con.execute("""CREATE TEMP TABLE group_series AS SELECT cluster, consumer, t,
         max(CASE WHEN in_group THEN value END) AS value FROM topic_series
         JOIN included USING (consumer, topic) GROUP BY ALL""")

@@ -117,6 +117,20 @@ expire-cache = 1
 """
 
 
+def _general_toml(version: str, pidfile: Path) -> str:
+    """The head both Burrow versions' files share: who wrote it, the pidfile, the environment
+    prefix and info logging."""
+    return f"""\
+# Burrow {version} for the freshness-tracker dev stack (written by devstack/burrow.py).
+[general]
+pidfile = {json.dumps(str(pidfile))}
+env-var-prefix = "ftdevstackburrow"
+
+[logging]
+level = "info"
+"""
+
+
 def burrow121_config(
     *, cluster: str, servers: Sequence[str], zookeeper: str, http_port: int, pidfile: Path,
     refresh_s: int = 1, tls: tuple[Path, Path] | None = None,
@@ -149,15 +163,7 @@ servers = [{json.dumps(zookeeper)}]
 zookeeper-path = {json.dumps(zk_offsets_path)}
 zookeeper-timeout = 6
 """
-    return f"""\
-# Burrow 1.2.1 for the freshness-tracker dev stack (written by devstack/burrow.py).
-[general]
-pidfile = {json.dumps(str(pidfile))}
-env-var-prefix = "ftdevstackburrow"
-
-[logging]
-level = "info"
-
+    return _general_toml("1.2.1", pidfile) + f"""
 # Burrow's own coordination (mandatory in 1.2.1): it creates root-path at start.
 [zookeeper]
 servers = [{json.dumps(zookeeper)}]
@@ -204,15 +210,7 @@ def burrow_config(
         profiles += (f"\n[sasl.devstack]\nmechanism = {json.dumps(mechanism)}\n"
                      f"username = {json.dumps(user)}\npassword = {json.dumps(password)}\n"
                      "handshake-first = true\n")  # fmt: skip
-    return f"""\
-# Burrow 1.9.5 for the freshness-tracker dev stack (written by devstack/burrow.py).
-[general]
-pidfile = {json.dumps(str(pidfile))}
-env-var-prefix = "ftdevstackburrow"
-
-[logging]
-level = "info"
-
+    return _general_toml("1.9.5", pidfile) + f"""
 [client-profile.devstack]
 client-id = "burrow-devstack"
 kafka-version = {json.dumps(kafka_version)}

@@ -57,6 +57,7 @@ from devstack.tls import DevCerts
 
 __all__ = [
     "DEFAULT_JVM_OPTS",
+    "LOG4J1_TO_FILE",
     "SCRAM_MECHANISM",
     "SECURITY_PROTOCOLS",
     "KafkaCluster",
@@ -101,13 +102,19 @@ logger.request.name = kafka.request.logger
 logger.request.level = WARN
 """
 
-_LOG4J1 = """\
-# log4j 1 syntax (reload4j) for one dev-stack Kafka 3.x broker: everything at INFO to one file.
+#: log4j 1 syntax (reload4j): everything at INFO to one file, ``{log_file}``. The base of every
+#: log4j 1 JVM of the stack (Kafka 3.x, ZooKeeper), one layout for all their logs.
+LOG4J1_TO_FILE = """\
 log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.FileAppender
 log4j.appender.file.File={log_file}
 log4j.appender.file.layout=org.apache.log4j.PatternLayout
 log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+_LOG4J1 = """\
+# log4j 1 syntax (reload4j) for one dev-stack Kafka 3.x broker: everything at INFO to one file.
+""" + LOG4J1_TO_FILE + """\
 log4j.logger.state.change.logger=WARN
 log4j.logger.kafka.request.logger=WARN
 log4j.logger.org.apache.zookeeper=WARN

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -58,3 +58,10 @@ def reference_registry(exporter: Exporter) -> CollectorRegistry:
         registry.register(exposition.per_snapshot)
     registry.register(exposition.live)
     return registry
+
+
+def served_and_reference(exporter: Exporter) -> tuple[str, str]:
+    """What `exporter` serves at /metrics now, and what prometheus_client renders of the same
+    snapshot: the two texts an oracle test compares."""
+    return (exporter.exposition.answer().body.decode(),
+            generate_latest(reference_registry(exporter)).decode())

@@ -20,6 +20,7 @@ import struct
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 
 __all__ = ["API_FETCH", "API_LIST_OFFSETS", "FrameProxy"]
 
@@ -85,32 +86,36 @@ class _Connection:
             self.proxy._forget(self)
 
     def _requests(self) -> None:
+        self._pump(self.client, self.upstream, "request", self._count_request)
+
+    def _responses(self) -> None:
+        self._pump(self.upstream, self.client, "response", self._delay_response)
+
+    def _pump(self, source: socket.socket, sink: socket.socket, what: str,
+              on_frame: Callable[[bytes], None]) -> None:
+        """Forward frames from ``source`` to ``sink`` (``on_frame`` sees each one first) until
+        either side ends; then the whole connection closes, both ways."""
         try:
-            while (payload := _recv_frame(self.client)) is not None:
-                if len(payload) >= 2:
-                    self.proxy._count(int(struct.unpack_from(">h", payload)[0]))
-                _send_frame(self.upstream, payload)
+            while (payload := _recv_frame(source)) is not None:
+                on_frame(payload)
+                _send_frame(sink, payload)
         except (OSError, ValueError) as exc:
             if not self.closed.is_set():
-                log.debug("proxy request pump ended: %s", exc)
+                log.debug("proxy %s pump ended: %s", what, exc)
         finally:
             self.close()
 
-    def _responses(self) -> None:
-        try:
-            while (payload := _recv_frame(self.upstream)) is not None:
-                arrived = time.monotonic()
-                delay = self.proxy.delay_ms / 1000.0
-                if delay > 0:
-                    wait = arrived + delay - time.monotonic()
-                    if wait > 0:
-                        time.sleep(wait)
-                _send_frame(self.client, payload)
-        except (OSError, ValueError) as exc:
-            if not self.closed.is_set():
-                log.debug("proxy response pump ended: %s", exc)
-        finally:
-            self.close()
+    def _count_request(self, payload: bytes) -> None:
+        if len(payload) >= 2:
+            self.proxy._count(int(struct.unpack_from(">h", payload)[0]))
+
+    def _delay_response(self, payload: bytes) -> None:
+        arrived = time.monotonic()
+        delay = self.proxy.delay_ms / 1000.0
+        if delay > 0:
+            wait = arrived + delay - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
 
 
 class FrameProxy:

@@ -12,19 +12,14 @@ from pathlib import Path
 
 from devstack import zk
 from devstack.cache import default_kafka_version, kafka_classpath_dir
-from devstack.kafka import DEFAULT_JVM_OPTS
+from devstack.kafka import DEFAULT_JVM_OPTS, LOG4J1_TO_FILE
 from devstack.processes import Daemon, ProcessStartError, free_port, log_tail
 
 __all__ = ["ZooKeeperServer"]
 
 _ZK_LOG4J1 = """\
 # log4j 1 syntax (reload4j) for the dev-stack ZooKeeper: INFO to one file.
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File={log_file}
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-"""
+""" + LOG4J1_TO_FILE
 
 
 class ZooKeeperServer:

@@ -22,15 +22,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from benchmarks.accuracy.estimators import estimate_series
 from benchmarks.accuracy.harness import HarnessConfig, RunData, ShapeRun
 from benchmarks.accuracy.sampler import Sample
 
 __all__ = ["METHODS", "MethodScore", "ShapeResult", "TimingShare", "analyse", "analyse_shape",
-           "pool_delays", "pool_results", "pool_scores", "pool_timing", "timing_share"]
+           "pool_delays", "pool_replicas", "pool_results", "pool_scores", "pool_timing",
+           "timing_share"]
+
+_T = TypeVar("_T")
 
 METHODS = {
     "ours": "freshness-tracker",
@@ -215,28 +219,32 @@ def pool_scores(scores: Sequence[MethodScore]) -> MethodScore:
     )
 
 
+def pool_replicas(items: Sequence[_T], shape_name: Callable[[_T], str],
+                  pool: Callable[[list[_T]], _T]) -> list[_T]:
+    """Replicas of each shape (same ``shape_name``) as one item per shape, in first-seen order:
+    ``pool`` of its replicas, or a shape's one replica as it is."""
+    groups: dict[str, list[_T]] = {}
+    for item in items:
+        groups.setdefault(shape_name(item), []).append(item)
+    return [group[0] if len(group) == 1 else pool(group) for group in groups.values()]
+
+
 def pool_results(results: Sequence[ShapeResult]) -> list[ShapeResult]:
     """Replicas of each shape (same name) as one result per shape, in first-seen order: scores
     pooled (:func:`pool_scores`), the worst excess of any replica; curves of the first replica.
     A shape with one replica is returned as it is."""
-    groups: dict[str, list[ShapeResult]] = {}
-    for r in results:
-        groups.setdefault(r.run.shape.name, []).append(r)
-    out = []
-    for group in groups.values():
-        if len(group) == 1:
-            out.append(group[0])
-            continue
+    def pool(group: list[ShapeResult]) -> ShapeResult:
         first = group[0]
-        out.append(dataclasses.replace(
+        return dataclasses.replace(
             first,
             scores={k: pool_scores([g.scores[k] for g in group]) for k in first.scores},
             max_excess_s=max(g.max_excess_s for g in group),
             refresh_needed_s=max(g.refresh_needed_s for g in group),
             coverage_pct=sum(g.coverage_pct for g in group) / len(group),
             replicas=list(group),
-        ))
-    return out
+        )
+
+    return pool_replicas(results, lambda r: r.run.shape.name, pool)
 
 
 @dataclass(frozen=True)

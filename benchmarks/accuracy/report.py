@@ -16,8 +16,8 @@ from benchmarks.accuracy.harness import HarnessConfig, RunData
 from benchmarks.accuracy.shapes import NOTES
 from freshness_tracker.metrics import FRESHNESS
 
-__all__ = ["fmt", "markdown_table", "own_error_table", "pages", "plot_shape", "write_docs",
-           "write_plots",
+__all__ = ["fmt", "markdown_table", "own_error_table", "pages", "plot_shape", "table_head",
+           "write_docs", "write_plots",
            "write_report"]
 
 COLORS = {"truth": "#222222", "ours": "#1f77b4", "interpolation": "#ff7f0e", "rate": "#2ca02c"}
@@ -45,20 +45,33 @@ def _undefined(pct_nan: float, pct_inf: float) -> str:
     return ", ".join(parts) or "0"
 
 
+def table_head(*columns: str) -> list[str]:
+    """A Markdown table's header line and its rule, one cell per column."""
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
+def _score_head(cfg: HarnessConfig, *extra: str) -> list[str]:
+    """Header and rule of a table of method scores; ``extra`` columns go before the last."""
+    return table_head("shape", "method", "mean \\|err\\| (s)", "max \\|err\\| (s)",
+                      "err after onset (s)", "err after recovery (s)",
+                      f"false alarms > {cfg.threshold_s:g} s (s)", "missed alarms (s)", *extra,
+                      "no number (samples)")
+
+
+def _score_row(shape: str, method: str, s: MethodScore, *extra: str) -> str:
+    """One method's row under :func:`_score_head` (``extra``: its extra columns' cells)."""
+    cells = [shape, method, fmt(s.mean_abs_s), fmt(s.max_abs_s), fmt(s.onset_s),
+             fmt(s.recovery_s), f"{s.false_alarm_s:.0f}", f"{s.missed_s:.0f}", *extra,
+             _undefined(s.nan_pct, s.inf_pct)]
+    return "| " + " | ".join(cells) + " |"
+
+
 def markdown_table(results: Sequence[ShapeResult], cfg: HarnessConfig) -> str:
-    t = f"{cfg.threshold_s:g}"
-    head = ("| shape | method | mean \\|err\\| (s) | max \\|err\\| (s) | err after onset (s) "
-            f"| err after recovery (s) | false alarms > {t} s (s) | missed alarms (s) "
-            "| no number (samples) |")
-    lines = [head, "|" + "---|" * 9]
+    lines = _score_head(cfg)
     for res in results:
         for i, key in enumerate(TABLE_METHODS):
-            s = res.scores[key]
             shape = f"**{res.run.shape.name}**" if i == 0 else ""
-            lines.append(
-                f"| {shape} | {METHODS[key]} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
-                f"{fmt(s.onset_s)} | {fmt(s.recovery_s)} | {s.false_alarm_s:.0f} | "
-                f"{s.missed_s:.0f} | {_undefined(s.nan_pct, s.inf_pct)} |")
+            lines.append(_score_row(shape, METHODS[key], res.scores[key]))
     return "\n".join(lines)
 
 
@@ -438,11 +451,7 @@ def _page_score(shape: Any, key: str) -> MethodScore | None:
 def page_table(shapes: Sequence[Any], cfg: HarnessConfig) -> str:
     from benchmarks.compare.report import alert_text
 
-    t = f"{cfg.threshold_s:g}"
-    head = ("| shape | method | mean \\|err\\| (s) | max \\|err\\| (s) | err after onset (s) "
-            f"| err after recovery (s) | false alarms > {t} s (s) | missed alarms (s) "
-            "| first alert vs truth (s) | no number (samples) |")
-    lines = [head, "|" + "---|" * 10]
+    lines = _score_head(cfg, "first alert vs truth (s)")
     for sh in shapes:
         first = True
         for key in PAGE_METHODS:
@@ -451,11 +460,7 @@ def page_table(shapes: Sequence[Any], cfg: HarnessConfig) -> str:
                 continue
             name = f"**{sh.result.run.shape.name}**" if first else ""
             first = False
-            alert = alert_text(s)
-            lines.append(
-                f"| {name} | {PAGE_TITLES[key]} | {fmt(s.mean_abs_s)} | {fmt(s.max_abs_s)} | "
-                f"{fmt(s.onset_s)} | {fmt(s.recovery_s)} | {s.false_alarm_s:.0f} | "
-                f"{s.missed_s:.0f} | {alert} | {_undefined(s.nan_pct, s.inf_pct)} |")
+            lines.append(_score_row(name, PAGE_TITLES[key], s, alert_text(s)))
     return "\n".join(lines)
 
 

@@ -25,6 +25,7 @@ from benchmarks.accuracy.analysis import (
     _Scorer,
     analyse,
     pool_delays,
+    pool_replicas,
     pool_results,
     pool_scores,
 )
@@ -486,17 +487,10 @@ def pool_shapes(shapes: Sequence[CompareShape]) -> list[CompareShape]:
     Peers and the rule pooled as ours (:func:`benchmarks.accuracy.analysis.pool_scores`), the
     offset-lag alert as the mean over replicas, commit lag and data-as-of errors over all
     samples; curves, events and thresholds of the first replica."""
-    groups: dict[str, list[CompareShape]] = {}
-    for sh in shapes:
-        groups.setdefault(sh.result.run.shape.name, []).append(sh)
-    out = []
-    for group in groups.values():
-        if len(group) == 1:
-            out.append(group[0])
-            continue
+    def pool(group: list[CompareShape]) -> CompareShape:
         first = group[0]
         rules = [g.rule for g in group if g.rule is not None]
-        out.append(dataclasses.replace(
+        return dataclasses.replace(
             first,
             result=pool_results([g.result for g in group])[0],
             peers={k: pool_scores([g.peers[k] for g in group if k in g.peers])
@@ -508,8 +502,9 @@ def pool_shapes(shapes: Sequence[CompareShape]) -> list[CompareShape]:
             data_as_of=_pool_errors([g.data_as_of for g in group]),
             catch_up=_pool_catch_up([g.catch_up for g in group]),
             replicas=list(group),
-        ))
-    return out
+        )
+
+    return pool_replicas(shapes, lambda sh: sh.result.run.shape.name, pool)
 
 
 def _pool_errors(scores: Sequence[ErrorScore | None]) -> ErrorScore | None:

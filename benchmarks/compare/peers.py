@@ -25,6 +25,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -256,26 +257,26 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds of ``pid`` and its live descendants (reaped ones are in its own figure)."""
+def _tree_sum(pid: int, figure: Callable[[int], float]) -> float:
+    """``figure`` summed over ``pid`` and its live descendants. A process that exited between
+    the listing and the read, or has no figure left (a zombie has no VmHWM), adds nothing."""
     total = 0.0
     for p in _tree(pid):
         try:
-            total += proc_cpu_s(p)
-        except OSError:
-            continue  # exited between the listing and the read
+            total += figure(p)
+        except (OSError, RuntimeError):
+            continue
     return total
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and its live descendants (reaped ones are in its own figure)."""
+    return _tree_sum(pid, proc_cpu_s)
 
 
 def tree_peak_rss_mib(pid: int) -> float:
     """Sum of the peak resident sets of ``pid`` and its live descendants, MiB."""
-    total = 0.0
-    for p in _tree(pid):
-        try:
-            total += proc_peak_rss_mib(p)
-        except (OSError, RuntimeError):
-            continue
-    return total
+    return _tree_sum(pid, proc_peak_rss_mib)
 
 
 @dataclass(frozen=True)

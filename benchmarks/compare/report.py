@@ -9,7 +9,7 @@ from typing import Any
 
 from benchmarks.accuracy.analysis import MethodScore
 from benchmarks.accuracy.harness import HarnessConfig
-from benchmarks.accuracy.report import fmt
+from benchmarks.accuracy.report import fmt, table_head
 from benchmarks.compare.accuracy import CompareShape
 from benchmarks.compare.stats import ratio, ratio_text
 
@@ -87,11 +87,8 @@ def _size(attr: str, v: float) -> float:
 
 
 def headline_table(shapes: Sequence[CompareShape]) -> str:
-    lines = [
-        "| shape | ours, gauge | ours, rule | best peer | ours' first alert (gauge / rule) "
-        "| best peer's first alert |",
-        "|---|---|---|---|---|---|",
-    ]
+    lines = table_head("shape", "ours, gauge", "ours, rule", "best peer",
+                       "ours' first alert (gauge / rule)", "best peer's first alert")
     for sh in shapes:
         gauge, rule = sh.result.scores["ours"], sh.rule
         peer = best_peer(sh, "mean_abs_s")
@@ -115,11 +112,8 @@ def headline_table(shapes: Sequence[CompareShape]) -> str:
 
 
 def other_gauges_table(shapes: Sequence[CompareShape]) -> str:
-    lines = [
-        "| shape | commit lag mean / max \\|err\\| (s) | data current as of mean / max "
-        "\\|err\\| (s) | catch-up estimate |",
-        "|---|---|---|---|",
-    ]
+    lines = table_head("shape", "commit lag mean / max \\|err\\| (s)",
+                       "data current as of mean / max \\|err\\| (s)", "catch-up estimate")
     for sh in shapes:
         def pair(e: Any) -> str:
             if e is None or not e.scored:
@@ -185,13 +179,10 @@ def alert_text(s: MethodScore) -> str:
 
 
 def accuracy_table(shapes: Sequence[CompareShape], cfg: HarnessConfig) -> str:
-    t = f"{cfg.threshold_s:g}"
-    lines = [
-        f"| shape | tool | mean \\|err\\| (s) | max \\|err\\| (s) | err after onset (s) "
-        f"| err after recovery (s) | false alarms > {t} s (s) | first alert vs truth (s) "
-        "| no number (samples) |",
-        "|" + "---|" * 9,
-    ]
+    lines = table_head("shape", "tool", "mean \\|err\\| (s)", "max \\|err\\| (s)",
+                       "err after onset (s)", "err after recovery (s)",
+                       f"false alarms > {cfg.threshold_s:g} s (s)", "first alert vs truth (s)",
+                       "no number (samples)")
     for shape in shapes:
         first = True
         for key in (*ACC_COLUMNS, *sorted(set(shape.peers) - set(ACC_COLUMNS))):

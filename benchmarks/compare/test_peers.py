@@ -17,15 +17,6 @@ import yaml
 from benchmarks.compare import peers
 from benchmarks.compare.cost import BURROW_DEFAULT_REFRESH, with_refresh
 from benchmarks.compare.exposition import parse_exposition
-from benchmarks.compare.peers import (
-    cft_config,
-    kminion_config,
-    make_tool,
-    missing_reason,
-    peer_version,
-    tree_cpu_s,
-    tree_peak_rss_mib,
-)
 from devstack.burrow import burrow121_config, burrow_config
 
 # data/: kminion 2.3.5 and the CFT (see each file's header)
@@ -56,7 +47,7 @@ def test_cft_freshness_is_milliseconds_of_one_cluster_and_its_rounds_a_summary()
 
 
 def test_kminion_config_is_loopback_with_the_runs_groups_and_lag_alone() -> None:
-    conf = yaml.safe_load(kminion_config("h1:9092,h2:9092", 9999, "^acc-", "^acc-"))
+    conf = yaml.safe_load(peers.kminion_config("h1:9092,h2:9092", 9999, "^acc-", "^acc-"))
     assert conf["exporter"] == {"namespace": "kminion", "host": "127.0.0.1", "port": 9999}
     assert conf["kafka"]["brokers"] == ["h1:9092", "h2:9092"]
     groups = conf["minion"]["consumerGroups"]
@@ -69,12 +60,12 @@ def test_kminion_config_is_loopback_with_the_runs_groups_and_lag_alone() -> None
 
 
 def test_cft_config_names_burrow_the_cluster_and_an_integer_frequency() -> None:
-    conf = yaml.safe_load(cft_config("http://127.0.0.1:8000", "h1:9092", "local", 9998, 2.4))
+    conf = yaml.safe_load(peers.cft_config("http://127.0.0.1:8000", "h1:9092", "local", 9998, 2.4))
     assert conf["burrow"] == {"url": "http://127.0.0.1:8000"}
     assert conf["clusters"] == [{"name": "local", "kafka": {"bootstrap.servers": "h1:9092"}}]
     assert (conf["host"], conf["port"]) == ("127.0.0.1", 9998)
     assert conf["frequency_sec"] == 2 and isinstance(conf["frequency_sec"], int)  # it casts
-    assert yaml.safe_load(cft_config("u", "b", "c", 1, 0.2))["frequency_sec"] == 1
+    assert yaml.safe_load(peers.cft_config("u", "b", "c", 1, 0.2))["frequency_sec"] == 1
     assert "workerThreadCount" not in conf and "numConsumers" not in conf  # its defaults
 
 
@@ -97,30 +88,30 @@ def _binary(path: Path) -> Path:
 def test_a_missing_peer_says_where_it_was_looked_for_or_why_it_was_not_built(
     peers_dir: Path,
 ) -> None:
-    assert missing_reason("ours") is None
-    reason = missing_reason("kminion")
+    assert peers.missing_reason("ours") is None
+    reason = peers.missing_reason("kminion")
     assert reason is not None and str(peers_dir / "kminion" / "bin" / "kminion") in reason
     (peers_dir / "cft").mkdir()
     (peers_dir / "cft" / "REFUSED").write_text("javac: package tesla.shade does not exist\n")
-    assert missing_reason("cft") == (
+    assert peers.missing_reason("cft") == (
         "the Consumer Freshness Tracker's run wrapper was not built: "
         "javac: package tesla.shade does not exist"
     )
     _binary(peers_dir / "kminion" / "bin" / "kminion")
-    assert missing_reason("kminion") is None
+    assert peers.missing_reason("kminion") is None
     (peers_dir / "klag" / "bin").mkdir(parents=True)
     (peers_dir / "klag" / "bin" / "klag-exporter").write_text("not executable")
-    assert missing_reason("klag_message_30s") is not None
-    assert missing_reason("nonesuch") is not None
+    assert peers.missing_reason("klag_message_30s") is not None
+    assert peers.missing_reason("nonesuch") is not None
 
 
 def test_versions_come_from_each_builds_version_file(peers_dir: Path) -> None:
-    assert peer_version("klag") == "unknown"
+    assert peers.peer_version("klag") == "unknown"
     (peers_dir / "klag").mkdir()
     (peers_dir / "klag" / "VERSION").write_text("klag 0.1.29 crates.io rustc-1.90\n")
-    assert peer_version("klag") == "0.1.29"
+    assert peers.peer_version("klag") == "0.1.29"
     _binary(peers_dir / "klag" / "bin" / "klag-exporter")
-    tool = make_tool(
+    tool = peers.make_tool(
         "klag_rate_30s",
         burrow_url="http://127.0.0.1:1",
         bootstrap="h:1",
@@ -135,7 +126,7 @@ def test_versions_come_from_each_builds_version_file(peers_dir: Path) -> None:
 
 
 def _make(key: str, workdir: Path) -> peers.Tool:
-    return make_tool(
+    return peers.make_tool(
         key,
         burrow_url="http://127.0.0.1:8000",
         bootstrap="h1:9092,h2:9092",
@@ -189,8 +180,8 @@ def test_a_tool_that_is_not_built_is_not_made(peers_dir: Path) -> None:
 
 
 def test_process_tree_figures_include_this_process() -> None:
-    assert tree_cpu_s(os.getpid()) >= peers.proc_cpu_s(os.getpid()) > 0
-    assert tree_peak_rss_mib(os.getpid()) >= peers.proc_peak_rss_mib(os.getpid()) > 1
+    assert peers.tree_cpu_s(os.getpid()) >= peers.proc_cpu_s(os.getpid()) > 0
+    assert peers.tree_peak_rss_mib(os.getpid()) >= peers.proc_peak_rss_mib(os.getpid()) > 1
 
 
 @pytest.mark.parametrize("render", ["1.2.1", "1.9.5"])

@@ -146,12 +146,11 @@ def in_group_series(objectives: Sequence[Objective], consumer: str, topic: str) 
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
-    """A stretch of the window with one held value; `value` None means no data."""
+class _Stretch:
+    """[start, end) of the window, in milliseconds."""
 
     start_ms: int
     end_ms: int
-    value: int | None
 
     @property
     def duration_ms(self) -> int:
@@ -159,16 +158,17 @@ class Span:
 
 
 @dataclass(frozen=True, slots=True)
-class Episode:
+class Span(_Stretch):
+    """A stretch of the window with one held value; `value` None means no data."""
+
+    value: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Episode(_Stretch):
     """One continuous breach: [start, end) and the worst freshness held during it."""
 
-    start_ms: int
-    end_ms: int
     peak_ms: int
-
-    @property
-    def duration_ms(self) -> int:
-        return self.end_ms - self.start_ms
 
 
 @dataclass(frozen=True, slots=True)

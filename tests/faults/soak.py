@@ -36,6 +36,7 @@ from freshness_tracker.config import load_settings
 from freshness_tracker.domain.model import ClusterLags, GroupLags, PartitionKey, PartitionLag
 from freshness_tracker.http import MetricsServer, make_app
 from freshness_tracker.kafka import consumers as consumers_module
+from tests.support.fakes import ManualClock
 
 CLUSTER = "local"
 
@@ -50,27 +51,13 @@ BASE = 1_700_000_000_000
 FIRST_OFFSET = 5_000_000
 
 
-class SimClock:
-    def __init__(self) -> None:
-        self.ms = BASE + 10_000_000
-        self._lock = threading.Lock()
-
-    def __call__(self) -> int:
-        with self._lock:
-            return self.ms
-
-    def advance(self, ms: int) -> None:
-        with self._lock:
-            self.ms += ms
-
-
 class SimBurrow:
     """1,000 groups on their own topics; each cycle (one cluster_lags call) the clock moves 30 s,
     every partition's log grows and a tenth of the groups commit up to 5 behind the log end (a
     different tenth each cycle), so the planner, reader, cache and collector see new offsets
     every cycle while the fleet stays in a steady state, as a healthy one does."""
 
-    def __init__(self, clock: SimClock) -> None:
+    def __init__(self, clock: ManualClock[int]) -> None:
         self.clock = clock
         self.cycle = 0
         keys = [(g, p) for g in range(GROUPS) for p in range(PARTITIONS_PER_GROUP)]
@@ -240,7 +227,7 @@ def run() -> dict[str, Any]:
     """)
     # Back-to-back cycles on purpose (a config refuses less than 1 s).
     settings = dataclasses.replace(settings, frequency_s=0.001)
-    clock = SimClock()
+    clock = ManualClock(BASE + 10_000_000)
     burrow = SimBurrow(clock)
     # The Exporter builds its own pools, executor and readers (the production path, closed
     # by Exporter.close()); only the librdkafka constructor is swapped for the fake.

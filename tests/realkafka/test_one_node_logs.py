@@ -24,6 +24,7 @@ from devstack.stack import now_ms
 from freshness_tracker import metrics
 from freshness_tracker.domain.model import PartitionStatus
 from tests.realkafka.helpers import assert_freshness_from, one_cycle, result
+from tests.support.seeding import seed_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -202,9 +203,8 @@ def test_committed_offset_beyond_the_log_end(
     """A real group commits 10 where the log ends at 3 (Kafka accepts it). Burrow 1.2.1 clamps
     its lag to 0; the exporter reports caught up (nothing exists at or after 10), no read."""
     topic, group = unique_name("t"), unique_name("beyond")
-    stack.create_topic(topic)
     t = now_ms()
-    assert stack.produce(topic, 0, [t - 3_000, t - 2_000, t - 1_000]) == [0, 1, 2]
+    seed_topic(stack, topic, {0: [t - 3_000, t - 2_000, t - 1_000]})
     stack.commit(group, topic, 0, 10)
     stack.wait_for_burrow_lag(group, topic, 0, committed_offset=10, current_lag=0)
     snap, scrape = one_cycle(stack, group)

@@ -18,25 +18,17 @@ from confluent_kafka import KafkaError as RdKafkaError
 from freshness_tracker.kafka.consumers import ConsumerPool
 from freshness_tracker.kafka.lookup import KafkaRecordReader
 from freshness_tracker.kafka.settings import ClusterKafkaSettings, LookupSettings
+from tests.support.fakes import ManualClock
 
 #: The CreateTime of offset 0 in :func:`make_log` (offset o has BASE_TS + o).
 BASE_TS = 1_700_000_000_000
 
 
-class FakeClock:
-    """Deterministic time: an idle consume() advances it by its timeout."""
+class FakeClock(ManualClock[float]):
+    """Deterministic time, in seconds: an idle consume() advances it by its timeout."""
 
     def __init__(self) -> None:
-        self.now = 1000.0
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        with self._lock:
-            return self.now
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self.now += seconds
+        super().__init__(1000.0)
 
 
 @dataclass

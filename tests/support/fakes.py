@@ -3,7 +3,9 @@ MockTransport: tests inject behaviour instead of patching."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 from freshness_tracker.domain.model import (
     ClusterLags,
@@ -15,6 +17,25 @@ from freshness_tracker.domain.model import (
     RecordRead,
 )
 from freshness_tracker.errors import BurrowUnavailable, ClusterUnavailable
+
+_Time = TypeVar("_Time", int, float)
+
+
+class ManualClock(Generic[_Time]):
+    """Time that moves only when told: the `clock` argument of the code under test, read and
+    advanced from several threads (the lock keeps each reading whole)."""
+
+    def __init__(self, start: _Time) -> None:
+        self.now: _Time = start
+        self._lock = threading.Lock()
+
+    def __call__(self) -> _Time:
+        with self._lock:
+            return self.now
+
+    def advance(self, by: _Time) -> None:
+        with self._lock:
+            self.now += by
 
 
 def lag(cluster: str = "c", consumer: str = "g", topic: str = "t", partition: int = 0,

@@ -20,6 +20,7 @@ from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.domain.model import GroupLags, PartitionLag
 from freshness_tracker.errors import BurrowNotFound, BurrowResponseError, BurrowUnavailable
 from tests.support.http_burrow import DROP, RecordingBurrow, ok
+from tests.support.http_server import LocalHttpServer
 
 DATA = Path(__file__).parent.parent / "data" / "burrow"
 
@@ -433,7 +434,7 @@ def test_an_answer_that_closes_its_connection_is_read_to_its_end() -> None:
     connection lets its socket go as soon as the headers say it will close, and the body must
     still be read from it (it was cut off with EBADF when only the connection held the socket
     open)."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
 
     answer = unlabelled_lag().encode()
 
@@ -449,15 +450,12 @@ def test_an_answer_that_closes_its_connection_is_read_to_its_end() -> None:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    client = BurrowClient(BurrowSettings(url=f"http://127.0.0.1:{server.server_address[1]}",
-                                         retries=0))
+    server = LocalHttpServer(Handler)
+    server.start()
+    client = BurrowClient(BurrowSettings(url=server.url, retries=0))
     try:
         lags = client.cluster_lags("local", ["a", "b", "c"])
     finally:
         client.close()
-        server.shutdown()
-        server.server_close()
+        server.stop()
     assert not lags.failed_groups and len(lags.groups) == 3

@@ -11,6 +11,7 @@ from freshness_tracker.domain.model import PartitionStatus, ReadOutcome, ReadReq
 from freshness_tracker.kafka.cache import TimestampCache
 from freshness_tracker.kafka.settings import ClusterKafkaSettings
 from tests.support.fakes import FakeBurrow, FakeReader, group, lag
+from tests.support.http_server import LocalHttpServer
 
 NOW = 100_000
 
@@ -290,8 +291,7 @@ def test_a_source_without_answer_times_is_measured_when_its_answers_were_in() ->
 
 def test_the_burrow_client_stamps_each_lag_answer_when_it_arrives() -> None:
     import json
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import BaseHTTPRequestHandler
 
     from freshness_tracker.burrow.client import BurrowClient
     from freshness_tracker.burrow.settings import BurrowSettings
@@ -310,18 +310,15 @@ def test_the_burrow_client_stamps_each_lag_answer_when_it_arrives() -> None:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    server = LocalHttpServer(Handler)
+    server.start()
     ticks = iter(range(1_000, 100_000, 1_000))
-    client = BurrowClient(BurrowSettings(url=f"http://127.0.0.1:{server.server_address[1]}"),
-                          clock=lambda: next(ticks))
+    client = BurrowClient(BurrowSettings(url=server.url), clock=lambda: next(ticks))
     try:
         lags = client.cluster_lags("c", ["a", "b"])
     finally:
         client.close()
-        server.shutdown()
-        server.server_close()
+        server.stop()
     stamps = sorted(g.observed_ms for g in lags.groups if g.observed_ms is not None)
     assert stamps == [1_000, 2_000]  # one clock reading per answer, after it arrived
     unstamped = BurrowClient(BurrowSettings(url="http://127.0.0.1:1"))

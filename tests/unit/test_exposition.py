@@ -35,24 +35,13 @@ from prometheus_client.core import Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.parser import text_string_to_metric_families
 
-from devstack.oracle import FreshnessCollector, reference_registry
+from devstack.oracle import FreshnessCollector, served_and_reference
 from devstack.processes import poll
 from freshness_tracker import http as http_module
 from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.config import load_settings
-from freshness_tracker.domain.model import (
-    ClusterHealth,
-    ClusterSnapshot,
-    GroupResult,
-    PartitionKey,
-    PartitionResult,
-    PartitionStatus,
-    ReadOutcome,
-    ReadRequest,
-    RecordRead,
-    TopicResult,
-)
+from freshness_tracker.domain import model as m
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.http import MetricsServer, make_app, send_all
 from freshness_tracker.metrics import ALL_PARTITION_METRICS, Granularity
@@ -120,7 +109,7 @@ class Published(NamedTuple):
     live: CollectorRegistry
 
 
-def published(*clusters: ClusterSnapshot, series: SeriesSet | None = None,
+def published(*clusters: m.ClusterSnapshot, series: SeriesSet | None = None,
               prepare: bool = True) -> Published:
     """An exposition with a live registry and a per-snapshot one (a counter in each)."""
     holder = SnapshotHolder()
@@ -134,9 +123,9 @@ def published(*clusters: ClusterSnapshot, series: SeriesSet | None = None,
     return Published(holder, exposition, per_snapshot, live)
 
 
-def other_cluster(name: str = "d", cycle: int = 1) -> ClusterSnapshot:
-    return ClusterSnapshot(name, cycle, 1_000, 2_000,
-                           ClusterHealth(name, True, 1_000, 2_000, 1_000))
+def other_cluster(name: str = "d", cycle: int = 1) -> m.ClusterSnapshot:
+    return m.ClusterSnapshot(name, cycle, 1_000, 2_000,
+                             m.ClusterHealth(name, True, 1_000, 2_000, 1_000))
 
 
 # --- the same bytes as prometheus_client ------------------------------------------------------
@@ -164,11 +153,11 @@ maybe_ms = st.none() | st.integers(-(2**40), 2**53)
 
 
 @st.composite
-def partitions(draw: st.DrawFn) -> PartitionResult:
-    return PartitionResult(
-        key=PartitionKey("c", draw(label_text), draw(label_text),
-                         draw(st.integers(0, 2**31 - 1))),
-        status=draw(st.sampled_from(PartitionStatus)),
+def partitions(draw: st.DrawFn) -> m.PartitionResult:
+    return m.PartitionResult(
+        key=m.PartitionKey("c", draw(label_text), draw(label_text),
+                           draw(st.integers(0, 2**31 - 1))),
+        status=draw(st.sampled_from(m.PartitionStatus)),
         burrow_status=draw(st.sampled_from(["OK", "WARN", "STOP", "weird"])),
         committed_offset=draw(st.none() | st.integers(0, 2**63 - 1)),
         log_end_offset=draw(st.none() | st.integers(0, 2**63 - 1)),
@@ -183,24 +172,24 @@ def partitions(draw: st.DrawFn) -> PartitionResult:
 
 
 @st.composite
-def cluster_snapshots(draw: st.DrawFn) -> ClusterSnapshot:
+def cluster_snapshots(draw: st.DrawFn) -> m.ClusterSnapshot:
     parts = tuple(draw(st.lists(partitions(), max_size=12)))
-    topics = tuple(TopicResult("c", p.key.consumer, p.key.topic, draw(maybe_ms), draw(maybe_ms),
-                               1, 0, draw(maybe_ms)) for p in parts[:4])
-    groups = tuple(GroupResult("c", draw(label_text), "OK", draw(maybe_ms), draw(maybe_ms), 3,
-                               draw(st.integers(0, 3)), 0, draw(maybe_ms), draw(maybe_ms),
-                               draw(st.none() | st.booleans()),
-                               oldest_uncommitted_ms=draw(maybe_ms))
+    topics = tuple(m.TopicResult("c", p.key.consumer, p.key.topic, draw(maybe_ms),
+                                 draw(maybe_ms), 1, 0, draw(maybe_ms)) for p in parts[:4])
+    groups = tuple(m.GroupResult("c", draw(label_text), "OK", draw(maybe_ms), draw(maybe_ms), 3,
+                                 draw(st.integers(0, 3)), 0, draw(maybe_ms), draw(maybe_ms),
+                                 draw(st.none() | st.booleans()),
+                                 oldest_uncommitted_ms=draw(maybe_ms))
                    for _ in range(draw(st.integers(0, 3))))
     up = draw(st.booleans())
-    health = ClusterHealth("c", up, 1_700_000_000_123, 1_700_000_000_999 if up else None,
-                           draw(st.integers(0, 10**7)))
-    return ClusterSnapshot("c", 1, 1, 2, health, parts, topics, groups)
+    health = m.ClusterHealth("c", up, 1_700_000_000_123, 1_700_000_000_999 if up else None,
+                             draw(st.integers(0, 10**7)))
+    return m.ClusterSnapshot("c", 1, 1, 2, health, parts, topics, groups)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster_snapshots(), st.sampled_from(ACCEPTS), st.sampled_from(SERIES))
-def test_any_snapshot_renders_as_prometheus_client_does(cluster: ClusterSnapshot,
+def test_any_snapshot_renders_as_prometheus_client_does(cluster: m.ClusterSnapshot,
                                                         accept: str | None,
                                                         series: SeriesSet) -> None:
     """Label values with quotes, backslashes, newlines and non-UTF-8 (skipped), huge and
@@ -224,7 +213,7 @@ def test_crc_of_joined_pieces_is_combined_from_theirs(pieces: list[bytes]) -> No
 def test_pieces_of_a_segment_join_into_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Sample lines are joined ROWS_PER_PIECE at a time: the pieces must add up exactly."""
     monkeypatch.setattr(exposition_module, "ROWS_PER_PIECE", 2)
-    parts = tuple(snapshot().partitions[0]._replace(key=PartitionKey("c", "g", "t", p))
+    parts = tuple(snapshot().partitions[0]._replace(key=m.PartitionKey("c", "g", "t", p))
                   for p in range(7))
     holder, exposition, *registries = published(replace(snapshot(), partitions=parts),
                                          series=SeriesSet.everything())
@@ -533,8 +522,8 @@ def _lagging_cycle(partition_metrics: str = "") -> tuple[str, str, dict[str, flo
     older on a second partition, one caught up, one whose unread records retention deleted),
     a caught-up group and one whose read failed: (/metrics, `generate_latest` of the
     reference registry, sample name and labels -> value)."""
-    t_lost = ReadRequest(cluster="c", topic="u", partition=0, offset=5)
-    failed = ReadRequest(cluster="c", topic="t", partition=0, offset=9)
+    t_lost = m.ReadRequest(cluster="c", topic="u", partition=0, offset=5)
+    failed = m.ReadRequest(cluster="c", topic="t", partition=0, offset=9)
     burrow = FakeBurrow({"c": [
         group("c", "g", lag(partition=0, committed=4, current_lag=6),
               lag(partition=1, committed=7, current_lag=0),
@@ -544,14 +533,13 @@ def _lagging_cycle(partition_metrics: str = "") -> tuple[str, str, dict[str, flo
         group("c", "broken", lag(consumer="broken", partition=0, committed=9, current_lag=1)),
     ]})
     reader = FakeReader({("t", 0, 4): 90_000, ("t", 2, 2): 70_000}, outcomes={
-        t_lost: RecordRead(t_lost, ReadOutcome.OUT_OF_RANGE, 8, 60_000, "CreateTime", 8),
-        failed: RecordRead(failed, ReadOutcome.FAILED, error="timed out")})
+        t_lost: m.RecordRead(t_lost, m.ReadOutcome.OUT_OF_RANGE, 8, 60_000, "CreateTime", 8),
+        failed: m.RecordRead(failed, m.ReadOutcome.FAILED, error="timed out")})
     exp = Exporter(load_settings(text=BASE + partition_metrics), burrow=burrow,
                    reader_factory=lambda _k: reader, clock=lambda: 100_000)
     try:
         exp.run_once()
-        text = exp.exposition.answer().body.decode()
-        want = generate_latest(reference_registry(exp)).decode()
+        text, want = served_and_reference(exp)
     finally:
         exp.close()
     values = {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "cluster"))):
@@ -624,7 +612,7 @@ def without_process(text: str) -> str:
 
 def test_a_cycle_is_published_even_when_counting_it_fails(
         exporter: Exporter, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(snapshot: ClusterSnapshot) -> None:
+    def broken(snapshot: m.ClusterSnapshot) -> None:
         raise ValueError("a bug in the counters")
 
     monkeypatch.setattr(exporter.self_metrics, "observe", broken)
@@ -638,8 +626,7 @@ def test_the_exporter_serves_what_prometheus_client_renders(
         exporter: Exporter, monkeypatch: pytest.MonkeyPatch) -> None:
     exporter.run_once()
     assert exporter.exposition.counts.renders == 1  # rendered when the cycle published
-    served = exporter.exposition.answer().body.decode()
-    want = generate_latest(reference_registry(exporter)).decode()
+    served, want = served_and_reference(exporter)
     assert without_process(served) == without_process(want)
     assert f'{metrics.CYCLES.total}{{cluster="c"}} 1.0' in served
     # a scrape right after the next publication already sees the advanced counters (they are
@@ -647,7 +634,7 @@ def test_the_exporter_serves_what_prometheus_client_renders(
     publish = exporter.holder.publish
     scraped: list[str] = []
 
-    def publish_then_scrape(cluster: ClusterSnapshot) -> None:
+    def publish_then_scrape(cluster: m.ClusterSnapshot) -> None:
         publish(cluster)
         scraped.append(exporter.exposition.answer().body.decode())
 

@@ -8,27 +8,11 @@ from typing import Any
 
 import pytest
 
-from freshness_tracker.domain.model import (
-    ClusterHealth,
-    ClusterLags,
-    ClusterSnapshot,
-    GroupLags,
-    GroupResult,
-    LagWindow,
-    PartitionKey,
-    PartitionLag,
-    PartitionResult,
-    PartitionStatus,
-    ReadOutcome,
-    ReadRequest,
-    RecordRead,
-    Snapshot,
-    TopicResult,
-)
+from freshness_tracker.domain import model as m
 
-VALUES = [PartitionKey, LagWindow, PartitionLag, PartitionResult, ReadRequest, RecordRead,
-          GroupLags, ClusterLags, TopicResult, GroupResult, ClusterHealth, ClusterSnapshot,
-          Snapshot]
+VALUES = [m.PartitionKey, m.LagWindow, m.PartitionLag, m.PartitionResult, m.ReadRequest,
+          m.RecordRead, m.GroupLags, m.ClusterLags, m.TopicResult, m.GroupResult, m.ClusterHealth,
+          m.ClusterSnapshot, m.Snapshot]
 
 
 def _fields(cls: type) -> tuple[str, ...]:
@@ -81,21 +65,22 @@ def test_the_dataclasses_are_frozen_and_slotted(cls: type) -> None:
 
 def test_the_partition_values_are_tuples_that_sort_and_hash_as_their_fields() -> None:
     """Keys are hashed and sorted many times a cycle: as tuples, field by field."""
-    a, b = PartitionKey("c", "g", "t", 2), PartitionKey(cluster="c", consumer="g", topic="t",
-                                                         partition=10)
+    a, b = m.PartitionKey("c", "g", "t", 2), m.PartitionKey(cluster="c", consumer="g", topic="t",
+                                                             partition=10)
     assert sorted([b, a]) == [a, b] and hash(a) == hash(("c", "g", "t", 2))
-    request = ReadRequest(cluster="c", topic="t", partition=0, offset=5)
-    assert {request: 1}[ReadRequest("c", "t", 0, 5)] == 1
+    request = m.ReadRequest(cluster="c", topic="t", partition=0, offset=5)
+    assert {request: 1}[m.ReadRequest("c", "t", 0, 5)] == 1
 
 
 def test_data_loss_is_the_data_loss_status_only() -> None:
-    key = PartitionKey("c", "g", "t", 0)
-    base = PartitionResult(key=key, status=PartitionStatus.OK, burrow_status="OK",
-                           committed_offset=5, log_end_offset=6, offset_lag=1,
-                           commit_time_ms=None, record_timestamp_ms=None, freshness_ms=None,
-                           commit_lag_ms=None)
-    for status in PartitionStatus:
+    key = m.PartitionKey("c", "g", "t", 0)
+    base = m.PartitionResult(key=key, status=m.PartitionStatus.OK, burrow_status="OK",
+                             committed_offset=5, log_end_offset=6, offset_lag=1,
+                             commit_time_ms=None, record_timestamp_ms=None, freshness_ms=None,
+                             commit_lag_ms=None)
+    for status in m.PartitionStatus:
         result = base._replace(status=status)
         assert result.data_loss is result.freshness_is_lower_bound is (
-            status is PartitionStatus.DATA_LOSS)
-    assert RecordRead(request=ReadRequest("c", "t", 0, 5), outcome=ReadOutcome.GAP).offset is None
+            status is m.PartitionStatus.DATA_LOSS)
+    gap = m.RecordRead(request=m.ReadRequest("c", "t", 0, 5), outcome=m.ReadOutcome.GAP)
+    assert gap.offset is None

@@ -7,10 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from devstack.oracle import reference_registry
+from devstack.oracle import served_and_reference
 from freshness_tracker import metrics
 from freshness_tracker.app import Exporter
 from freshness_tracker.cli import main
@@ -97,8 +96,7 @@ def test_every_series_of_a_cluster_carries_its_labels_and_only_its_own() -> None
                         clock=lambda: 100_000)
     try:
         exporter.run_once()
-        served = exporter.exposition.answer().body.decode()
-        reference = generate_latest(reference_registry(exporter)).decode()
+        served, reference = served_and_reference(exporter)
     finally:
         exporter.close()
     want = {"c": {"env": "prod", "region": "eu", "team": ""},

@@ -9,15 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from freshness_tracker.domain.model import (
-    ClusterHealth,
-    ClusterSnapshot,
-    GroupResult,
-    PartitionKey,
-    PartitionResult,
-    PartitionStatus,
-    Snapshot,
-)
+from freshness_tracker.domain import model as m
 from freshness_tracker.sinks.status_page import GROUP_ROWS, render_status_page
 
 NOW = 1_800_000_000_000
@@ -67,23 +59,24 @@ def _parse(page: bytes) -> _Cells:
 
 
 def _group(consumer: str, freshness: int | None, loss: int = 0, unmeasured: int = 0,
-           cluster: str = "east") -> GroupResult:
-    return GroupResult(cluster, consumer, "OK", freshness, 10, 2, unmeasured, loss)
+           cluster: str = "east") -> m.GroupResult:
+    return m.GroupResult(cluster, consumer, "OK", freshness, 10, 2, unmeasured, loss)
 
 
 def _partition(consumer: str, topic: str, p: int, freshness: int | None,
-               status: PartitionStatus = PartitionStatus.OK) -> PartitionResult:
-    return PartitionResult(PartitionKey("east", consumer, topic, p), status, "OK", 100, 105, 5,
-                           NOW - 60_000, NOW - (freshness or 0), freshness, 2_000,
-                           lost_records=7 if status is PartitionStatus.DATA_LOSS else 0)
+               status: m.PartitionStatus = m.PartitionStatus.OK) -> m.PartitionResult:
+    return m.PartitionResult(m.PartitionKey("east", consumer, topic, p), status, "OK", 100, 105,
+                             5, NOW - 60_000, NOW - (freshness or 0), freshness, 2_000,
+                             lost_records=7 if status is m.PartitionStatus.DATA_LOSS else 0)
 
 
-def _snapshot(groups: list[GroupResult], partitions: tuple[PartitionResult, ...] = (),
-              up: bool = True) -> Snapshot:
-    health = ClusterHealth("east", up, NOW - 5_000, NOW - 5_000 if up else NOW - 600_000, 1_200,
-                           groups=len(groups), error=None if up else "Burrow unreachable")
-    return Snapshot((ClusterSnapshot("east", 1, NOW - 6_000, NOW - 5_000, health, partitions,
-                                     (), tuple(groups)),))
+def _snapshot(groups: list[m.GroupResult], partitions: tuple[m.PartitionResult, ...] = (),
+              up: bool = True) -> m.Snapshot:
+    health = m.ClusterHealth("east", up, NOW - 5_000, NOW - 5_000 if up else NOW - 600_000,
+                             1_200, groups=len(groups),
+                             error=None if up else "Burrow unreachable")
+    return m.Snapshot((m.ClusterSnapshot("east", 1, NOW - 6_000, NOW - 5_000, health,
+                                         partitions, (), tuple(groups)),))
 
 
 def test_groups_are_listed_worst_first_with_data_loss_on_top() -> None:
@@ -108,7 +101,7 @@ def test_a_down_cluster_says_why_and_since_when() -> None:
 
 def test_drill_down_shows_the_groups_partitions_worst_first() -> None:
     parts = (_partition("stuck", "orders", 0, 5_000), _partition("stuck", "orders", 1, 65_000),
-             _partition("stuck", "audit", 0, 100, PartitionStatus.DATA_LOSS),
+             _partition("stuck", "audit", 0, 100, m.PartitionStatus.DATA_LOSS),
              _partition("other", "orders", 0, 999_999))
     snap = _snapshot([_group("stuck", 65_000, loss=1), _group("other", 999_999)], parts)
     overview = _parse(render_status_page(snap, NOW))
@@ -157,7 +150,7 @@ def test_any_name_is_shown_as_text_never_as_markup(name: str, topic: str) -> Non
 
 def test_a_numeric_column_is_right_aligned_header_and_cells_alike() -> None:
     parts = (_partition("stuck", "orders", 0, 5_000),
-             _partition("stuck", "audit", 0, 100, PartitionStatus.DATA_LOSS))
+             _partition("stuck", "audit", 0, 100, m.PartitionStatus.DATA_LOSS))
     snap = _snapshot([_group("stuck", 5_000, loss=1), _group("fresh", 0)], parts)
     pages = (render_status_page(snap, NOW),
              render_status_page(snap, NOW, {"cluster": "east", "group": "stuck"}))
@@ -197,8 +190,8 @@ def test_freshness_is_as_of_the_request_so_a_stuck_group_grows_between_cycles() 
     a caught-up group still 0, an unknown one still unknown, and a data-loss partition's lower
     bound ages too."""
     parts = (_partition("stuck", "orders", 0, 5_000), _partition("stuck", "orders", 1, 0,
-                                                                 PartitionStatus.CAUGHT_UP),
-             _partition("stuck", "audit", 0, 100, PartitionStatus.DATA_LOSS))
+                                                                 m.PartitionStatus.CAUGHT_UP),
+             _partition("stuck", "audit", 0, 100, m.PartitionStatus.DATA_LOSS))
     parts = (parts[0], parts[1]._replace(record_timestamp_ms=None), parts[2])
     stuck = replace(_group("stuck", 5_000, loss=1), oldest_uncommitted_ms=NOW - 5_000)
     snap = _snapshot([stuck, _group("fresh", 0), _group("unknown", None, unmeasured=1),
@@ -233,7 +226,7 @@ def test_a_record_ahead_of_the_clock_is_0_old_never_negative() -> None:
     assert drill.tables[0][1][4] == "0ms"
 
 
-def _lagging(consumer: str, cycle_freshness: int, stamp: int) -> GroupResult:
+def _lagging(consumer: str, cycle_freshness: int, stamp: int) -> m.GroupResult:
     """A lagging group whose cycle (finished at NOW - 5 s) found its oldest uncommitted record
     appended at `stamp`, `cycle_freshness` old then."""
     return replace(_group(consumer, cycle_freshness), oldest_uncommitted_ms=stamp)
