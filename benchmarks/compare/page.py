@@ -27,6 +27,7 @@ from benchmarks.compare.report import (
     accuracy_table,
     cost_table,
     headline_table,
+    mean_abs_se,
     other_gauges_table,
     phases_text,
     plot_shape,
@@ -162,6 +163,7 @@ def render(
             "",
             _HEADLINE_TEXT.format(threshold=cfg.threshold_s),
             "",
+            *([_SPREAD_TEXT.format(n=cfg.replicas), ""] if cfg.replicas > 1 else []),
             headline_table(shapes),
             "",
             "## Accuracy",
@@ -728,7 +730,9 @@ def _beats(
                     if not math.isfinite(mine) or theirs < mine - 0.05:
                         found.setdefault("accuracy", []).append(
                             f"{name}, {label}: {TITLES.get(key, key)} {fmt(theirs)} s against "
-                            f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s)"
+                            f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s"
+                            + (_spread(sh, ours_key, key, mine - theirs)
+                               if label == "mean |error|" else "") + ")"
                         )
     if "accuracy" in found and shapes:
         fixes["accuracy"] = (_ACCURACY_FIX.format(period=period_s) + ". In this run: "
@@ -781,6 +785,18 @@ def _beats(
     return lines or ["- Nowhere in this run."]
 
 
+def _spread(sh: CompareShape, ours_key: str, key: str, gap: float) -> str:
+    """Whether a gap in mean |error| exceeds twice the two tools' combined standard error
+    across phases ("" for a run of one phase): a gap within it could be where the phases'
+    polls fell."""
+    mine, theirs = mean_abs_se(sh, ours_key), mean_abs_se(sh, key)
+    if mine is None or theirs is None or not math.isfinite(gap):
+        return ""
+    twice = 2 * math.hypot(mine, theirs)
+    return (f", {'beyond' if gap > twice else 'within'} {fmt(twice)} s, twice the phases' "
+            "combined standard error")
+
+
 _BURROW_FIX = (
     "Burrow here refreshes offsets and topics every second (`offset-refresh = topic-refresh = "
     "1`, the accuracy stack's setting; Burrow's defaults are 10 s and 60 s), and that CPU "
@@ -806,6 +822,12 @@ docs/querytime.md; the expression each run scored is named under "What ran"; eva
 real Prometheus from the chart's rules rendered for the run's intervals), and of the best peer that
 exports a time lag (a peer with no number in more than 5 % of the samples is not counted); then
 the first alert above {threshold:g} s relative to the truth's crossing (negative: before)."""
+
+_SPREAD_TEXT = """\
+± is one standard error of the pooled mean |error| across the run's {n} phases: the sample
+standard deviation of the phases' own mean |error| ÷ √{n} (the pooled mean weights each phase
+by its samples; the phases' counts are nearly equal). Under "Where a peer beats us" a gap in
+mean |error| is set against twice the two tools' combined standard error, √(se₁² + se₂²)."""
 
 _OTHER_TEXT = """\
 The other time figures ours exports, scraped on the same grid and scored raw against the

@@ -11,10 +11,10 @@ from benchmarks.accuracy.analysis import MethodScore
 from benchmarks.accuracy.harness import HarnessConfig
 from benchmarks.accuracy.report import fmt, table_head
 from benchmarks.compare.accuracy import CompareShape
-from benchmarks.compare.stats import ratio, ratio_text
+from benchmarks.compare.stats import ratio, ratio_text, standard_error
 
-__all__ = ["ACC_COLUMNS", "accuracy_table", "alert_text", "cost_table", "phases_text",
-           "plot_shape"]
+__all__ = ["ACC_COLUMNS", "accuracy_table", "alert_text", "cost_table", "mean_abs_se",
+           "mean_text", "phases_text", "plot_shape"]
 
 TITLES = {
     "ours": "freshness-tracker (gauge)",
@@ -68,6 +68,22 @@ def _score(shape: CompareShape, key: str) -> MethodScore | None:
     return shape.peers.get(key)
 
 
+def mean_abs_se(shape: CompareShape, key: str) -> float | None:
+    """One standard error of a pooled shape's mean |error| of `key` across its phases: the
+    spread of the phases' own means, so a gap between tools can be set against it. None for a
+    shape of one phase (or with fewer than two phases' figures)."""
+    return standard_error([s.mean_abs_s for r in shape.replicas
+                           if (s := _score(r, key)) is not None])
+
+
+def mean_text(shape: CompareShape, key: str, score: MethodScore) -> str:
+    """`score`'s mean |error|, with ± one standard error across phases where there are any."""
+    se = mean_abs_se(shape, key)
+    if se is None or not math.isfinite(score.mean_abs_s):
+        return fmt(score.mean_abs_s)
+    return f"{fmt(score.mean_abs_s)} ± {fmt(se)}"
+
+
 def best_peer(shape: CompareShape, attr: str) -> tuple[str, float] | None:
     """The peer with the lowest finite ``attr`` (a peer silent on > 5 % of samples excluded;
     an alert delay is compared by its size: an alert before the truth's crossing is a false
@@ -100,9 +116,10 @@ def headline_table(shapes: Sequence[CompareShape]) -> str:
             if alert is None or abs(v) < abs(alert[1]):
                 alert = (k, v)
         lines.append(
-            f"| {sh.result.run.shape.name} | {fmt(gauge.mean_abs_s)} | "
-            f"{fmt(rule.mean_abs_s) if rule else 'not run'} | "
-            + (f"{fmt(peer[1])} ({TITLES.get(peer[0], peer[0])})" if peer else "—")
+            f"| {sh.result.run.shape.name} | {mean_text(sh, 'ours', gauge)} | "
+            f"{mean_text(sh, 'ours_rule', rule) if rule else 'not run'} | "
+            + (f"{mean_text(sh, peer[0], sh.peers[peer[0]])} ({TITLES.get(peer[0], peer[0])})"
+               if peer else "—")
             + f" | {_alert(gauge.alarm_delay_s)} / {_alert(rule.alarm_delay_s) if rule else '—'}"
             + " | "
             + (f"{_alert(alert[1])} ({TITLES.get(alert[0], alert[0])})" if alert else "—")

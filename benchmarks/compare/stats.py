@@ -1,10 +1,12 @@
-"""Ratios to ours, the way the page prints them (pure)."""
+"""Ratios to ours, the way the page prints them, and the spread of phases' figures (pure)."""
 
 from __future__ import annotations
 
 import math
+import statistics
+from collections.abc import Sequence
 
-__all__ = ["ratio", "ratio_text"]
+__all__ = ["ratio", "ratio_text", "standard_error"]
 
 
 def ratio(value: float | None, base: float | None) -> float | None:
@@ -27,3 +29,12 @@ def ratio_text(r: float | None) -> str:
     if r >= 0.095:
         return f"{r:.2g}×" if r < 1 else f"{r:.1f}×"
     return f"{r:.2g}×"
+
+
+def standard_error(values: Sequence[float]) -> float | None:
+    """The standard error of the mean of `values` (their sample standard deviation ÷ √n), from
+    the finite ones: how far phases' own figures let their mean move. None below two."""
+    given = [v for v in values if math.isfinite(v)]
+    if len(given) < 2:
+        return None
+    return statistics.stdev(given) / math.sqrt(len(given))

@@ -28,7 +28,14 @@ from benchmarks.accuracy.sampler import Sample
 from benchmarks.accuracy.shapes import Event, Shape
 from benchmarks.accuracy.truth import TruthLog
 from benchmarks.compare.__main__ import ALL_TOOLS, cost_label, load_costs
-from benchmarks.compare.accuracy import PeerSample, offset_alert_delay, pre_onset_rate, score_peer
+from benchmarks.compare.accuracy import (
+    CompareShape,
+    PeerSample,
+    offset_alert_delay,
+    pool_shapes,
+    pre_onset_rate,
+    score_peer,
+)
 from benchmarks.compare.cost import api_totals, replication_for
 from benchmarks.compare.exposition import parse_exposition
 from benchmarks.compare.page import render
@@ -455,3 +462,57 @@ def test_the_rule_grid_is_named_on_the_page() -> None:
 
     assert "0.1 s after each of Prometheus' scrapes of ours" in rule_grid_text(0.1)
     assert rule_grid_text(None) == "on the same grid, as a dashboard evaluates it"
+
+
+# ---- the phases' spread: ± one standard error of the pooled mean |error| ---------------------
+
+
+def test_the_standard_error_is_the_phases_sample_deviation_over_root_n() -> None:
+    from benchmarks.compare.stats import standard_error
+
+    # mean 2.5, sample variance (2.25 + 0.25 + 0.25 + 2.25) / 3 = 5 / 3
+    assert standard_error([1.0, 2.0, 3.0, 4.0]) == pytest.approx(math.sqrt(5 / 3) / 2)
+    assert standard_error([0.2, 0.2, 0.2]) == 0.0
+    assert standard_error([1.0, 3.0, math.nan]) == pytest.approx(1.0)  # from the finite ones
+    assert standard_error([1.0]) is None and standard_error([1.0, math.inf]) is None
+
+
+def _phases(ours: list[float], peers: dict[str, list[float]]) -> list[CompareShape]:
+    """The stuck story as pooled phases (one phase: as it is), each with ours' and the peers'
+    mean |error| given (every other figure alike)."""
+    run, cfg = _stuck_at_10()
+    res = analyse_shape(run, cfg, T0, T0 + 59_000, cycle_window_s=2.0)
+    shapes = [
+        CompareShape(replace(res, scores={k: _method(mean_abs_s=ours[i]) for k in res.scores}),
+                     {k: _method(mean_abs_s=v[i]) for k, v in peers.items()}, {}, {})
+        for i in range(len(ours))
+    ]
+    return pool_shapes(shapes)
+
+
+def test_the_headline_shows_pooled_means_with_their_standard_error() -> None:
+    from benchmarks.compare.report import headline_table
+
+    pooled = _phases([0.2, 0.4, 0.2, 0.4], {"cft": [0.1, 0.1, 0.3, 0.3]})
+    # both: sample deviation √(4 × 0.1² / 3), over √4: 0.058
+    assert "| stuck | 0.30 ± 0.06 | not run | 0.20 ± 0.06 (Consumer Freshness Tracker) |" \
+        in headline_table(pooled)
+    single = _phases([0.2], {"cft": [0.1]})
+    assert "| stuck | 0.20 | not run | 0.10 (Consumer Freshness Tracker) |" \
+        in headline_table(single)
+
+
+def test_a_peers_lower_mean_says_whether_it_is_beyond_twice_the_combined_error() -> None:
+    from benchmarks.compare.page import _beats
+
+    pooled = _phases([0.2, 0.4, 0.2, 0.4],
+                     {"cft": [0.1, 0.1, 0.3, 0.3], "klag_message": [0.0, 0.0, 0.0, 0.0]})
+    text = "\n".join(_beats(pooled, []))
+    # 2 × √(0.058² + 0.058²) = 0.16 against a gap of 0.10; 2 × √(0.058² + 0) = 0.12 against 0.30
+    assert ("Consumer Freshness Tracker 0.20 s against freshness-tracker (gauge) 0.30 s (by "
+            "0.10 s, within 0.16 s, twice the phases' combined standard error)") in text
+    assert ('klag-exporter "message" 0.00 s against freshness-tracker (gauge) 0.30 s (by 0.30 s, '
+            "beyond 0.12 s, twice the phases' combined standard error)") in text
+    single = "\n".join(_beats(_phases([0.3], {"cft": [0.2]}), []))
+    assert "Consumer Freshness Tracker 0.20 s against freshness-tracker (gauge) 0.30 s (by " \
+        "0.10 s)" in single
