@@ -27,8 +27,8 @@ from benchmarks.compare.report import (
     accuracy_table,
     cost_table,
     headline_table,
-    mean_abs_se,
     other_gauges_table,
+    paired_gap_se,
     phases_text,
     plot_shape,
 )
@@ -786,15 +786,15 @@ def _beats(
 
 
 def _spread(sh: CompareShape, ours_key: str, key: str, gap: float) -> str:
-    """Whether a gap in mean |error| exceeds twice the two tools' combined standard error
-    across phases ("" for a run of one phase): a gap within it could be where the phases'
-    polls fell."""
-    mine, theirs = mean_abs_se(sh, ours_key), mean_abs_se(sh, key)
-    if mine is None or theirs is None or not math.isfinite(gap):
+    """Whether a gap in mean |error| exceeds twice its standard error across phases, the two
+    tools paired by phase ("" for a run of one phase): a gap within it could be where the
+    phases' polls fell."""
+    se = paired_gap_se(sh, ours_key, key)
+    if se is None or not math.isfinite(gap):
         return ""
-    twice = 2 * math.hypot(mine, theirs)
-    return (f", {'beyond' if gap > twice else 'within'} {fmt(twice)} s, twice the phases' "
-            "combined standard error")
+    twice = 2 * se
+    return (f", {'beyond' if gap > twice else 'within'} {fmt(twice)} s, twice the standard "
+            "error of the phases' gaps")
 
 
 _BURROW_FIX = (
@@ -827,7 +827,9 @@ _SPREAD_TEXT = """\
 ± is one standard error of the pooled mean |error| across the run's {n} phases: the sample
 standard deviation of the phases' own mean |error| ÷ √{n} (the pooled mean weights each phase
 by its samples; the phases' counts are nearly equal). Under "Where a peer beats us" a gap in
-mean |error| is set against twice the two tools' combined standard error, √(se₁² + se₂²)."""
+mean |error| is set against twice the standard error of the per-phase gaps between the two
+tools (paired by phase: both measured the same events in each phase, so a phase's luck that
+hit both cancels)."""
 
 _OTHER_TEXT = """\
 The other time figures ours exports, scraped on the same grid and scored raw against the

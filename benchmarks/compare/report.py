@@ -76,6 +76,18 @@ def mean_abs_se(shape: CompareShape, key: str) -> float | None:
                            if (s := _score(r, key)) is not None])
 
 
+def paired_gap_se(shape: CompareShape, key_a: str, key_b: str) -> float | None:
+    """One standard error of the gap between two tools' mean |error| across phases, paired by
+    phase (both measured the same events in each phase, so the phase's own luck cancels). None
+    for a shape of one phase."""
+    gaps = []
+    for r in shape.replicas:
+        a, b = _score(r, key_a), _score(r, key_b)
+        if a is not None and b is not None:
+            gaps.append(a.mean_abs_s - b.mean_abs_s)
+    return standard_error(gaps)
+
+
 def mean_text(shape: CompareShape, key: str, score: MethodScore) -> str:
     """`score`'s mean |error|, with ± one standard error across phases where there are any."""
     se = mean_abs_se(shape, key)
