@@ -10,9 +10,10 @@ that many groups, and what serving a cycle costs Burrow itself. Only the Burrow 
 the exporter runs in `bench_scale`'s `ExporterProcess`, default settings.
 
 - **Kafka + Burrow**: `devstack.RealStack(nodes=1)`, built by `bench_scale.build_kafka`: the
-  dev stack's Kafka and Debian's Burrow 1.2.1 reading its `__consumer_offsets` (devstack's
-  Burrow settings: topics and broker offsets refreshed every second, in-memory storage, the
-  caching evaluator). `--topics` topics × `--partitions` partitions × `--records` records.
+  dev stack's Kafka and Debian's Burrow 1.2.1 reading its `__consumer_offsets`, with
+  devstack's Burrow settings (the record keeps those that set its cost: refresh periods,
+  storage, the evaluator's cache). `--topics` topics × `--partitions` partitions × `--records`
+  records.
 - **Groups**: `--groups` groups, group g on topic g mod `--topics` (`scale_burrow.Layout`, the
   layout the generated Burrow serves); a stable `--lagging` share commits below the log end, at
   offsets holding real records, the rest at it. Real group commits: one AdminClient
@@ -183,6 +184,21 @@ def measure(args: argparse.Namespace, stack: Any, layout: Layout, results: dict[
     results["burrow_rss_mb"] = rss_bytes(pid) / 2**20
     results["burrow_hwm_mb"] = proc_peak_rss_mib(pid)
     results["burrow_restarted"] = stack.burrow.pid != pid
+    results["burrow_settings"] = burrow_settings(stack.burrow.config_dir / "burrow.toml",
+                                                 cluster)
+
+
+def burrow_settings(path: Path, cluster: str) -> dict[str, Any]:
+    """What in Burrow's own config sets its cost: refreshes, storage, the evaluator's cache."""
+    import tomllib
+
+    config = tomllib.loads(path.read_text())
+    module = config["cluster"][cluster]
+    storage, evaluator = config["storage"]["default"], config["evaluator"]["default"]
+    return {"topic_refresh_s": module["topic-refresh"],
+            "offset_refresh_s": module["offset-refresh"], "storage": storage["class-name"],
+            "storage_workers": storage["workers"], "intervals": storage["intervals"],
+            "evaluator_expire_cache_s": evaluator["expire-cache"]}
 
 
 def _cycle_row(x: dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +227,7 @@ def record_values(r: dict[str, Any], args: argparse.Namespace
            "rss_peak_during_mb": r["scrape_during_cycle"]["rss_peak_during_mb"]},
         "hwm_mb": r["hwm_mb"], "burrow_rss_mb": r["burrow_rss_mb"],
         "burrow_hwm_mb": r["burrow_hwm_mb"], "burrow_restarted": r["burrow_restarted"],
+        "burrow_settings": r["burrow_settings"],
     }  # fmt: skip
     per_cycle = [c["burrow_cpu_s"] / c["cpu_s"] for c in r["cycles"]]
     ratios = {"burrow_over_exporter_cpu": {

@@ -395,6 +395,15 @@ def scale_sizing(s: Record) -> str:
         f"N = ceil(partitions ÷ {_num(size)})**.")
 
 
+def _burrow_settings(s: Record | None) -> str:
+    if not s:
+        return "its settings not recorded"
+    return (f"topics refreshed every {s['topic_refresh_s']} s, broker offsets every "
+            f"{s['offset_refresh_s']} s, {s['storage']} storage with {s['storage_workers']} "
+            f"workers and {s['intervals']} intervals, evaluations cached "
+            f"{s['evaluator_expire_cache_s']} s")
+
+
 def scale_real_burrow(record: Record) -> str:
     v, r = record["values"], record["ratios"]["burrow_over_exporter_cpu"]
     a = v["args"]
@@ -412,8 +421,8 @@ def scale_real_burrow(record: Record) -> str:
     text = (
         f"{_num(a['groups'])} groups × {a['partitions']} partitions ({_num(total)} partitions) "
         f"on {a['topics']} topics, {a['lagging']:.0%} of the groups lagging, real group "
-        f"commits read by {burrow}, with the dev stack's settings (topics and broker offsets "
-        f"refreshed every second); one exporter, default settings. Burrow listed every group "
+        f"commits read by {burrow} ({_burrow_settings(v.get('burrow_settings'))}); one "
+        f"exporter, default settings. Burrow listed every group "
         f"**{_num(lst['listed_after_first_commit_s'], 1)} s** after the first commit "
         f"({_num(lst['commit_s'], 1)} s of commits; {_num(lst['listed_after_last_commit_s'], 1)} "
         f"s after the last), at {_num(lst['burrow_cpu_s'])} CPU s of its own. Idle, Burrow "

@@ -72,6 +72,9 @@ def _burrow_record(restarted: bool) -> dict[str, Any]:
             "scrape": {"plain": scrape, "gzip": scrape},
             "scrape_during_cycle": {"plain": scrape, "gzip": scrape, "cycle": _cycle(4.0, 5.0)},
             "hwm_mb": 300.0, "burrow_hwm_mb": 150.0, "burrow_restarted": restarted,
+            "burrow_settings": {"topic_refresh_s": 1, "offset_refresh_s": 1,
+                                "storage": "inmemory", "storage_workers": 4, "intervals": 10,
+                                "evaluator_expire_cache_s": 1},
         },
     }
 
@@ -83,6 +86,7 @@ def test_the_real_burrow_block_gives_burrow_over_exporter_cpu() -> None:
     # Burrow idled at 0.1 of a core: 5 CPU s over a 4 s cycle is 4.6 above idle
     assert "| warm 1 | 100,000 | 0 | 4.00 | 4.00 | 5.00 | 4.60 | 1.25× |" in text
     assert "restarted" not in text
+    assert "broker offsets every 1 s, inmemory storage with 4 workers" in text
 
 
 def test_a_burrow_restart_is_said() -> None:
