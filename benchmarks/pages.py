@@ -398,10 +398,10 @@ def scale_sizing(s: Record) -> str:
 def _burrow_settings(s: Record | None) -> str:
     if not s:
         return "its settings not recorded"
-    return (f"topics refreshed every {s['topic_refresh_s']} s, broker offsets every "
-            f"{s['offset_refresh_s']} s, {s['storage']} storage with {s['storage_workers']} "
-            f"workers and {s['intervals']} intervals, evaluations cached "
-            f"{s['evaluator_expire_cache_s']} s")
+    return (f"which refreshes topics every {s['topic_refresh_s']} s and broker offsets every "
+            f"{s['offset_refresh_s']} s ({s['storage']} storage, {s['storage_workers']} "
+            f"workers, {s['intervals']} intervals; evaluations cached "
+            f"{s['evaluator_expire_cache_s']} s)")
 
 
 def scale_real_burrow(record: Record) -> str:
@@ -421,7 +421,7 @@ def scale_real_burrow(record: Record) -> str:
     text = (
         f"{_num(a['groups'])} groups × {a['partitions']} partitions ({_num(total)} partitions) "
         f"on {a['topics']} topics, {a['lagging']:.0%} of the groups lagging, real group "
-        f"commits read by {burrow} ({_burrow_settings(v.get('burrow_settings'))}); one "
+        f"commits read by {burrow}, {_burrow_settings(v.get('burrow_settings'))}; one "
         f"exporter, default settings. Burrow listed every group "
         f"**{_num(lst['listed_after_first_commit_s'], 1)} s** after the first commit "
         f"({_num(lst['commit_s'], 1)} s of commits; {_num(lst['listed_after_last_commit_s'], 1)} "

@@ -86,7 +86,7 @@ def test_the_real_burrow_block_gives_burrow_over_exporter_cpu() -> None:
     # Burrow idled at 0.1 of a core: 5 CPU s over a 4 s cycle is 4.6 above idle
     assert "| warm 1 | 100,000 | 0 | 4.00 | 4.00 | 5.00 | 4.60 | 1.25× |" in text
     assert "restarted" not in text
-    assert "broker offsets every 1 s, inmemory storage with 4 workers" in text
+    assert "broker offsets every 1 s (inmemory storage, 4 workers" in text
 
 
 def test_a_burrow_restart_is_said() -> None:
