@@ -645,6 +645,11 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
               f"{s['groups_duplicated']}")
 
 
+def _answered(value: Any) -> Any:
+    """A latency of no answered scrape (NaN) as null: records are strict JSON."""
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
 def _cycle_row(x: dict[str, Any]) -> dict[str, Any]:
     return {k: x[k] for k in ("cpu_s", "wall_s", "kafka_reads", "cache_hits", "read_failures",
                               "up", "partitions", "VmHWM") if k in x}  # fmt: skip
@@ -702,12 +707,15 @@ def record_values(r: dict[str, Any], args: argparse.Namespace
     scrape_keys = ("n", "p50_s", "p99_s", "bytes")
     for key in ("scrape", "baseline_scrape"):
         if key in r:
-            values[key] = {mode: {k: r[key][mode][k] for k in scrape_keys if k in r[key][mode]}
+            values[key] = {mode: {k: _answered(r[key][mode][k]) for k in scrape_keys
+                                  if k in r[key][mode]}
                            for mode in MODES} | {"hwm_mb": r[key]["hwm_mb"],
                                                  "rss_peak_during_mb": r[key]["rss_peak_during_mb"]}
     if "scrape" in r and "baseline_scrape" in r:
+        # a mode none of whose scrapes was answered has no latency, so no ratio (null)
         ratios["baseline_over_cached_scrape"] = {
-            mode: {q: r["baseline_scrape"][mode][q] / r["scrape"][mode][q]
+            mode: {q: (r["baseline_scrape"][mode][q] / r["scrape"][mode][q]
+                       if r["baseline_scrape"][mode]["n"] and r["scrape"][mode]["n"] else None)
                    for q in ("p50_s", "p99_s")} for mode in MODES}  # fmt: skip
     if "scrape_during_cycle" in r:
         d = r["scrape_during_cycle"]

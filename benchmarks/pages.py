@@ -42,6 +42,10 @@ def _x(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}×"
 
 
+def _bold(text: str) -> str:
+    return text if text == "—" else f"**{text}**"
+
+
 def _num(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "—"
@@ -266,11 +270,17 @@ def scale_single(record: Record) -> str:
         if "scrape" in v and "baseline_over_cached_scrape" in r:
             during = v.get("scrape_during_cycle", {})
             rows = [[mode, _num(v["scrape"][mode]["n"]), f"{v['scrape'][mode]['bytes'] / 1e6:.1f}",
-                     f"**{_x(r['baseline_over_cached_scrape'][mode]['p50_s'], 0)}**",
-                     f"**{_x(r['baseline_over_cached_scrape'][mode]['p99_s'], 0)}**",
+                     _bold(_x(r['baseline_over_cached_scrape'][mode]['p50_s'], 0)),
+                     _bold(_x(r['baseline_over_cached_scrape'][mode]['p99_s'], 0)),
                      _num(v["scrape"][mode]["p99_s"], 3),
                      _num(during[mode]["p99_s"], 3) if mode in during else "—"]
                     for mode in ("plain", "gzip")]
+            unanswered = [mode for mode in ("plain", "gzip")
+                          if not v.get("baseline_scrape", {}).get(mode, {}).get("n", 1)]
+            if unanswered:
+                text += (f"\n\nThe baseline answered none of its {', '.join(unanswered)} "
+                         "scrapes (the connection closed before an answer): no ratio for "
+                         "that mode.")
             text += (f"\n\n{a['scrapers']} concurrent scrapers against the cached exposition and, "
                      "in the same run, against prometheus_client's `generate_latest` at every "
                      "scrape (the baseline); the cached exposition's own p99 (to the last byte, "
