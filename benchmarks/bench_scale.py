@@ -2,8 +2,9 @@
 half a million partitions over sharded replicas.
 
     python -m benchmarks.bench_scale --record docs/records/scale   # every phase
-    python -m benchmarks.bench_scale --before /tmp/ft-before --profile /tmp/prof
+    python -m benchmarks.bench_scale --before /tmp/ft-before --before-name <commit>
     python -m benchmarks.bench_scale --skip clusters,shards --json out.json
+    python -m benchmarks.bench_scale --skip sizes,clusters,shards --profile /tmp/prof
 
 Pieces, each in a process of its own so that only the exporter's CPU is the exporter's:
 
@@ -28,10 +29,13 @@ Phases and what they print:
    prometheus_client's WSGI app (`generate_latest` at every scrape, the path before the cached
    exposition): the same scrapes, `--baseline-rounds` each; ratios baseline ÷ cached.
 3. *Size*: bytes of /metrics per partition and series, the default set against every family.
-4. *Before* (`--before DIR`, an older tree of the exporter, e.g. before the cached exposition:
-   `git archive <commit> freshness_tracker | tar -x -C DIR`): its cycles alternate with the
-   current exporter's (both processes alive, one cycle at a time), then its scrapes, RSS and
-   size on the same Burrow and Kafka; the report prints the cycle CPU ratios.
+4. *Sizes*: cycle CPU per partition at each of `--size-groups` (× `--partitions`
+   partitions), a generated Burrow each, and the replica size it gives against a CPU budget
+   (`--budget-cores` of a core at `--budget-frequency-s` per cycle). With `--before DIR` (an
+   older tree of the exporter: `git archive <commit> freshness_tracker | tar -x -C DIR`;
+   `--before-name` names it in the record), that tree's cycles alternate with the current
+   exporter's at each size (both processes alive, one cycle at a time, who goes first swapped
+   every round), and the report and the record give the CPU ratios before ÷ after.
 5. *Clusters*: `--clusters` clusters of `--groups`/`--clusters` groups each in one exporter, one
    of them slow (`--slow-ms` per /lag answer): every cluster's loop for `--loops-s` seconds with
    `frequency_sec = --frequency-s` while 4 scrapers scrape; cycles per cluster, the fast
@@ -55,6 +59,7 @@ import logging
 import math
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -380,12 +385,13 @@ def build_kafka(layout: Layout) -> Any:
 
 def cycles(procs: dict[str, ExporterProcess], warm: int, profile: Path | None
            ) -> dict[str, dict[str, Any]]:
-    """A cold cycle and `warm` warm ones of each exporter, alternating (cold A, cold B, warm A,
-    warm B, ...) so that the shared machine's load drifts over all of them alike."""
+    """A cold cycle and `warm` warm ones of each exporter, alternating (cold A, cold B, warm B,
+    warm A, ...: who goes first swaps every round) so that the shared machine's load drifts
+    over all of them alike and neither always reads the broker's pages first."""
     out: dict[str, dict[str, Any]] = {tag: {"warm": []} for tag in procs}
     for i in range(warm + 1):
         kind = "cold" if i == 0 else "warm"
-        for tag, proc in procs.items():
+        for tag, proc in list(procs.items())[:: -1 if i % 2 else 1]:
             spied = profile is not None and (i == 0 or i == warm)
             with py_spy(proc.pid, profile / f"{tag}-{kind}.raw" if spied and profile else None):
                 answer = proc.ask("cycle")
@@ -405,14 +411,9 @@ def cycles(procs: dict[str, ExporterProcess], warm: int, profile: Path | None
 def single_cluster(args: argparse.Namespace, layout: Layout, bootstrap: str,
                    burrow_url: str, results: dict[str, Any]) -> None:
     opts = {"burrow_url": burrow_url, "bootstrap": bootstrap, "clusters": ["bench"]}
-    with contextlib.ExitStack() as stack:
-        new = stack.enter_context(exporter(opts))
-        procs = {"after": new}
-        if args.before:
-            procs["before"] = stack.enter_context(exporter(opts, before=args.before))
-        log.info("cycles of %s, alternating", " and ".join(procs))
-        ran = cycles(procs, args.warm, args.profile)
-        results["cycle"] = ran["after"]
+    with exporter(opts) as new:
+        log.info("cycles")
+        results["cycle"] = cycles({"after": new}, args.warm, args.profile)["after"]
         log.info("cached exporter: scrapes")
         results["scrape"] = scrape_phase(new, args.scrapers, args.rounds)
         log.info("cached exporter: scrapes during a cycle")
@@ -420,18 +421,45 @@ def single_cluster(args: argparse.Namespace, layout: Layout, bootstrap: str,
         results["scrape_during_cycle"] = during | {"cycle": cycle}
         results["size"] = new.ask("size")
         results["hwm_mb"] = new.hwm_mb()
-        if args.before:
-            before = procs["before"]
-            log.info("exporter before: scrapes")
-            results["before_cycle"] = ran["before"]
-            results["before_scrape"] = scrape_phase(before, args.before_scrapers, 1)
-            results["before_size"] = before.ask("size")
-            results["before_hwm_mb"] = before.hwm_mb()
     if args.baseline_rounds:
         with exporter(opts | {"serve": "registry"}) as old:
             log.info("baseline exporter (generate_latest per scrape): cycle, scrapes")
             old.ask("cycle")
             results["baseline_scrape"] = scrape_phase(old, args.scrapers, args.baseline_rounds)
+
+
+def sizes(args: argparse.Namespace, bootstrap: str, results: dict[str, Any]) -> None:
+    """Cycles at each of `--size-groups` groups (× `--partitions`), on a generated Burrow of that
+    size: the current exporter's, alternating with `--before`'s when given."""
+    out: dict[str, Any] = {}
+    for groups in parse_sizes(args.size_groups):
+        layout = Layout({"bench": ClusterLayout(groups, args.partitions, args.lagging)},
+                        topics=args.topics, records=args.records)
+        with GeneratedBurrow(layout, bootstrap) as burrow, contextlib.ExitStack() as stack:
+            opts = {"burrow_url": burrow.url, "bootstrap": bootstrap, "clusters": ["bench"]}
+            procs = {"after": stack.enter_context(exporter(opts))}
+            if args.before:
+                procs["before"] = stack.enter_context(exporter(opts, before=args.before))
+            log.info("%d partitions: cycles of %s, alternating", layout.total_partitions(),
+                     " and ".join(procs))
+            ran = cycles(procs, args.warm, None)
+            out[str(layout.total_partitions())] = {"groups": groups} | ran
+    results["sizes"] = out
+
+
+def parse_sizes(text: str) -> list[int]:
+    """`--size-groups`: group counts, comma-separated, smallest first."""
+    return sorted({int(x) for x in text.split(",") if x.strip()})
+
+
+def shard_size(cpu_s: float, partitions: int, budget_cores: float, frequency_s: float) -> int:
+    """Partitions one replica measures within `budget_cores` of a core when a cycle of
+    `partitions` costs `cpu_s` CPU seconds and one cycle runs every `frequency_s`: the budget's
+    CPU seconds per cycle over the CPU per partition (linear in partitions, which is why it is
+    only trusted up to the largest size measured)."""
+    if cpu_s <= 0 or partitions <= 0:
+        raise ValueError("need a positive cycle CPU and partition count")
+    return math.floor(budget_cores * frequency_s * partitions / cpu_s)
 
 
 def many_clusters(args: argparse.Namespace, bootstrap: str, results: dict[str, Any],
@@ -526,15 +554,13 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
             print(f"  {name:7} cpu {x['cpu_s']:6.2f} s  wall {x['wall_s']:6.2f} s  "
                   f"reads {x['kafka_reads']:6d}  cache hits {x['cache_hits']:6d}  "
                   f"failures {x['read_failures']}  up {x['up']}  VmHWM {x['VmHWM']:.0f} MiB")
-        for tag in ("after", "before"):
-            run = r.get("cycle" if tag == "after" else "before_cycle") or {}
-            for kind, buckets in (run.get("profile") or {}).items():
-                print(f"  profile {tag} {kind} (py-spy --gil, share of Python CPU):")
-                for name, share in buckets.items():
-                    print(f"    {share:6.1%}  {name}")
-                print(f"  top functions {tag} {kind} (own samples):")
-                for share, frame in (run.get("profile_top") or {}).get(kind, []):
-                    print(f"    {share:6.1%}  {frame}")
+        for kind, buckets in (c.get("profile") or {}).items():
+            print(f"  profile {kind} (py-spy --gil, share of Python CPU):")
+            for name, share in buckets.items():
+                print(f"    {share:6.1%}  {name}")
+            print(f"  top functions {kind} (own samples):")
+            for share, frame in (c.get("profile_top") or {}).get(kind, []):
+                print(f"    {share:6.1%}  {frame}")
     if "scrape" in r:
         print("\nscrape latency (to the last byte), cached bytes vs generate_latest per scrape:")
         for mode in MODES:
@@ -569,26 +595,26 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
                 x = s[name]
                 print(f"  size {name:6}: {x['bytes'] / 1e6:6.1f} MB, {x['series']:7d} series, "
                       f"{x['bytes'] / n:5.0f} B and {x['series'] / n:.2f} series per partition")
-    if "before_cycle" in r:
-        print(f"\nbefore ({args.before}; same Burrow, same Kafka):")
-        c = r["before_cycle"]
-        for name, x in [("cold", c["cold"])] + [(f"warm {i + 1}", w)
-                                                 for i, w in enumerate(c["warm"])]:
-            print(f"  {name:7} cpu {x['cpu_s']:6.2f} s  wall {x['wall_s']:6.2f} s  "
-                  f"VmHWM {x['VmHWM']:.0f} MiB")
-        if "cycle" in r:
-            after = [r["cycle"]["cold"], *r["cycle"]["warm"]]
-            before = [c["cold"], *c["warm"]]
-            print("  cycle CPU before ÷ after: " + ", ".join(
-                f"{b['cpu_s'] / a['cpu_s']:.2f}×" for b, a in zip(before, after, strict=False)))
-        for mode in MODES:
-            x = r["before_scrape"][mode]
-            print(f"  {mode:5} n={x['n']} p50 {x['p50_s']:.2f} s p99 {x['p99_s']:.2f} s "
-                  f"({x['bytes'] / 1e6:.1f} MB)")
-        s = r["before_size"]
-        print(f"  size: {s['served']['bytes'] / 1e6:.1f} MB, {s['served']['series']} series, "
-              f"{s['served']['bytes'] / s['partitions']:.0f} B/partition; VmHWM "
-              f"{r['before_hwm_mb']:.0f} MiB")
+    if "sizes" in r:
+        print(f"\ncycle CPU by size{f' against {args.before}' if args.before else ''}:")
+        for partitions, run in r["sizes"].items():
+            for tag in ("after", "before"):
+                if tag not in run:
+                    continue
+                seq = [run[tag]["cold"], *run[tag]["warm"]]
+                print(f"  {int(partitions):7,d} partitions {tag:6}: cpu " + ", ".join(
+                    f"{x['cpu_s']:.2f}" for x in seq) + " s (cold, warm…); wall " + ", ".join(
+                    f"{x['wall_s']:.2f}" for x in seq) + " s")
+            if "before" in run:
+                print("  " + " " * 19 + "before ÷ after: " + ", ".join(
+                    f"{b['cpu_s'] / a['cpu_s']:.2f}×" for b, a in zip(
+                        [run["before"]["cold"], *run["before"]["warm"]],
+                        [run["after"]["cold"], *run["after"]["warm"]], strict=True)))
+        sizing = sizing_values(r, args)
+        if sizing:
+            print(f"  within {args.budget_cores} of a core at {args.budget_frequency_s:.0f} s: "
+                  f"{sizing['per_replica_cold']:,} partitions per replica (cold cycles), "
+                  f"{sizing['per_replica_warm']:,} (warm)")
     for tag in ("clusters", "clusters_before"):
         if tag not in r:
             continue
@@ -623,9 +649,33 @@ def report(r: dict[str, Any], args: argparse.Namespace) -> None:
               f"{s['groups_duplicated']}")
 
 
+def _answered(value: Any) -> Any:
+    """A latency of no answered scrape (NaN) as null: records are strict JSON."""
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
 def _cycle_row(x: dict[str, Any]) -> dict[str, Any]:
     return {k: x[k] for k in ("cpu_s", "wall_s", "kafka_reads", "cache_hits", "read_failures",
                               "up", "partitions", "VmHWM") if k in x}  # fmt: skip
+
+
+def sizing_values(r: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """What one replica measures within the CPU budget, from the current exporter's cycles at
+    the largest size of the sizes phase (none without that phase)."""
+    if not r.get("sizes"):
+        return {}
+    partitions = max(r["sizes"], key=int)
+    run = r["sizes"][partitions]["after"]
+    cold = run["cold"]["cpu_s"]
+    warm = statistics.median(w["cpu_s"] for w in run["warm"]) if run["warm"] else cold
+    budget = args.budget_cores * args.budget_frequency_s
+    return {"partitions": int(partitions), "cpu_s_cold": cold, "cpu_s_warm": warm,
+            "budget_cores": args.budget_cores, "frequency_s": args.budget_frequency_s,
+            "budget_share_cold": cold / budget, "budget_share_warm": warm / budget,
+            "per_replica_cold": shard_size(cold, int(partitions), args.budget_cores,
+                                           args.budget_frequency_s),
+            "per_replica_warm": shard_size(warm, int(partitions), args.budget_cores,
+                                           args.budget_frequency_s)}
 
 
 def record_values(r: dict[str, Any], args: argparse.Namespace
@@ -636,22 +686,40 @@ def record_values(r: dict[str, Any], args: argparse.Namespace
         "args": {k: getattr(args, k) for k in ("groups", "partitions", "lagging", "topics",
                                                "records", "warm", "scrapers", "rounds",
                                                "clusters", "slow_ms", "frequency_s",
-                                               "loops_s", "shards", "shard_groups", "skip")},
+                                               "loops_s", "shards", "shard_groups", "skip",
+                                               "size_groups", "before_name", "budget_cores",
+                                               "budget_frequency_s")},
         "seconds": r["seconds"],
     }  # fmt: skip
     ratios: dict[str, Any] = {}
+    if "sizes" in r:
+        values["sizes"] = {
+            n: {"groups": run["groups"]} | {
+                tag: {"cold": _cycle_row(run[tag]["cold"]),
+                      "warm": [_cycle_row(w) for w in run[tag]["warm"]]}
+                for tag in ("after", "before") if tag in run}
+            for n, run in r["sizes"].items()}  # fmt: skip
+        ratios["sizes_before_over_after_cpu"] = {
+            n: {"cold": run["before"]["cold"]["cpu_s"] / run["after"]["cold"]["cpu_s"],
+                "warm": statistics.median(b["cpu_s"] / a["cpu_s"] for b, a in zip(
+                    run["before"]["warm"], run["after"]["warm"], strict=True))}
+            for n, run in r["sizes"].items() if "before" in run and run["after"]["warm"]}
+        values["sizing"] = sizing_values(r, args)
     if "cycle" in r:
         values["cycle"] = {"cold": _cycle_row(r["cycle"]["cold"]),
                            "warm": [_cycle_row(w) for w in r["cycle"]["warm"]]}  # fmt: skip
     scrape_keys = ("n", "p50_s", "p99_s", "bytes")
     for key in ("scrape", "baseline_scrape"):
         if key in r:
-            values[key] = {mode: {k: r[key][mode][k] for k in scrape_keys if k in r[key][mode]}
+            values[key] = {mode: {k: _answered(r[key][mode][k]) for k in scrape_keys
+                                  if k in r[key][mode]}
                            for mode in MODES} | {"hwm_mb": r[key]["hwm_mb"],
                                                  "rss_peak_during_mb": r[key]["rss_peak_during_mb"]}
     if "scrape" in r and "baseline_scrape" in r:
+        # a mode none of whose scrapes was answered has no latency, so no ratio (null)
         ratios["baseline_over_cached_scrape"] = {
-            mode: {q: r["baseline_scrape"][mode][q] / r["scrape"][mode][q]
+            mode: {q: (r["baseline_scrape"][mode][q] / r["scrape"][mode][q]
+                       if r["baseline_scrape"][mode]["n"] and r["scrape"][mode]["n"] else None)
                    for q in ("p50_s", "p99_s")} for mode in MODES}  # fmt: skip
     if "scrape_during_cycle" in r:
         d = r["scrape_during_cycle"]
@@ -688,8 +756,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--baseline-rounds", type=int, default=1)
     parser.add_argument("--before", help="an older tree of the exporter (the directory holding "
-                        "its freshness_tracker/): cycles alternate with the current one's")
-    parser.add_argument("--before-scrapers", type=int, default=2)
+                        "its freshness_tracker/): in the sizes phase its cycles alternate with "
+                        "the current one's")
+    parser.add_argument("--before-name", help="what --before is (its commit), for the record")
+    parser.add_argument("--size-groups", default="1000,5000",
+                        help="the sizes phase's group counts, comma-separated (× --partitions)")
+    parser.add_argument("--budget-cores", type=float, default=0.5,
+                        help="one replica's CPU budget, cores (the sizes phase's sizing)")
+    parser.add_argument("--budget-frequency-s", type=float, default=30.0,
+                        help="one cycle every this many seconds (frequency_sec's default)")
     parser.add_argument("--clusters", type=int, default=20)
     parser.add_argument("--slow-ms", type=float, default=1000.0)
     parser.add_argument("--frequency-s", type=float, default=10.0)
@@ -703,7 +778,8 @@ def main() -> None:
                         help="environment of the exporter processes (e.g. MALLOC_ARENA_MAX=2)")
     parser.add_argument("--clusters-before", action="store_true",
                         help="with --before: run the clusters phase on that tree too, after")
-    parser.add_argument("--skip", default="", help="comma list: single,clusters,shards")
+    parser.add_argument("--skip", default="",
+                        help="comma list: single,sizes,clusters,shards")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--record", type=Path, metavar="DIR",
                         help="write the run record (what docs/scale.md is rendered from) to "
@@ -731,6 +807,8 @@ def main() -> None:
         if "single" not in skip:
             with GeneratedBurrow(layout, bootstrap) as burrow:
                 single_cluster(args, layout, bootstrap, burrow.url, results)
+        if "sizes" not in skip:
+            sizes(args, bootstrap, results)
         if "clusters" not in skip:
             many_clusters(args, bootstrap, results)
             if args.before and args.clusters_before:

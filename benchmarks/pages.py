@@ -43,6 +43,10 @@ def _x(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}×"
 
 
+def _bold(text: str) -> str:
+    return text if text == "—" else f"**{text}**"
+
+
 def _num(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "—"
@@ -265,15 +269,27 @@ def scale_single(record: Record) -> str:
                      "--record docs/records/scale` measures the cached exposition against "
                      "`generate_latest` at every scrape.")
         if "scrape" in v and "baseline_over_cached_scrape" in r:
+            during = v.get("scrape_during_cycle", {})
             rows = [[mode, _num(v["scrape"][mode]["n"]), f"{v['scrape'][mode]['bytes'] / 1e6:.1f}",
-                     f"**{_x(r['baseline_over_cached_scrape'][mode]['p50_s'], 0)}**",
-                     f"**{_x(r['baseline_over_cached_scrape'][mode]['p99_s'], 0)}**"]
+                     _bold(_x(r['baseline_over_cached_scrape'][mode]['p50_s'], 0)),
+                     _bold(_x(r['baseline_over_cached_scrape'][mode]['p99_s'], 0)),
+                     _num(v["scrape"][mode]["p99_s"], 3),
+                     _num(during[mode]["p99_s"], 3) if mode in during else "—"]
                     for mode in ("plain", "gzip")]
+            unanswered = [mode for mode in ("plain", "gzip")
+                          if not v.get("baseline_scrape", {}).get(mode, {}).get("n", 1)]
+            if unanswered:
+                text += (f"\n\nThe baseline answered none of its {', '.join(unanswered)} "
+                         "scrapes (the connection closed before an answer): no ratio for "
+                         "that mode.")
             text += (f"\n\n{a['scrapers']} concurrent scrapers against the cached exposition and, "
                      "in the same run, against prometheus_client's `generate_latest` at every "
-                     "scrape (the baseline):\n\n" + _table(
+                     "scrape (the baseline); the cached exposition's own p99 (to the last byte, "
+                     "at the load above) between cycles and with 2 + 2 scrapers during a "
+                     "cycle:\n\n" + _table(
                          ["scrape", "scrapes", "MB per scrape", "baseline ÷ cached, p50",
-                          "baseline ÷ cached, p99"], rows))
+                          "baseline ÷ cached, p99", "cached p99 s", "cached p99 s during a cycle"],
+                         rows))
         return text
 
     return _scale_section(record, "cycle", body)
@@ -336,6 +352,113 @@ def scale_shards(record: Record) -> str:
                 + _table(["shard", "partitions", "up", "/metrics MB", "VmHWM MiB"], rows))
 
     return _scale_section(record, "shards", body)
+
+
+def scale_sizes(record: Record) -> str:
+    v = record["values"]
+    if "sizes" not in v:
+        return ("**Not measured on this tree**: the recorded run has no sizes phase. It is "
+                "measured by `python -m benchmarks.bench_scale --before DIR --before-name "
+                "<commit> --record docs/records/scale` without `--skip sizes`.")
+    name = v["args"].get("before_name") or "the `--before` tree"
+    ratios = record["ratios"].get("sizes_before_over_after_cpu", {})
+    rows = []
+    for n, run in sorted(v["sizes"].items(), key=lambda kv: int(kv[0])):
+        after = [("cold", run["after"]["cold"])] + [
+            (f"warm {i + 1}", w) for i, w in enumerate(run["after"]["warm"])]
+        before = [run["before"]["cold"], *run["before"]["warm"]] if "before" in run else []
+        for i, (kind, a) in enumerate(after):
+            b = before[i] if i < len(before) else None
+            rows.append([_num(int(n)), kind, _num(a["cpu_s"]), _num(a["wall_s"]),
+                         _num(b["cpu_s"]) if b else "—",
+                         _x(b["cpu_s"] / a["cpu_s"], 2) if b else "—"])
+    text = (f"One exporter on the generated Burrow, {v['args']['lagging']:.0%} of the groups "
+            f"lagging, default settings; this tree's cycles alternating with {name}'s "
+            "(`--before`), both processes alive, one cycle at a time:\n\n" + _table(
+                ["partitions", "cycle", "CPU s, this tree", "wall s, this tree",
+                 f"CPU s, {name}", f"CPU {name} ÷ this tree"], rows))
+    if ratios:
+        by_size = sorted(ratios.items(), key=lambda kv: int(kv[0]))
+        text += f"\n\nSame run, CPU {name} ÷ this tree: " + "; ".join(
+            f"{_num(int(n))} partitions **{_x(r['warm'], 2)}** warm (median), "
+            f"{_x(r['cold'], 2)} cold" for n, r in by_size) + "."
+    return text + "\n\n" + scale_sizing(v.get("sizing") or {})
+
+
+def scale_sizing(s: Record) -> str:
+    """The replica size the measured CPU per partition gives against the budget; a linear
+    extrapolation, so never above the largest size measured."""
+    if not s:
+        return "No sizing: the sizes phase measured no cycle."
+    budget = s["budget_cores"] * s["frequency_s"]
+    size = min(s["per_replica_cold"], s["partitions"])
+    return (
+        f"**Sizing.** Budget: {_num(s['budget_cores'])} of a core at one cycle every "
+        f"{_num(s['frequency_s'], 0)} s, {_num(budget, 1)} CPU s per cycle. At "
+        f"{_num(s['partitions'])} partitions a cold cycle (every lagging partition read from "
+        f"Kafka: what a cycle costs when every lagging group has committed since the last one) "
+        f"took {_num(s['cpu_s_cold'])} CPU s, **{s['budget_share_cold']:.1%} of the budget**, "
+        f"and a warm one (the timestamp cache answers) {_num(s['cpu_s_warm'])} CPU s, "
+        f"{s['budget_share_warm']:.1%}. CPU per partition scaled linearly, the budget would "
+        f"hold {_num(s['per_replica_cold'])} partitions per replica (cold cycles) or "
+        f"{_num(s['per_replica_warm'])} (warm), but nothing above {_num(s['partitions'])} was "
+        f"measured on one replica, so: **{_num(size)} partitions per replica, "
+        f"N = ceil(partitions ÷ {_num(size)})**.")
+
+
+def _burrow_settings(s: Record | None) -> str:
+    if not s:
+        return "its settings not recorded"
+    return (f"which refreshes topics every {s['topic_refresh_s']} s and broker offsets every "
+            f"{s['offset_refresh_s']} s ({s['storage']} storage, {s['storage_workers']} "
+            f"workers, {s['intervals']} intervals; evaluations cached "
+            f"{s['evaluator_expire_cache_s']} s)")
+
+
+def scale_real_burrow(record: Record) -> str:
+    v, r = record["values"], record["ratios"]["burrow_over_exporter_cpu"]
+    a = v["args"]
+    idle = v["burrow_idle"]
+    rate = idle["cpu_s"] / idle["seconds"]
+    lst = v["listing"]
+    burrow = record.get("versions", {}).get("burrow", "Burrow")
+    cycles = [(("cold" if i == 0 else f"warm {i}"), c) for i, c in enumerate(v["cycles"])]
+    cycles.append(("during scrapes", v["scrape_during_cycle"]["cycle"]))
+    rows = [[name, _num(c["partitions"]), _num(c["kafka_reads"]), _num(c["cpu_s"]),
+             _num(c["wall_s"]), _num(c["burrow_cpu_s"]),
+             _num(max(c["burrow_cpu_s"] - rate * c["wall_s"], 0.0)),
+             _x(c["burrow_cpu_s"] / c["cpu_s"], 2)] for name, c in cycles]
+    total = a["groups"] * a["partitions"]
+    text = (
+        f"{_num(a['groups'])} groups × {a['partitions']} partitions ({_num(total)} partitions) "
+        f"on {a['topics']} topics, {a['lagging']:.0%} of the groups lagging, real group "
+        f"commits read by {burrow}, {_burrow_settings(v.get('burrow_settings'))}; one "
+        f"exporter, default settings. Burrow listed every group "
+        f"**{_num(lst['listed_after_first_commit_s'], 1)} s** after the first commit "
+        f"({_num(lst['commit_s'], 1)} s of commits; {_num(lst['listed_after_last_commit_s'], 1)} "
+        f"s after the last), at {_num(lst['burrow_cpu_s'])} CPU s of its own. Idle, Burrow "
+        f"used {_num(rate, 3)} of a core (its own refreshes), subtracted in the column "
+        "\"above idle\".\n\n" + _table(
+            ["cycle", "partitions", "Kafka reads", "exporter CPU s", "wall s",
+             "Burrow CPU s, same window", "Burrow CPU s above idle", "Burrow ÷ exporter CPU"],
+            rows))
+    text += (f"\n\nSame run, Burrow's CPU ÷ the exporter's over a cycle: **{_x(r['warm'], 2)}** "
+             f"warm (median), {_x(r['cold'], 2)} cold.")
+    srows = []
+    for mode in ("plain", "gzip"):
+        idle_s, during = v["scrape"][mode], v["scrape_during_cycle"][mode]
+        srows.append([mode, f"{_num(idle_s['bytes'] / 1e6, 1)}",
+                      f"{idle_s['n']}, {_num(idle_s['p50_s'], 3)}, {_num(idle_s['p99_s'], 3)}",
+                      f"{during['n']}, {_num(during['p50_s'], 3)}, {_num(during['p99_s'], 3)}"])
+    text += (f"\n\nScrapes (latency to the last byte, absolute at the load above): "
+             f"{a['scrapers']} scrapers × {a['rounds']} rounds between cycles, and 2 + 2 "
+             "scrapers back to back during a cycle:\n\n" + _table(
+                 ["scrape", "MB", "between cycles: n, p50 s, p99 s",
+                  "during a cycle: n, p50 s, p99 s"], srows))
+    text += (f"\n\nVmHWM: exporter {v['hwm_mb']:.0f} MiB, Burrow {v['burrow_hwm_mb']:.0f} MiB"
+             + (" (**Burrow restarted during the run**: its CPU figures are not whole)"
+                if v["burrow_restarted"] else "") + ".")
+    return text
 
 
 # --- spark: bench_compact, bench_spark, bench_report -------------------------------------------
@@ -403,6 +526,10 @@ PAGES: dict[str, list[tuple[str, str, str, Block]]] = {
         ("scale-clusters", "scale/bench_scale.json", _cmd("bench_scale", "scale"),
          scale_clusters),
         ("scale-shards", "scale/bench_scale.json", _cmd("bench_scale", "scale"), scale_shards),
+        ("scale-sizes", "scale/bench_scale.json",
+         _cmd("bench_scale", "scale", " --before DIR --before-name <commit>"), scale_sizes),
+        ("scale-real-burrow", "scale/bench_scale_burrow.json", _cmd("bench_scale_burrow", "scale"),
+         scale_real_burrow),
     ],
     SPARK: [
         ("spark-compact", "spark/bench_compact.json", _cmd("bench_compact", "spark"), compact),
