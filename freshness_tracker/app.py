@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import queue
 import threading
 import time
@@ -61,6 +62,16 @@ def unwind_grace_s(cycle_timeout_s: float) -> float:
     """How long past its deadline a cycle may take to unwind (calls cut at the deadline still
     have to return) before the loop stops waiting for it."""
     return min(5.0, max(0.5, cycle_timeout_s / 10))
+
+
+def next_cycle_start(previous_s: float, period_s: float, now_s: float) -> float:
+    """When the next cycle starts: cycles start every `period_s` from the first (a fixed rate,
+    like Prometheus' `scrape_interval` and Burrow's tickers), so a cycle's own duration does not
+    age the value published between cycles. A cycle that runs past a start skips it, as a
+    ticker drops a tick: the next start is the first one still ahead, never a burst of
+    catch-up cycles."""
+    missed = math.floor((now_s - previous_s) / period_s)
+    return previous_s + max(missed + 1, 1) * period_s
 
 
 class _SinkWorker:
@@ -275,12 +286,14 @@ class Exporter:
         return all(s.drain(max(deadline - time.monotonic(), 0.0)) for s in self.sinks)
 
     def _loop(self, measurer: ClusterMeasurer, stop: threading.Event) -> None:
+        start = time.monotonic()
         while not stop.is_set():
             try:
                 self._measure(measurer)
             except Exception:  # logged in _measure; keep the loop alive
                 time.sleep(0.1)
-            stop.wait(self.settings.frequency_s)
+            start = next_cycle_start(start, self.settings.frequency_s, time.monotonic())
+            stop.wait(max(start - time.monotonic(), 0.0))
 
     def run_forever(self, stop: threading.Event) -> None:
         """Run every cluster's loop until `stop` is set; returns once loops have ended."""

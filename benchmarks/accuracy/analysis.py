@@ -21,7 +21,9 @@ commit from ``__consumer_offsets``, ``refresh_allowance_s``). Three views of our
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -306,6 +308,15 @@ def timing_share(r: ShapeRun, t0_ms: float, end_ms: float, period_s: float,
         phase_mean_s=sum(means) / len(means) if means else math.nan,
         phase_min_s=min(means, default=math.nan), phase_max_s=max(means, default=math.nan),
     )
+
+
+def cycle_period_s(runs: Sequence[ShapeRun]) -> float | None:
+    """The median time between the starts of ours' successive cycles seen by the samples (None
+    when fewer than two were seen): the period the gauge is held for, whatever the schedule."""
+    starts = sorted({s.cycle_start_ms for r in runs for s in r.samples
+                     if s.cycle_start_ms is not None})
+    gaps = [(b - a) / 1000 for a, b in itertools.pairwise(starts)]
+    return statistics.median(gaps) if gaps else None
 
 
 def pool_timing(shares: Sequence[TimingShare | None]) -> TimingShare | None:

@@ -249,6 +249,7 @@ def test_where_a_peer_wins_the_page_splits_the_gauges_error_into_timing_and_burr
     assert ("stuck: gauge 0.83 s, its cycles with exact offsets 0.83 s (Burrow's share 0.00 s), "
             "exact offsets every 2 s ") in beats
     assert " s by phase)" in beats
+    assert "ours' cycles started every 1.00 s in this run, the median" in beats  # 1 s apart
 
 
 def _replica_record() -> dict[str, Any]:

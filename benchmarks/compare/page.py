@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.accuracy.analysis import pool_timing, timing_share
+from benchmarks.accuracy.analysis import cycle_period_s, pool_timing, timing_share
 from benchmarks.accuracy.harness import RunData
 from benchmarks.accuracy.record import load_records
 from benchmarks.accuracy.report import fmt
@@ -642,8 +642,9 @@ _METRIC_FIX = {
 
 _ACCURACY_FIX = (
     "Ours' gauge is the value of its last cycle, measured when Burrow answered; like every "
-    "peer's number it changes only at a poll, every `frequency_sec` (plus the cycle's duration: "
-    "ours, like the Consumer Freshness Tracker, pauses `frequency_sec` after a cycle ends). "
+    "peer's number it changes only at a poll (ours' cycles started every {ours_period} s in "
+    "this run, the median; the Consumer Freshness Tracker pauses `frequency_sec` after each run "
+    "ends, so its period is that plus its run). "
     "While the truth grows (a stuck consumer) the gauge is behind by the time since its cycle; "
     "the rule removes that between scrapes (it ages the record's timestamp with Prometheus' "
     "clock). Where the truth falls at a commit (a group catching up, a record committed) every "
@@ -735,7 +736,10 @@ def _beats(
                                if label == "mean |error|" else "") + ")"
                         )
     if "accuracy" in found and shapes:
-        fixes["accuracy"] = (_ACCURACY_FIX.format(period=period_s) + ". In this run: "
+        ours_period = cycle_period_s([r.result.run for sh in shapes for r in sh.replicas or [sh]])
+        fixes["accuracy"] = (_ACCURACY_FIX.format(
+            period=period_s, ours_period=fmt(ours_period) if ours_period else "—")
+            + ". In this run: "
                              + _timing(shapes, t0_ms, end_ms, period_s))
     labels = {
         ("steady", "cpu_per_round_s"): "CPU per steady round",
