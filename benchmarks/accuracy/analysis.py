@@ -319,6 +319,28 @@ def cycle_period_s(runs: Sequence[ShapeRun]) -> float | None:
     return statistics.median(gaps) if gaps else None
 
 
+def measured_before_publication_s(runs: Sequence[ShapeRun], shape: str = "stuck",
+                                  min_truth_ms: float = 5_000.0) -> float | None:
+    """How long before its cycle's end (its publication) ours' gauge was measured, the mean over
+    the samples of a stuck group (None without one). While nothing is committed the truth is
+    ``t − ts`` and the gauge ``o − ts``, so the moment of measurement is ``t − (truth − gauge)``:
+    ours measures each group when Burrow answered for it, and publishes once every answer of
+    the cycle is in."""
+    lags = []
+    for r in runs:
+        if r.shape.name != shape:
+            continue
+        for s in r.samples:
+            if s.ours_ms is None or s.cycle_start_ms is None or s.cycle_s is None:
+                continue
+            truth = r.truth.freshness_ms(s.metrics_ms)
+            if truth is None or truth < min_truth_ms:
+                continue
+            measured = s.metrics_ms - (truth - s.ours_ms)
+            lags.append((s.cycle_start_ms + s.cycle_s * 1000 - measured) / 1000)
+    return statistics.mean(lags) if lags else None
+
+
 def pool_timing(shares: Sequence[TimingShare | None]) -> TimingShare | None:
     """Replicas' timing shares as one: means weighted by samples; the phase range is the least
     and greatest over every replica's phases."""

@@ -1,9 +1,10 @@
 """The exporter under test (a real ``freshness-tracker run`` subprocess) and the sampler.
 
 Every ``interval`` the sampler scrapes the exporter's ``/metrics`` and, for each shape, asks Burrow
-for the group's ``/lag`` (committed offset C) and the topic's offsets (LEO). Both are stamped with
-the wall-clock time halfway through their request; the estimators later run on these very
-samples, so all three methods see the same Burrow data at the same moments.
+for the group's ``/lag`` (committed offset C) and the topic's offsets (LEO), the shapes' requests
+in parallel. Both are stamped with the wall-clock time halfway through their request; the
+estimators later run on these very samples, so all three methods see the same Burrow data at the
+same moments.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,9 @@ from freshness_tracker import metrics as catalogue
 __all__ = ["ExporterProcess", "Sample", "Sampler"]
 
 log = logging.getLogger(__name__)
+
+#: Burrow answers read at once per sample (two requests per shape).
+BURROW_READERS = 6
 
 
 @dataclass
@@ -90,6 +95,10 @@ class Sampler:
         self.samples: dict[str, list[Sample]] = {t.shape: [] for t in targets}
         self.failures = 0
         self._session = requests.Session()
+        self._pool = ThreadPoolExecutor(BURROW_READERS, thread_name_prefix="sampler-burrow")
+        self._local = threading.local()
+        self._sessions: list[requests.Session] = []
+        self._sessions_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -101,7 +110,10 @@ class Sampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self._pool.shutdown(wait=True)
         self._session.close()
+        for session in self._sessions:
+            session.close()
 
     def _run(self, at: float) -> None:
         next_at = at
@@ -118,32 +130,23 @@ class Sampler:
             if next_at < time.time():  # fell behind: skip, keep the grid
                 next_at = time.time() + self.interval_s
 
-    def _get(self, url: str) -> tuple[float, Any]:
+    @staticmethod
+    def _get(session: requests.Session, url: str) -> tuple[float, Any]:
         started = time.time()
-        resp = self._session.get(url, timeout=5)
+        resp = session.get(url, timeout=5)
         stamp = (started + time.time()) / 2 * 1000
         resp.raise_for_status()
         return stamp, resp
 
     def sample_once(self) -> None:
-        metrics_ms, resp = self._get(self.metrics_url + "/metrics")
+        metrics_ms, resp = self._get(self._session, self.metrics_url + "/metrics")
         ours = _parse_metrics(resp.text, self.cluster)
         cycle_start, cycle_s = ours.get(("__cycle__",), (None, None))
-        for target in self.targets:
-            lag_ms, lag = self._get(
-                f"{self.burrow_url}/v3/kafka/{self.cluster}/consumer/{target.group}/lag")
-            topic_ms, topic = self._get(
-                f"{self.burrow_url}/v3/kafka/{self.cluster}/topic/{target.topic}")
-            committed = current_lag = leo = commit_ts = None
-            for part in lag.json().get("status", {}).get("partitions", []):
-                if part.get("topic") == target.topic and part.get("partition") == 0:
-                    end = part.get("end") or {}
-                    committed = end.get("offset")
-                    commit_ts = end.get("timestamp")
-                    current_lag = part.get("current_lag")
-            offsets = topic.json().get("offsets") or []
-            if offsets:
-                leo = int(offsets[0])
+        # Burrow's answers for every shape at once: one after the other they take longer than
+        # the interval on a loaded machine, and the grid of /metrics reads would skip ticks.
+        burrow = list(self._pool.map(self._burrow_view, self.targets))
+        for target, (burrow_ms, committed, current_lag, leo, commit_ts) in zip(
+                self.targets, burrow, strict=True):
             key = (target.group, target.topic)
             fresh, offset, olag = ours.get(key, (None, None, None))
             estimate, catching_up, as_of = ours.get(("__group__", target.group),
@@ -152,11 +155,35 @@ class Sampler:
             self.samples[target.shape].append(Sample(
                 metrics_ms=metrics_ms, ours_ms=fresh, ours_offset=offset, ours_lag=olag,
                 cycle_start_ms=cycle_start, cycle_s=cycle_s,
-                burrow_ms=(lag_ms + topic_ms) / 2, committed=committed,
+                burrow_ms=burrow_ms, committed=committed,
                 current_lag=current_lag, leo=leo, commit_ts_ms=commit_ts,
                 ours_catch_up_s=estimate, ours_catching_up=catching_up,
                 ours_commit_lag_ms=commit_lag, ours_data_as_of_s=as_of,
             ))
+
+    def _burrow_view(self, target: Target) -> tuple[float, Any, Any, int | None, Any]:
+        """(when, committed offset, current lag, log end offset, commit time) of the target's
+        partition 0, from Burrow's `/lag` and topic answers, on this thread's own session."""
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+            with self._sessions_lock:
+                self._sessions.append(session)
+        lag_ms, lag = self._get(
+            session, f"{self.burrow_url}/v3/kafka/{self.cluster}/consumer/{target.group}/lag")
+        topic_ms, topic = self._get(
+            session, f"{self.burrow_url}/v3/kafka/{self.cluster}/topic/{target.topic}")
+        committed = current_lag = leo = commit_ts = None
+        for part in lag.json().get("status", {}).get("partitions", []):
+            if part.get("topic") == target.topic and part.get("partition") == 0:
+                end = part.get("end") or {}
+                committed = end.get("offset")
+                commit_ts = end.get("timestamp")
+                current_lag = part.get("current_lag")
+        offsets = topic.json().get("offsets") or []
+        if offsets:
+            leo = int(offsets[0])
+        return (lag_ms + topic_ms) / 2, committed, current_lag, leo, commit_ts
 
 
 def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:

@@ -250,6 +250,8 @@ def test_where_a_peer_wins_the_page_splits_the_gauges_error_into_timing_and_burr
             "exact offsets every 2 s ") in beats
     assert " s by phase)" in beats
     assert "ours' cycles started every 1.00 s in this run, the median" in beats  # 1 s apart
+    # measured at the cycle's start, published 0.01 s later (its duration)
+    assert "(0.01 s before the cycle published it in this run" in beats
 
 
 def _replica_record() -> dict[str, Any]:

@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.accuracy.analysis import cycle_period_s, pool_timing, timing_share
+from benchmarks.accuracy.analysis import (
+    cycle_period_s,
+    measured_before_publication_s,
+    pool_timing,
+    timing_share,
+)
 from benchmarks.accuracy.harness import RunData
 from benchmarks.accuracy.record import load_records
 from benchmarks.accuracy.report import fmt
@@ -641,7 +646,11 @@ _METRIC_FIX = {
 
 
 _ACCURACY_FIX = (
-    "Ours' gauge is the value of its last cycle, measured when Burrow answered; like every "
+    "Ours' gauge is the value of its last cycle, measured when Burrow answered for the group "
+    "({measured_before} s before the cycle published it in this run, the mean over the stuck "
+    "groups: the time the cycle's other answers took; the Consumer Freshness Tracker ages each "
+    "partition to the moment of its Kafka read instead, so a slow read can inflate its value); "
+    "like every "
     "peer's number it changes only at a poll (ours' cycles started every {ours_period} s in "
     "this run, the median; the Consumer Freshness Tracker pauses `frequency_sec` after each run "
     "ends, so its period is that plus its run). "
@@ -736,9 +745,11 @@ def _beats(
                                if label == "mean |error|" else "") + ")"
                         )
     if "accuracy" in found and shapes:
-        ours_period = cycle_period_s([r.result.run for sh in shapes for r in sh.replicas or [sh]])
+        runs = [r.result.run for sh in shapes for r in sh.replicas or [sh]]
+        ours_period, before = cycle_period_s(runs), measured_before_publication_s(runs)
         fixes["accuracy"] = (_ACCURACY_FIX.format(
-            period=period_s, ours_period=fmt(ours_period) if ours_period else "—")
+            period=period_s, ours_period=fmt(ours_period) if ours_period else "—",
+            measured_before=fmt(before) if before is not None else "—")
             + ". In this run: "
                              + _timing(shapes, t0_ms, end_ms, period_s))
     labels = {
