@@ -341,6 +341,31 @@ def measured_before_publication_s(runs: Sequence[ShapeRun], shape: str = "stuck"
     return statistics.mean(lags) if lags else None
 
 
+def unseen_lag_after_onset_s(runs: Sequence[ShapeRun], t0_ms: float,
+                             window_s: float) -> tuple[float, float] | None:
+    """(the gauge's mean |error| in the ``window_s`` after each onset, the part of it from
+    samples where the gauge was 0 while the truth was not), pooled over ``runs``; None without
+    an onset. A 0 there is a partition Burrow did not show lagging yet: its log end offsets
+    are refreshed every `offset-refresh`, so the first records after a stall are Burrow's to
+    show before any cycle can read them."""
+    n, error_ms, unseen_ms = 0, 0.0, 0.0
+    for r in runs:
+        for event in r.shape.events:
+            if event.kind != "onset" or event.at_s is None:
+                continue
+            start = t0_ms + event.at_s * 1000
+            for s in r.samples:
+                truth = r.truth.freshness_ms(s.metrics_ms)
+                if not start <= s.metrics_ms <= start + window_s * 1000 or truth is None \
+                        or s.ours_ms is None:
+                    continue
+                n += 1
+                error_ms += abs(s.ours_ms - truth)
+                if s.ours_ms == 0 and truth > 0:
+                    unseen_ms += truth
+    return (error_ms / n / 1000, unseen_ms / n / 1000) if n else None
+
+
 def pool_timing(shares: Sequence[TimingShare | None]) -> TimingShare | None:
     """Replicas' timing shares as one: means weighted by samples; the phase range is the least
     and greatest over every replica's phases."""

@@ -315,3 +315,31 @@ def test_a_one_replica_record_says_nothing_of_phases(tmp_path: Path) -> None:
     root = _root_with(tmp_path, _tiny_record())
     assert "times at once (" not in compare_page.pages(root)[compare_page.PAGE]
     assert "times at once (" not in accuracy_report.pages(root)[accuracy_report.PAGE]
+
+
+def test_after_onset_the_gauges_zeros_while_the_truth_grows_are_counted_as_burrows() -> None:
+    """Stalled at 10 s (record 10 waits from then); the gauge shows 0 for the first two samples
+    after the onset (Burrow not yet showing the lag), then the truth 1 s late."""
+    from benchmarks.accuracy.analysis import unseen_lag_after_onset_s
+
+    shape = Shape("stuck", "Stuck", "stalls at 10 s", tuple(float(i) for i in range(30)),
+                  ((0.0, 0.0), (10.0, None)), (Event("stall", "onset", 10.0),))
+    truth = TruthLog()
+    for i in range(30):
+        truth.produced(i, T0 + i * 1000)
+    for i in range(11):
+        truth.committed(T0 + i * 1000, i)
+    samples = []
+    for i in range(11, 21):
+        t = T0 + i * 1000 + 500.0
+        fresh = truth.freshness_ms(t)
+        assert fresh is not None
+        samples.append(_sample(t, ours_ms=0.0 if i < 13 else fresh - 1000))
+    run = ShapeRun(shape, "acc-x-stuck", "acc-x-stuck-group", truth, samples)
+    got = unseen_lag_after_onset_s([run], T0, window_s=20.0)
+    assert got is not None
+    mean_error, unseen = got
+    # truth at 11.5 s and 12.5 s: 1.5 and 2.5 s, shown as 0; the other 8 samples 1 s off
+    assert unseen == pytest.approx((1.5 + 2.5) / 10)
+    assert mean_error == pytest.approx((1.5 + 2.5 + 8 * 1.0) / 10)
+    assert unseen_lag_after_onset_s([run], T0 + 60_000, window_s=20.0) is None

@@ -20,6 +20,7 @@ from benchmarks.accuracy.analysis import (
     measured_before_publication_s,
     pool_timing,
     timing_share,
+    unseen_lag_after_onset_s,
 )
 from benchmarks.accuracy.harness import RunData
 from benchmarks.accuracy.record import load_records
@@ -224,7 +225,8 @@ def render(
     parts += [
         "## Where a peer beats us, and why",
         "",
-        *_beats(shapes, costs, *_window(record), period_s=_period(record)),
+        *_beats(shapes, costs, *_window(record), period_s=_period(record),
+                onset_window_s=_config(record, "moment_window_s")),
         "",
         _CANNOT,
         "",
@@ -249,9 +251,14 @@ def _window(record: dict[str, Any] | None) -> tuple[float, float]:
 
 def _period(record: dict[str, Any] | None) -> float:
     """The run's `frequency_sec`: every tool's poll interval."""
+    return _config(record, "frequency_s")
+
+
+def _config(record: dict[str, Any] | None, key: str) -> float:
+    """A number of the run's harness config (NaN without a run)."""
     if record is None or "run" not in record:
         return math.nan
-    return float(record["run"]["config"]["frequency_s"])
+    return float(record["run"]["config"][key])
 
 
 def _when(record: dict[str, Any]) -> str:
@@ -692,7 +699,7 @@ def _burrow_delays(sh: CompareShape, t0_ms: float, end_ms: float) -> list[float]
 
 
 def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
-            period_s: float) -> str:  # fmt: skip
+            period_s: float, window_s: float) -> str:  # fmt: skip
     """Per shape, the gauge's error split into its cycles' timing and Burrow's share."""
     parts = []
     for sh in shapes:
@@ -701,12 +708,18 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
         if share is None:
             continue
         burrow = round(share.gauge_s - share.exact_at_cycles_s, 2)
+        onset = unseen_lag_after_onset_s([r.result.run for r in sh.replicas or [sh]], t0_ms,
+                                         window_s)
         parts.append(
             f"{sh.result.run.shape.name}: gauge {fmt(share.gauge_s)} s, its cycles with exact "
             f"offsets {fmt(share.exact_at_cycles_s)} s (Burrow's share "
             f"{f'{burrow:+.2f}' if burrow else '0.00'} s), exact offsets every "
             f"{period_s:g} s {fmt(share.phase_mean_s)} s ({fmt(share.phase_min_s)} to "
             f"{fmt(share.phase_max_s)} s by phase)"
+            + ("" if onset is None else
+               f"; after onset the gauge's {fmt(onset[0])} s include {fmt(onset[1])} s of "
+               "samples at 0 while the truth was not (Burrow not yet showing the partition "
+               "lagging)")
         )
     return "; ".join(parts)
 
@@ -714,6 +727,7 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
 def _beats(
     shapes: Sequence[CompareShape] | None, costs: Sequence[dict[str, Any]],
     t0_ms: float = 0.0, end_ms: float = math.inf, period_s: float = math.nan,
+    onset_window_s: float = math.nan,
 ) -> list[str]:
     """Every case of this run where a peer did better than ours (gauge or rule) on mean
     |error|, error after onset or first-alert delay, by how much; then the cost cases."""
@@ -728,11 +742,10 @@ def _beats(
             for key, s in sh.peers.items():
                 if s.nan_pct + s.inf_pct > 5:
                     continue  # a mean over the samples where it said nothing is no win
-                for label, mine, theirs in (
-                    ("mean |error|", ours.mean_abs_s, s.mean_abs_s),
-                    ("error after onset", ours.onset_s, s.onset_s),
-                    ("first alert", ours.alarm_delay_s, s.alarm_delay_s),
-                ):
+                for label, attr in (("mean |error|", "mean_abs_s"),
+                                    ("error after onset", "onset_s"),
+                                    ("first alert", "alarm_delay_s")):
+                    mine, theirs = getattr(ours, attr), getattr(s, attr)
                     if mine is None or theirs is None or not math.isfinite(theirs):
                         continue
                     if label == "first alert":  # an early alert is a false one: by its size
@@ -741,8 +754,7 @@ def _beats(
                         found.setdefault("accuracy", []).append(
                             f"{name}, {label}: {TITLES.get(key, key)} {fmt(theirs)} s against "
                             f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s"
-                            + (_spread(sh, ours_key, key, mine - theirs)
-                               if label == "mean |error|" else "") + ")"
+                            + _spread(sh, ours_key, key, mine - theirs, attr) + ")"
                         )
     if "accuracy" in found and shapes:
         runs = [r.result.run for sh in shapes for r in sh.replicas or [sh]]
@@ -751,7 +763,7 @@ def _beats(
             period=period_s, ours_period=fmt(ours_period) if ours_period else "—",
             measured_before=fmt(before) if before is not None else "—")
             + ". In this run: "
-                             + _timing(shapes, t0_ms, end_ms, period_s))
+                             + _timing(shapes, t0_ms, end_ms, period_s, onset_window_s))
     labels = {
         ("steady", "cpu_per_round_s"): "CPU per steady round",
         ("steady", "peak_rss_mib"): "peak RSS",
@@ -800,11 +812,12 @@ def _beats(
     return lines or ["- Nowhere in this run."]
 
 
-def _spread(sh: CompareShape, ours_key: str, key: str, gap: float) -> str:
-    """Whether a gap in mean |error| exceeds twice its standard error across phases, the two
-    tools paired by phase ("" for a run of one phase): a gap within it could be where the
-    phases' polls fell."""
-    se = paired_gap_se(sh, ours_key, key)
+def _spread(sh: CompareShape, ours_key: str, key: str, gap: float,
+            attr: str = "mean_abs_s") -> str:
+    """Whether a gap in ``attr`` exceeds twice its standard error across phases, the two tools
+    paired by phase ("" for a run of one phase): a gap within it could be where the phases'
+    polls fell."""
+    se = paired_gap_se(sh, ours_key, key, attr)
     if se is None or not math.isfinite(gap):
         return ""
     twice = 2 * se

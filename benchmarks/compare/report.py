@@ -76,15 +76,18 @@ def mean_abs_se(shape: CompareShape, key: str) -> float | None:
                            if (s := _score(r, key)) is not None])
 
 
-def paired_gap_se(shape: CompareShape, key_a: str, key_b: str) -> float | None:
-    """One standard error of the gap between two tools' mean |error| across phases, paired by
-    phase (both measured the same events in each phase, so the phase's own luck cancels). None
-    for a shape of one phase."""
+def paired_gap_se(shape: CompareShape, key_a: str, key_b: str,
+                  attr: str = "mean_abs_s") -> float | None:
+    """One standard error of the gap between two tools' ``attr`` (mean |error|, error after
+    onset, first-alert delay by its size) across phases, paired by phase (both measured the same
+    events in each phase, so the events' own luck cancels). None for a shape of one phase."""
     gaps = []
     for r in shape.replicas:
         a, b = _score(r, key_a), _score(r, key_b)
-        if a is not None and b is not None:
-            gaps.append(a.mean_abs_s - b.mean_abs_s)
+        va, vb = (None if s is None else getattr(s, attr) for s in (a, b))
+        if va is None or vb is None or not (math.isfinite(va) and math.isfinite(vb)):
+            continue
+        gaps.append(_size(attr, va) - _size(attr, vb))
     return standard_error(gaps)
 
 
