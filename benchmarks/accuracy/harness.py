@@ -45,6 +45,9 @@ class HarnessConfig:
     #: copies of each shape played at once, copy k shifted by k·frequency_s/replicas (see
     #: :func:`replica_shapes`)
     replicas: int = 1
+    #: "random": one sample at a random moment of every interval (`sampler.SampleTimes`);
+    #: "grid": on the dot of every interval, as every run recorded before this setting
+    sampling: str = "random"
 
 
 @dataclass
@@ -90,7 +93,8 @@ class RunData:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunData:
         return cls(
-            config=HarnessConfig(**d["config"]), t0_ms=d["t0_ms"], end_ms=d["end_ms"],
+            config=HarnessConfig(**{"sampling": "grid", **d["config"]}),  # older: on a grid
+            t0_ms=d["t0_ms"], end_ms=d["end_ms"],
             wall_s=d.get("wall_s", 0.0), sampler_failures=d.get("sampler_failures", 0),
             shapes=[ShapeRun(Shape.from_json(s["shape"]), s["topic"], s["group"],
                              TruthLog.from_json(s["truth"]),
@@ -161,7 +165,8 @@ def run_harness(
         t0 = time.time() + 1.0
         sampler = Sampler(exporter.url, stack.burrow_url, stack.cluster,
                           [Target(d.group, d.group, d.topic) for d in drivers],  # by group: unique
-                          config.sample_interval_s)
+                          config.sample_interval_s,
+                          random_moment=config.sampling == "random")
         for d in drivers:
             d.start(t0)
         sampler.start(t0)

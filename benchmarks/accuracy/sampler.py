@@ -10,6 +10,8 @@ same moments.
 from __future__ import annotations
 
 import logging
+import math
+import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,12 +26,37 @@ from devstack.exporter_config import cluster_entry, exporter_config
 from devstack.scrape import DURATION, LAST_ATTEMPT, Scrape
 from freshness_tracker import metrics as catalogue
 
-__all__ = ["ExporterProcess", "Sample", "Sampler"]
+__all__ = ["ExporterProcess", "Sample", "SampleTimes", "Sampler"]
 
 log = logging.getLogger(__name__)
 
 #: Burrow answers read at once per sample (two requests per shape).
 BURROW_READERS = 6
+
+
+class SampleTimes:
+    """When a sampler reads: one moment in each ``interval_s`` slot from ``start``.
+
+    Why random: a tool that publishes on a fixed period (ours every `frequency_sec`, klag at its
+    poll interval) read on a fixed grid is read at the same phase of its period every time, so
+    its mean |error| would be that one phase's, by luck. A uniformly random moment in every slot
+    (``random_moment``) makes the mean over samples the time average, whatever the tool's
+    period. Seeded: a run's moments are reproducible. A sampler that falls behind skips the
+    slots already over, never reads in a burst."""
+
+    def __init__(self, start: float, interval_s: float, *, random_moment: bool,
+                 seed: int = 0) -> None:  # fmt: skip
+        self._slot = start
+        self._interval = interval_s
+        self._rng = random.Random(seed) if random_moment else None
+
+    def next(self, now: float) -> float:
+        """The wall-clock moment of the next read (at or before ``now``: read at once)."""
+        if self._slot + self._interval <= now:
+            self._slot += math.floor((now - self._slot) / self._interval) * self._interval
+        at = self._slot + (self._rng.uniform(0.0, self._interval) if self._rng else 0.0)
+        self._slot += self._interval
+        return at
 
 
 @dataclass
@@ -83,15 +110,17 @@ class Target:
 
 
 class Sampler:
-    """Samples the exporter and Burrow every ``interval_s`` on a background thread."""
+    """Samples the exporter and Burrow once in every ``interval_s`` (:class:`SampleTimes`) on a
+    background thread."""
 
     def __init__(self, metrics_url: str, burrow_url: str, cluster: str, targets: list[Target],
-                 interval_s: float = 1.0) -> None:  # fmt: skip
+                 interval_s: float = 1.0, *, random_moment: bool = True) -> None:  # fmt: skip
         self.metrics_url = metrics_url
         self.burrow_url = burrow_url.rstrip("/")
         self.cluster = cluster
         self.targets = targets
         self.interval_s = interval_s
+        self.random_moment = random_moment
         self.samples: dict[str, list[Sample]] = {t.shape: [] for t in targets}
         self.failures = 0
         self._session = requests.Session()
@@ -116,9 +145,9 @@ class Sampler:
             session.close()
 
     def _run(self, at: float) -> None:
-        next_at = at
+        times = SampleTimes(at, self.interval_s, random_moment=self.random_moment)
         while not self._stop.is_set():
-            delay = next_at - time.time()
+            delay = times.next(time.time()) - time.time()
             if delay > 0 and self._stop.wait(delay):
                 return
             try:
@@ -126,9 +155,6 @@ class Sampler:
             except Exception as exc:  # a missed sample is recorded as a gap, never fatal
                 self.failures += 1
                 log.warning("sample failed: %s", exc)
-            next_at += self.interval_s
-            if next_at < time.time():  # fell behind: skip, keep the grid
-                next_at = time.time() + self.interval_s
 
     @staticmethod
     def _get(session: requests.Session, url: str) -> tuple[float, Any]:

@@ -30,6 +30,7 @@ from benchmarks.accuracy.analysis import (
     pool_scores,
 )
 from benchmarks.accuracy.harness import HarnessConfig, RunData, run_harness
+from benchmarks.accuracy.sampler import SampleTimes
 from benchmarks.accuracy.scores import (
     CatchUpScore,
     ErrorScore,
@@ -89,10 +90,12 @@ class PeerSample:
 
 @dataclass
 class PeerSampler:
-    """Scrapes every tool every ``interval_s``; keeps partition 0 of every ``acc-`` group."""
+    """Scrapes every tool once in every ``interval_s`` (:class:`SampleTimes`); keeps partition 0
+    of every ``acc-`` group."""
 
     tools: list[Tool]
     interval_s: float = 1.0
+    random_moment: bool = True
     # tool key -> "group/topic" -> samples
     samples: dict[str, dict[str, list[PeerSample]]] = field(default_factory=dict)
     failures: int = 0
@@ -109,20 +112,18 @@ class PeerSampler:
             self._thread.join(timeout=30)
 
     def _run(self) -> None:
-        next_at = time.time()
+        times = SampleTimes(time.time(), self.interval_s, random_moment=self.random_moment,
+                            seed=1)
         while not self._stop.is_set():
+            delay = times.next(time.time()) - time.time()
+            if delay > 0 and self._stop.wait(delay):
+                return
             for tool in self.tools:
                 try:
                     self.sample(tool)
                 except Exception as exc:  # a gap, never fatal
                     self.failures += 1
                     log.warning("scraping %s failed: %s", tool.spec.key, exc)
-            next_at += self.interval_s
-            delay = next_at - time.time()
-            if delay < 0:
-                next_at = time.time()
-            elif self._stop.wait(delay):
-                return
 
     def sample(self, tool: Tool) -> None:
         started = time.time()
@@ -172,7 +173,8 @@ def run_accuracy(
     if on_stack is not None:
         on_stack(stack)
     running: list[Tool] = []
-    sampler = PeerSampler(running, config.sample_interval_s)
+    sampler = PeerSampler(running, config.sample_interval_s,
+                          random_moment=config.sampling == "random")
     prom: list[PrometheusProcess] = []
 
     failed: dict[str, str] = {}

@@ -1,0 +1,60 @@
+"""When the accuracy samplers read: a random moment of every interval, so a tool publishing on a
+fixed period is read at every phase of it, not at the one phase a grid would lock onto."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.accuracy.harness import HarnessConfig, RunData
+from benchmarks.accuracy.sampler import SampleTimes
+
+
+def test_each_random_moment_lies_in_its_own_slot() -> None:
+    times = SampleTimes(100.0, 1.0, random_moment=True)
+    moments = [times.next(now=100.0 + k) for k in range(200)]  # the sampler keeps up
+    for k, at in enumerate(moments):
+        assert 100.0 + k <= at < 101.0 + k
+
+
+def test_a_two_second_period_is_read_at_every_phase_not_one() -> None:
+    """On a 1 s grid every read of a 2 s publisher falls at the same two phases; random
+    moments spread over the whole period (both halves of it, and its quarters)."""
+    grid = SampleTimes(0.0, 1.0, random_moment=False)
+    grid_phases = {round(grid.next(now=float(k)) % 2.0, 6) for k in range(200)}
+    assert grid_phases == {0.0, 1.0}
+    spread = SampleTimes(0.0, 1.0, random_moment=True)
+    phases = [spread.next(now=float(k)) % 2.0 for k in range(400)]
+    quarters = {int(p // 0.5) for p in phases}
+    assert quarters == {0, 1, 2, 3}
+    assert 0.8 < sum(phases) / len(phases) < 1.2  # about the period's middle on average
+
+
+def test_a_sampler_that_fell_behind_skips_the_slots_already_over() -> None:
+    times = SampleTimes(0.0, 1.0, random_moment=False)
+    assert times.next(now=0.0) == 0.0
+    assert times.next(now=5.3) == 5.0  # slots 1 to 4 are over: read in slot 5, at once
+    assert times.next(now=5.4) == 6.0
+
+
+def test_the_same_seed_gives_the_same_moments() -> None:
+    def moments(seed: int) -> list[float]:
+        times = SampleTimes(0.0, 1.0, random_moment=True, seed=seed)
+        return [times.next(now=float(k)) for k in range(20)]
+
+    assert moments(3) == moments(3)
+    assert moments(3) != moments(4)
+
+
+def test_a_record_from_before_the_setting_reads_as_sampled_on_a_grid() -> None:
+    run = RunData(HarnessConfig(), 0.0, 1.0, [], wall_s=1.0).to_json()
+    assert RunData.from_json(run).config.sampling == "random"
+    del run["config"]["sampling"]
+    assert RunData.from_json(run).config.sampling == "grid"
+
+
+@pytest.mark.parametrize("sampling", ["random", "grid"])
+def test_the_page_says_how_the_run_sampled(sampling: str) -> None:
+    from benchmarks.accuracy.report import sampling_text
+
+    text = sampling_text(HarnessConfig(sampling=sampling))
+    assert ("random moment" in text) == (sampling == "random")
