@@ -249,15 +249,15 @@ def _start_prometheus(
 ) -> PrometheusProcess:
     """Prometheus scraping ours (the rules' job) and each peer at its own poll interval,
     evaluating the shipped rules at the run's frequency; ready once the rule has a value."""
-    # ours scraped as often as the harness samples every tool's /metrics directly, so the rule
-    # read through Prometheus is not a scrape older than the gauges it is scored beside
-    jobs = [ScrapeJob(OURS_JOB, (_hostport(exporter_url),), config.sample_interval_s)]
+    # ours scraped about as often as the harness samples every tool's /metrics directly, so the
+    # rule read through Prometheus is not a scrape older than the gauges it is scored beside
+    jobs = [ScrapeJob(OURS_JOB, (_hostport(exporter_url),), ours_scrape_interval_s(config))]
     jobs += [
         ScrapeJob(t.spec.key, (_hostport(t.url),), t.poll_s or config.frequency_s) for t in tools
     ]
     rules = workdir / "freshness-tracker.rules.yml"
     rules.parent.mkdir(parents=True, exist_ok=True)
-    rules.write_text(rules_for_run(config.frequency_s, config.sample_interval_s))
+    rules.write_text(rules_for_run(config.frequency_s, ours_scrape_interval_s(config)))
     prom = PrometheusProcess(
         workdir,
         jobs,
@@ -271,6 +271,17 @@ def _start_prometheus(
         prom.stop()
         raise
     return prom
+
+
+def ours_scrape_interval_s(config: HarnessConfig) -> float:
+    """How often Prometheus scrapes ours: the sample interval, stretched by a tenth in a run
+    sampled at random moments. Ours starts a cycle every `frequency_sec` on the dot; scraped on a
+    divisor of it, every scrape (and the rule's read-out just after it) would fall at the same
+    phase of ours' cycles for the whole run, and the rule's score would be that phase's luck.
+    A stretched interval sweeps every phase."""
+    if config.sampling != "random":
+        return config.sample_interval_s
+    return round(config.sample_interval_s * 1.1, 3)
 
 
 def freshness_rate_window_s(frequency_s: float, scrape_s: float) -> int:
@@ -310,13 +321,14 @@ def after_scrapes(start_s: float, step_s: float, scraped_s: float, settle_s: flo
 
 def read_rule(prom: PrometheusProcess, run: RunData) -> dict[str, Any]:
     """The query-time rule per group, as a dashboard's range query reads it (the rule's
-    expression evaluated at each step of the sampler's interval): ``{"rule": {group: [[t_ms,
-    value_s], ...]}, "grid_after_scrape_s": ...}`` (no point where Prometheus had no value).
+    expression evaluated at each of Prometheus' scrapes of ours, :func:`ours_scrape_interval_s`):
+    ``{"rule": {group: [[t_ms, value_s], ...]}, "grid_after_scrape_s": ..., "grid_step_s": ...}``
+    (no point where Prometheus had no value).
 
     The grid is placed just after each of Prometheus' scrapes of ours, so the rule works from
     data as fresh as the harness's own reads of the gauge and of every peer; a grid at a random
     phase would give the rule alone up to one scrape interval of older data."""
-    step = run.config.sample_interval_s
+    step = ours_scrape_interval_s(run.config)
     groups = {r.group for r in run.shapes}
     expr = rule_expression((prom.workdir / "freshness-tracker.rules.yml").read_text())
     scraped = prom.query(f'timestamp(up{{job="{OURS_JOB}"}})')
@@ -328,7 +340,8 @@ def read_rule(prom: PrometheusProcess, run: RunData) -> dict[str, Any]:
         group = series["metric"].get("consumer")
         if group in groups:
             out[group] = [[float(t) * 1000, float(v)] for t, v in series["values"]]
-    return {"rule": out, "grid_after_scrape_s": SCRAPE_SETTLE_S if scraped else None}
+    return {"rule": out, "grid_after_scrape_s": SCRAPE_SETTLE_S if scraped else None,
+            "grid_step_s": step}
 
 
 def _wait_for_groups(tool: Tool, groups: int, timeout_s: float = 90.0) -> None:

@@ -182,7 +182,11 @@ def render(
                 window=cfg.moment_window_s,
                 when=record.get("started", ""),
                 wall=run.wall_s / 60,
-                rule_grid=rule_grid_text((record.get("rule") or {}).get("grid_after_scrape_s")),
+                sampling=("read once at a random moment of every "
+                          f"{cfg.sample_interval_s:g} s" if cfg.sampling == "random" else
+                          f"scraped every {cfg.sample_interval_s:g} s"),
+                rule_grid=rule_grid_text((record.get("rule") or {}).get("grid_after_scrape_s"),
+                                         (record.get("rule") or {}).get("grid_step_s")),
             ),
             "",
             *([phases_text(cfg), ""] if cfg.replicas > 1 else []),
@@ -872,7 +876,7 @@ the moment the truth reached 0 (positive: predicted too late)."""
 _ACC_TEXT = """\
 Same stack, same groups, same traffic, same run: {duration:.0f} s of the six shapes, every tool
 polling every {freq:g} s (ours' `frequency_sec`, klag's `poll_interval`; the `30 s` klag rows at
-its own default), every tool's `/metrics` scraped every {interval:g} s (run of {when},
+its own default), every tool's `/metrics` {sampling} (run of {when},
 {wall:.1f} min wall time). Every tool is scored raw, as a scrape sees it, by the harness's own
 scorer: mean and max |error| against the ground truth, the mean |error| over the {window:g} s
 after the shape's onset (burst, stall, outage) and after its recovery, seconds above the
@@ -885,12 +889,15 @@ publication delay of their own; that favours them by up to one poll. Offsets-onl
 (kafka_exporter, kminion) have no time lag: their row is when an offset-lag alert fires, at the
 threshold listed under the table."""
 
-def rule_grid_text(after_scrape_s: float | None) -> str:
+def rule_grid_text(after_scrape_s: float | None, step_s: float | None = None) -> str:
     """Where the rule's read-out grid lies relative to Prometheus' scrapes of ours."""
     if after_scrape_s is None:
         return "on the same grid, as a dashboard evaluates it"
+    every = ("of the same interval" if step_s is None else
+             f"of Prometheus' scrapes of ours, every {step_s:g} s (an interval that does not "
+             "divide `frequency_sec`, so over the run they fall at every phase of ours' cycles),")
     return (
-        f"on a grid of the same interval placed {after_scrape_s:g} s after each of Prometheus' "
+        f"on a grid {every} placed {after_scrape_s:g} s after each of Prometheus' "
         "scrapes of ours, as a dashboard evaluates it: the rule then works from data as fresh "
         "as the harness's own reads of the gauge and of every peer (a dashboard at another "
         "phase gives every tool up to one scrape interval of older data, which the rule alone "

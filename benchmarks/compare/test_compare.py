@@ -462,6 +462,19 @@ def test_the_rule_grid_is_named_on_the_page() -> None:
 
     assert "0.1 s after each of Prometheus' scrapes of ours" in rule_grid_text(0.1)
     assert rule_grid_text(None) == "on the same grid, as a dashboard evaluates it"
+    assert "every 1.1 s (an interval that does not divide" in rule_grid_text(0.1, 1.1)
+
+
+def test_in_a_randomly_sampled_run_ours_is_scraped_off_the_cycles_beat() -> None:
+    """A 1 s scrape of a 2 s cycle meets it at one phase all run; 1.1 s sweeps every phase."""
+    from benchmarks.accuracy.harness import HarnessConfig
+    from benchmarks.compare.accuracy import ours_scrape_interval_s
+
+    random_run = HarnessConfig(frequency_s=2.0, sample_interval_s=1.0)
+    assert ours_scrape_interval_s(random_run) == 1.1
+    phases = {round((k * 1.1) % 2.0, 6) for k in range(200)}
+    assert len(phases) >= 10
+    assert ours_scrape_interval_s(HarnessConfig(sample_interval_s=1.0, sampling="grid")) == 1.0
 
 
 # ---- the phases' spread: ± one standard error of the pooled mean |error| ---------------------
