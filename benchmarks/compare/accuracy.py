@@ -322,8 +322,8 @@ def after_scrapes(start_s: float, step_s: float, scraped_s: float, settle_s: flo
 def read_rule(prom: PrometheusProcess, run: RunData) -> dict[str, Any]:
     """The query-time rule per group, as a dashboard's range query reads it (the rule's
     expression evaluated at each of Prometheus' scrapes of ours, :func:`ours_scrape_interval_s`):
-    ``{"rule": {group: [[t_ms, value_s], ...]}, "grid_after_scrape_s": ..., "grid_step_s": ...}``
-    (no point where Prometheus had no value).
+    ``{"rule": {group: [[t_ms, value_s], ...]}, "grid_after_scrape_s": ...}`` (no point where
+    Prometheus had no value).
 
     The grid is placed just after each of Prometheus' scrapes of ours, so the rule works from
     data as fresh as the harness's own reads of the gauge and of every peer; a grid at a random
@@ -340,8 +340,7 @@ def read_rule(prom: PrometheusProcess, run: RunData) -> dict[str, Any]:
         group = series["metric"].get("consumer")
         if group in groups:
             out[group] = [[float(t) * 1000, float(v)] for t, v in series["values"]]
-    return {"rule": out, "grid_after_scrape_s": SCRAPE_SETTLE_S if scraped else None,
-            "grid_step_s": step}
+    return {"rule": out, "grid_after_scrape_s": SCRAPE_SETTLE_S if scraped else None}
 
 
 def _wait_for_groups(tool: Tool, groups: int, timeout_s: float = 90.0) -> None:

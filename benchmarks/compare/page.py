@@ -25,7 +25,7 @@ from benchmarks.accuracy.analysis import (
 from benchmarks.accuracy.harness import RunData
 from benchmarks.accuracy.record import load_records
 from benchmarks.accuracy.report import fmt
-from benchmarks.compare.accuracy import CompareShape, score_peers
+from benchmarks.compare.accuracy import CompareShape, ours_scrape_interval_s, score_peers
 from benchmarks.compare.report import (
     ACC_COLUMNS,
     TITLES,
@@ -185,8 +185,10 @@ def render(
                 sampling=("read once at a random moment of every "
                           f"{cfg.sample_interval_s:g} s" if cfg.sampling == "random" else
                           f"scraped every {cfg.sample_interval_s:g} s"),
-                rule_grid=rule_grid_text((record.get("rule") or {}).get("grid_after_scrape_s"),
-                                         (record.get("rule") or {}).get("grid_step_s")),
+                rule_grid=rule_grid_text(
+                    (record.get("rule") or {}).get("grid_after_scrape_s"),
+                    # the step is the interval Prometheus scraped ours at in a random run
+                    ours_scrape_interval_s(cfg) if cfg.sampling == "random" else None),
             ),
             "",
             *([phases_text(cfg), ""] if cfg.replicas > 1 else []),
