@@ -341,29 +341,40 @@ def measured_before_publication_s(runs: Sequence[ShapeRun], shape: str = "stuck"
     return statistics.mean(lags) if lags else None
 
 
-def unseen_lag_after_onset_s(runs: Sequence[ShapeRun], t0_ms: float,
-                             window_s: float) -> tuple[float, float] | None:
-    """(the gauge's mean |error| in the ``window_s`` after each onset, the part of it from
-    samples where the gauge was 0 while the truth was not), pooled over ``runs``; None without
-    an onset. A 0 there is a partition Burrow did not show lagging yet: its log end offsets
-    are refreshed every `offset-refresh`, so the first records after a stall are Burrow's to
-    show before any cycle can read them."""
+def unseen_lag_s(runs: Sequence[ShapeRun], windows: Callable[[ShapeRun], list[tuple[float, float]]]
+                 ) -> tuple[float, float] | None:  # fmt: skip
+    """(the gauge's mean |error| over the samples inside ``windows(run)`` (wall-clock ms
+    spans), the part of it from samples where the gauge was 0 while the truth was not), pooled
+    over ``runs``; None without such a sample. Such a 0 is a partition Burrow did not show
+    lagging at the cycle: its log end offsets are refreshed every `offset-refresh`, so records
+    written since are Burrow's to show before any cycle can read them."""
     n, error_ms, unseen_ms = 0, 0.0, 0.0
     for r in runs:
-        for event in r.shape.events:
-            if event.kind != "onset" or event.at_s is None:
+        spans = windows(r)
+        for s in r.samples:
+            truth = r.truth.freshness_ms(s.metrics_ms)
+            if truth is None or s.ours_ms is None \
+                    or not any(a <= s.metrics_ms <= b for a, b in spans):
                 continue
-            start = t0_ms + event.at_s * 1000
-            for s in r.samples:
-                truth = r.truth.freshness_ms(s.metrics_ms)
-                if not start <= s.metrics_ms <= start + window_s * 1000 or truth is None \
-                        or s.ours_ms is None:
-                    continue
-                n += 1
-                error_ms += abs(s.ours_ms - truth)
-                if s.ours_ms == 0 and truth > 0:
-                    unseen_ms += truth
+            n += 1
+            error_ms += abs(s.ours_ms - truth)
+            if s.ours_ms == 0 and truth > 0:
+                unseen_ms += truth
     return (error_ms / n / 1000, unseen_ms / n / 1000) if n else None
+
+
+def unseen_lag_after_onset_s(runs: Sequence[ShapeRun], t0_ms: float,
+                             window_s: float) -> tuple[float, float] | None:
+    """:func:`unseen_lag_s` over the ``window_s`` after each onset (None without an onset)."""
+    return unseen_lag_s(runs, lambda r: [
+        (t0_ms + e.at_s * 1000, t0_ms + (e.at_s + window_s) * 1000)
+        for e in r.shape.events if e.kind == "onset" and e.at_s is not None])
+
+
+def unseen_lag_in_run_s(runs: Sequence[ShapeRun], t0_ms: float,
+                        end_ms: float) -> tuple[float, float] | None:
+    """:func:`unseen_lag_s` over the whole scored run."""
+    return unseen_lag_s(runs, lambda _r: [(t0_ms, end_ms)])
 
 
 def pool_timing(shares: Sequence[TimingShare | None]) -> TimingShare | None:

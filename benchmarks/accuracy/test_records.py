@@ -320,7 +320,7 @@ def test_a_one_replica_record_says_nothing_of_phases(tmp_path: Path) -> None:
 def test_after_onset_the_gauges_zeros_while_the_truth_grows_are_counted_as_burrows() -> None:
     """Stalled at 10 s (record 10 waits from then); the gauge shows 0 for the first two samples
     after the onset (Burrow not yet showing the lag), then the truth 1 s late."""
-    from benchmarks.accuracy.analysis import unseen_lag_after_onset_s
+    from benchmarks.accuracy.analysis import unseen_lag_after_onset_s, unseen_lag_in_run_s
 
     shape = Shape("stuck", "Stuck", "stalls at 10 s", tuple(float(i) for i in range(30)),
                   ((0.0, 0.0), (10.0, None)), (Event("stall", "onset", 10.0),))
@@ -343,3 +343,5 @@ def test_after_onset_the_gauges_zeros_while_the_truth_grows_are_counted_as_burro
     assert unseen == pytest.approx((1.5 + 2.5) / 10)
     assert mean_error == pytest.approx((1.5 + 2.5 + 8 * 1.0) / 10)
     assert unseen_lag_after_onset_s([run], T0 + 60_000, window_s=20.0) is None
+    # over the whole run the same two zeros weigh on all ten samples alike
+    assert unseen_lag_in_run_s([run], T0, T0 + 30_000) == pytest.approx(got)
