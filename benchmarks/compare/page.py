@@ -25,7 +25,7 @@ from benchmarks.accuracy.analysis import (
 )
 from benchmarks.accuracy.harness import RunData
 from benchmarks.accuracy.record import load_records
-from benchmarks.accuracy.report import fmt
+from benchmarks.accuracy.report import fmt, sampling_text
 from benchmarks.compare.accuracy import CompareShape, ours_scrape_interval_s, score_peers
 from benchmarks.compare.report import (
     ACC_COLUMNS,
@@ -178,14 +178,11 @@ def render(
             _ACC_TEXT.format(
                 duration=cfg.duration_s,
                 freq=cfg.frequency_s,
-                interval=cfg.sample_interval_s,
                 threshold=cfg.threshold_s,
                 window=cfg.moment_window_s,
                 when=record.get("started", ""),
                 wall=run.wall_s / 60,
-                sampling=("read once at a random moment of every "
-                          f"{cfg.sample_interval_s:g} s" if cfg.sampling == "random" else
-                          f"scraped every {cfg.sample_interval_s:g} s"),
+                sampling=sampling_text(cfg),
                 rule_grid=rule_grid_text(
                     (record.get("rule") or {}).get("grid_after_scrape_s"),
                     # the step is the interval Prometheus scraped ours at in a random run
@@ -888,18 +885,17 @@ the moment the truth reached 0 (positive: predicted too late)."""
 _ACC_TEXT = """\
 Same stack, same groups, same traffic, same run: {duration:.0f} s of the six shapes, every tool
 polling every {freq:g} s (ours' `frequency_sec`, klag's `poll_interval`; the `30 s` klag rows at
-its own default), every tool's `/metrics` {sampling} (run of {when},
-{wall:.1f} min wall time). Every tool is scored raw, as a scrape sees it, by the harness's own
-scorer: mean and max |error| against the ground truth, the mean |error| over the {window:g} s
-after the shape's onset (burst, stall, outage) and after its recovery, seconds above the
-{threshold:g} s threshold while the truth was below it, and, where the truth crosses the
-threshold after an onset, when the tool first alerted relative to the truth's crossing
-(negative: before). Ours' rule row is a Prometheus range query of the recording rule's
-expression {rule_grid}. "No number": samples where the tool
-exported no time lag or +∞. The two ports are evaluated at Burrow's sampling instant, with no
-publication delay of their own; that favours them by up to one poll. Offsets-only tools
-(kafka_exporter, kminion) have no time lag: their row is when an offset-lag alert fires, at the
-threshold listed under the table."""
+its own default); {sampling}. Run of {when}, {wall:.1f} min wall time. Every tool is scored raw,
+as a scrape sees it, by the harness's own scorer: mean and max |error| against the ground truth,
+the mean |error| over the {window:g} s after the shape's onset (burst, stall, outage) and after
+its recovery, seconds above the {threshold:g} s threshold while the truth was below it, and,
+where the truth crosses the threshold after an onset, when the tool first alerted relative to
+the truth's crossing (negative: before). Ours' rule row is a Prometheus range query of the
+recording rule's expression {rule_grid}. "No number": samples where the tool exported no time
+lag or +∞. The two ports are evaluated at Burrow's sampling instant, with no publication delay
+of their own; that favours them by up to one poll. Offsets-only tools (kafka_exporter, kminion)
+have no time lag: their row is when an offset-lag alert fires, at the threshold listed under the
+table."""
 
 def rule_grid_text(after_scrape_s: float | None, step_s: float | None = None) -> str:
     """Where the rule's read-out grid lies relative to Prometheus' scrapes of ours."""
