@@ -45,9 +45,17 @@ class HarnessConfig:
     #: copies of each shape played at once, copy k shifted by k·frequency_s/replicas (see
     #: :func:`replica_shapes`)
     replicas: int = 1
-    #: "random": one sample at a random moment of every interval (`sampler.SampleTimes`);
-    #: "grid": on the dot of every interval, as every run recorded before this setting
-    sampling: str = "random"
+    #: "paired": one sample at a random moment of every interval of the clock
+    #: (`sampler.SampleTimes`), the same intervals for every sampler of the run, so the
+    #: comparison scores each tool on the intervals every tool was read in; "random": a random
+    #: moment of each interval from the sampler's own start; "grid": on the dot of every
+    #: interval, as every run recorded before either
+    sampling: str = "paired"
+
+    @property
+    def random_moments(self) -> bool:
+        """Whether the samplers read at a random moment of each interval."""
+        return self.sampling in ("random", "paired")
 
 
 @dataclass
@@ -166,7 +174,8 @@ def run_harness(
         sampler = Sampler(exporter.url, stack.burrow_url, stack.cluster,
                           [Target(d.group, d.group, d.topic) for d in drivers],  # by group: unique
                           config.sample_interval_s,
-                          random_moment=config.sampling == "random")
+                          random_moment=config.random_moments,
+                          shared_slots=config.sampling == "paired")
         for d in drivers:
             d.start(t0)
         sampler.start(t0)

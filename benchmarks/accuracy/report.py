@@ -451,6 +451,10 @@ def _page_score(shape: Any, key: str) -> MethodScore | None:
 def sampling_text(cfg: HarnessConfig) -> str:
     """How the run sampled every tool: on a fixed grid, or at a random moment of each interval
     (so a tool that publishes on a fixed period is not read at one phase of it only)."""
+    if cfg.sampling == "paired":
+        return (f"every tool read once at a random moment of every {cfg.sample_interval_s:g} s "
+                "of the clock (the mean over samples is the time average, whatever a tool's "
+                "period), each tool scored on the intervals in which every tool was read")
     if cfg.sampling == "random":
         return (f"every tool read once at a random moment of every {cfg.sample_interval_s:g} s "
                 "(the mean over samples is the time average, whatever a tool's period)")

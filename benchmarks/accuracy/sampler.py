@@ -26,7 +26,7 @@ from devstack.exporter_config import cluster_entry, exporter_config
 from devstack.scrape import DURATION, LAST_ATTEMPT, Scrape
 from freshness_tracker import metrics as catalogue
 
-__all__ = ["ExporterProcess", "Sample", "SampleTimes", "Sampler"]
+__all__ = ["ExporterProcess", "Sample", "SampleTimes", "Sampler", "slot_of"]
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +42,15 @@ class SampleTimes:
     its mean |error| would be that one phase's, by luck. A uniformly random moment in every slot
     (``random_moment``) makes the mean over samples the time average, whatever the tool's
     period. Seeded: a run's moments are reproducible. A sampler that falls behind skips the
-    slots already over, never reads in a burst."""
+    slots already over, never reads in a burst.
+
+    ``shared_slots``: the slots are whole intervals of the clock (the first is the one holding
+    ``start``), so every sampler of a run has the same slots and a slot tells which reads of
+    different samplers belong together (:func:`slot_of`)."""
 
     def __init__(self, start: float, interval_s: float, *, random_moment: bool,
-                 seed: int = 0) -> None:  # fmt: skip
-        self._slot = start
+                 seed: int = 0, shared_slots: bool = False) -> None:  # fmt: skip
+        self._slot = math.floor(start / interval_s) * interval_s if shared_slots else start
         self._interval = interval_s
         self._rng = random.Random(seed) if random_moment else None
 
@@ -57,6 +61,12 @@ class SampleTimes:
         at = self._slot + (self._rng.uniform(0.0, self._interval) if self._rng else 0.0)
         self._slot += self._interval
         return at
+
+
+def slot_of(t_ms: float, interval_s: float) -> int:
+    """The clock interval (:class:`SampleTimes` with ``shared_slots``) a read stamped ``t_ms``
+    belongs to."""
+    return math.floor(t_ms / (interval_s * 1000))
 
 
 @dataclass
@@ -114,13 +124,15 @@ class Sampler:
     background thread."""
 
     def __init__(self, metrics_url: str, burrow_url: str, cluster: str, targets: list[Target],
-                 interval_s: float = 1.0, *, random_moment: bool = True) -> None:  # fmt: skip
+                 interval_s: float = 1.0, *, random_moment: bool = True,
+                 shared_slots: bool = False) -> None:  # fmt: skip
         self.metrics_url = metrics_url
         self.burrow_url = burrow_url.rstrip("/")
         self.cluster = cluster
         self.targets = targets
         self.interval_s = interval_s
         self.random_moment = random_moment
+        self.shared_slots = shared_slots
         self.samples: dict[str, list[Sample]] = {t.shape: [] for t in targets}
         self.failures = 0
         self._session = requests.Session()
@@ -145,7 +157,8 @@ class Sampler:
             session.close()
 
     def _run(self, at: float) -> None:
-        times = SampleTimes(at, self.interval_s, random_moment=self.random_moment)
+        times = SampleTimes(at, self.interval_s, random_moment=self.random_moment,
+                            shared_slots=self.shared_slots)
         while not self._stop.is_set():
             delay = times.next(time.time()) - time.time()
             if delay > 0 and self._stop.wait(delay):

@@ -118,6 +118,38 @@ def test_an_offset_threshold_is_never_zero_on_a_topic_idle_before_its_onset() ->
     assert offset_threshold(shapes["steady"], 20.0, 480.0) is None  # no onset
 
 
+# ---- every tool on the same moments -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("sampling", ["paired", "random"])
+def test_a_paired_run_scores_every_tool_on_the_slots_in_which_every_tool_was_read(
+    sampling: str,
+) -> None:
+    """A load holds records back from 20 to 30 s, and the peers' sampler, slowed by the same
+    load, misses those seconds. Ours' gauge and the peer both show 0 all along, so both are as
+    wrong as the truth is high. Scored on its own samples the peer would seem to win (it was
+    never read while the truth was high); a paired run scores both on the same seconds."""
+    truth = TruthLog()
+    for i in range(60):
+        truth.produced(i, T0 + i * 1000)
+        truth.committed(T0 + i * 1000 + (900 if 20 <= i < 30 else 10), i + 1)
+    shape = Shape("steady", "Steady", "", tuple(float(i) for i in range(60)), ((0.0, 0.02),))
+    ours = [_sample(T0 + i * 1000 + 500, ours_ms=0.0) for i in range(1, 59)]
+    peer = [[T0 + i * 1000 + 600, 0.0, None] for i in range(1, 59) if not 20 <= i < 30]
+    run = RunData(HarnessConfig(duration_s=59.0, sampling=sampling), T0, T0 + 59_000,
+                  [ShapeRun(shape, "acc-x-steady", "acc-x-steady-group", truth, ours)],
+                  wall_s=60.0)
+    [scored] = score_peers(run, {"cft": {"acc-x-steady-group/acc-x-steady": peer}})
+    gauge, cft = scored.result.scores["ours"], scored.peers["cft"]
+    assert cft.samples == 48
+    if sampling == "paired":
+        assert gauge.samples == 48
+        assert gauge.mean_abs_s == pytest.approx(cft.mean_abs_s)
+    else:
+        assert gauge.samples == 58
+        assert gauge.mean_abs_s > 2 * cft.mean_abs_s
+
+
 # ---- records and pages ----------------------------------------------------------------------
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.accuracy.harness import HarnessConfig, RunData
-from benchmarks.accuracy.sampler import SampleTimes
+from benchmarks.accuracy.sampler import SampleTimes, slot_of
 
 
 def test_each_random_moment_lies_in_its_own_slot() -> None:
@@ -47,14 +47,29 @@ def test_the_same_seed_gives_the_same_moments() -> None:
 
 def test_a_record_from_before_the_setting_reads_as_sampled_on_a_grid() -> None:
     run = RunData(HarnessConfig(), 0.0, 1.0, [], wall_s=1.0).to_json()
-    assert RunData.from_json(run).config.sampling == "random"
+    assert RunData.from_json(run).config.sampling == "paired"
     del run["config"]["sampling"]
     assert RunData.from_json(run).config.sampling == "grid"
 
 
-@pytest.mark.parametrize("sampling", ["random", "grid"])
+@pytest.mark.parametrize("sampling", ["paired", "random", "grid"])
 def test_the_page_says_how_the_run_sampled(sampling: str) -> None:
     from benchmarks.accuracy.report import sampling_text
 
     text = sampling_text(HarnessConfig(sampling=sampling))
-    assert ("random moment" in text) == (sampling == "random")
+    assert ("random moment" in text) == (sampling != "grid")
+    assert ("in which every tool was read" in text) == (sampling == "paired")
+
+
+def test_samplers_with_shared_slots_read_in_the_same_intervals_of_the_clock() -> None:
+    """Two samplers started at different moments, with different seeds: with shared slots their
+    k-th reads fall in the same second of the clock, so reads of different tools pair up by
+    :func:`slot_of`; without, each keeps its own slots, which straddle the clock's."""
+    ours = SampleTimes(100.3, 1.0, random_moment=True, seed=0, shared_slots=True)
+    peers = SampleTimes(100.75, 1.0, random_moment=True, seed=1, shared_slots=True)
+    for k in range(100):
+        a, b = ours.next(now=100.75 + k), peers.next(now=100.75 + k)
+        assert slot_of(a * 1000, 1.0) == slot_of(b * 1000, 1.0) == 100 + k
+    own = SampleTimes(100.75, 1.0, random_moment=True, seed=1)
+    slots = [slot_of(own.next(now=100.75 + k) * 1000, 1.0) - k for k in range(100)]
+    assert set(slots) == {100, 101}

@@ -15,6 +15,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from benchmarks.accuracy.analysis import (
     pool_scores,
 )
 from benchmarks.accuracy.harness import HarnessConfig, RunData, run_harness
-from benchmarks.accuracy.sampler import SampleTimes
+from benchmarks.accuracy.sampler import SampleTimes, slot_of
 from benchmarks.accuracy.scores import (
     CatchUpScore,
     ErrorScore,
@@ -60,6 +61,7 @@ __all__ = [
     "run_accuracy",
     "score_peer",
     "score_peers",
+    "shared_slots",
 ]
 
 log = logging.getLogger(__name__)
@@ -91,11 +93,18 @@ class PeerSample:
 @dataclass
 class PeerSampler:
     """Scrapes every tool once in every ``interval_s`` (:class:`SampleTimes`); keeps partition 0
-    of every ``acc-`` group."""
+    of every ``acc-`` group.
+
+    The tools are scraped at once, one thread each: one after the other, a loaded machine made
+    a round longer than the interval, the sampler skipped slots, and it skipped them exactly
+    while the load held records back (the truth was high), so the peers were scored on the
+    quiet moments ours' sampler did not skip. ``shared_slots``: the slots are the clock's, as
+    ours' sampler's (:func:`shared_slots` pairs them)."""
 
     tools: list[Tool]
     interval_s: float = 1.0
     random_moment: bool = True
+    shared_slots: bool = False
     # tool key -> "group/topic" -> samples
     samples: dict[str, dict[str, list[PeerSample]]] = field(default_factory=dict)
     failures: int = 0
@@ -113,17 +122,24 @@ class PeerSampler:
 
     def _run(self) -> None:
         times = SampleTimes(time.time(), self.interval_s, random_moment=self.random_moment,
-                            seed=1)
-        while not self._stop.is_set():
-            delay = times.next(time.time()) - time.time()
-            if delay > 0 and self._stop.wait(delay):
-                return
-            for tool in self.tools:
-                try:
-                    self.sample(tool)
-                except Exception as exc:  # a gap, never fatal
-                    self.failures += 1
-                    log.warning("scraping %s failed: %s", tool.spec.key, exc)
+                            seed=1, shared_slots=self.shared_slots)
+        with ThreadPoolExecutor(max(len(self.tools), 1), thread_name_prefix="peer") as pool:
+            while not self._stop.is_set():
+                delay = times.next(time.time()) - time.time()
+                if delay > 0 and self._stop.wait(delay):
+                    return
+                for tool, failure in zip(self.tools, pool.map(self._sample_or_why, self.tools),
+                                         strict=True):
+                    if failure is not None:  # a gap, never fatal
+                        self.failures += 1
+                        log.warning("scraping %s failed: %s", tool.spec.key, failure)
+
+    def _sample_or_why(self, tool: Tool) -> Exception | None:
+        try:
+            self.sample(tool)
+        except Exception as exc:
+            return exc
+        return None
 
     def sample(self, tool: Tool) -> None:
         started = time.time()
@@ -174,7 +190,8 @@ def run_accuracy(
         on_stack(stack)
     running: list[Tool] = []
     sampler = PeerSampler(running, config.sample_interval_s,
-                          random_moment=config.sampling == "random")
+                          random_moment=config.random_moments,
+                          shared_slots=config.sampling == "paired")
     prom: list[PrometheusProcess] = []
 
     failed: dict[str, str] = {}
@@ -279,7 +296,7 @@ def ours_scrape_interval_s(config: HarnessConfig) -> float:
     divisor of it, every scrape (and the rule's read-out just after it) would fall at the same
     phase of ours' cycles for the whole run, and the rule's score would be that phase's luck.
     A stretched interval sweeps every phase."""
-    if config.sampling != "random":
+    if not config.random_moments:
         return config.sample_interval_s
     return round(config.sample_interval_s * 1.1, 3)
 
@@ -462,6 +479,8 @@ def score_peers(
     """Every shape: the harness's analysis, ours' query-time rule, each peer's score and curve,
     and ours' other gauges (commit lag, data current as of, the catch-up estimate)."""
     peers = load_peer_samples(peer_json)
+    if run.config.sampling == "paired":
+        run, peers = shared_slots(run, peers)
     rules = (rule_json or {}).get("rule", {})
     duration_s = (run.end_ms - run.t0_ms) / 1000
     out = []
@@ -493,6 +512,33 @@ def score_peers(
         _score_other_gauges(shape, run)
         out.append(shape)
     return pool_shapes(out)
+
+
+def shared_slots(run: RunData, peers: dict[str, dict[str, list[PeerSample]]]
+                 ) -> tuple[RunData, dict[str, dict[str, list[PeerSample]]]]:  # fmt: skip
+    """The run and the peers' samples kept, per group, only in the slots (the clock's sample
+    intervals, :func:`slot_of`) in which ours and every peer that sampled the group were read.
+
+    Why: every tool is then scored on the same moments of the run, to within one interval. A
+    sampler that misses slots misses them when the machine is loaded, which is when records
+    wait longest; a tool scored without those slots would be scored on an easier truth. The
+    query-time rule is read from Prometheus on its own schedule, outside these slots."""
+    interval = run.config.sample_interval_s
+    kept_peers: dict[str, dict[str, list[PeerSample]]] = {tool: {} for tool in peers}
+    shapes = []
+    for r in run.shapes:
+        key = f"{r.group}/{r.topic}"
+        series = [rows for by_key in peers.values() if (rows := by_key.get(key))]
+        slots = {slot_of(s.metrics_ms, interval) for s in r.samples}
+        for rows in series:
+            slots &= {slot_of(p.t_ms, interval) for p in rows}
+        shapes.append(dataclasses.replace(
+            r, samples=[s for s in r.samples if slot_of(s.metrics_ms, interval) in slots]))
+        for tool, by_key in peers.items():
+            if key in by_key:
+                kept_peers[tool][key] = [p for p in by_key[key]
+                                         if slot_of(p.t_ms, interval) in slots]
+    return dataclasses.replace(run, shapes=shapes), kept_peers
 
 
 def pool_shapes(shapes: Sequence[CompareShape]) -> list[CompareShape]:

@@ -186,7 +186,7 @@ def render(
                 rule_grid=rule_grid_text(
                     (record.get("rule") or {}).get("grid_after_scrape_s"),
                     # the step is the interval Prometheus scraped ours at in a random run
-                    ours_scrape_interval_s(cfg) if cfg.sampling == "random" else None),
+                    ours_scrape_interval_s(cfg) if cfg.random_moments else None),
             ),
             "",
             *([phases_text(cfg), ""] if cfg.replicas > 1 else []),

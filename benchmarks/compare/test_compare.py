@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import tomllib
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -31,6 +33,7 @@ from benchmarks.compare.__main__ import ALL_TOOLS, cost_label, load_costs
 from benchmarks.compare.accuracy import (
     CompareShape,
     PeerSample,
+    PeerSampler,
     offset_alert_delay,
     pool_shapes,
     pre_onset_rate,
@@ -475,6 +478,36 @@ def test_in_a_randomly_sampled_run_ours_is_scraped_off_the_cycles_beat() -> None
     phases = {round((k * 1.1) % 2.0, 6) for k in range(200)}
     assert len(phases) >= 10
     assert ours_scrape_interval_s(HarnessConfig(sample_interval_s=1.0, sampling="grid")) == 1.0
+
+
+class _SlowTool:
+    """A peer whose every scrape takes ``answer_s`` (a loaded machine), exporting one group."""
+
+    def __init__(self, key: str, answer_s: float) -> None:
+        self.spec = SimpleNamespace(key=key, metrics="cft")
+        self.answer_s = answer_s
+
+    def metrics_text(self, timeout_s: float) -> str:
+        time.sleep(self.answer_s)
+        return ('kafka_consumer_freshness_ms{cluster="local",consumer="acc-g",topic="acc-t",'
+                'partition="0"} 1500\n')
+
+
+def test_the_peer_sampler_reads_every_tool_in_every_slot_though_each_answers_slowly() -> None:
+    """Five tools taking half a second each: one after the other a round takes 2.5 s and the
+    sampler would skip slots (two or three rounds in 4.5 s); read at once, every tool is read in
+    about every one-second slot."""
+    tools = [_SlowTool(f"tool{k}", 0.5) for k in range(5)]
+    sampler = PeerSampler(tools, 1.0, shared_slots=True)  # type: ignore[arg-type]
+    sampler.start()
+    time.sleep(4.5)
+    sampler.stop()
+    counts = {key: len(series["acc-g/acc-t"]) for key, series in sampler.samples.items()}
+    assert set(counts) == {t.spec.key for t in tools}
+    assert min(counts.values()) >= 4, counts
+    assert sampler.failures == 0
+    assert all(s.time_lag_s == 1.5 for series in sampler.samples.values()
+               for s in series["acc-g/acc-t"])
 
 
 # ---- the phases' spread: ± one standard error of the pooled mean |error| ---------------------
