@@ -122,32 +122,50 @@ def test_an_offset_threshold_is_never_zero_on_a_topic_idle_before_its_onset() ->
 
 
 @pytest.mark.parametrize("sampling", ["paired", "random"])
-def test_a_paired_run_scores_every_tool_on_the_slots_in_which_every_tool_was_read(
-    sampling: str,
-) -> None:
-    """A load holds records back from 20 to 30 s, and the peers' sampler, slowed by the same
+def test_a_slot_a_sampler_missed_is_scored_at_the_tools_last_answer(sampling: str) -> None:
+    """A load holds the consumer back from 20 to 30 s, and the peer's sampler, slowed by the same
     load, misses those seconds. Ours' gauge and the peer both show 0 all along, so both are as
     wrong as the truth is high. Scored on its own samples the peer would seem to win (it was
-    never read while the truth was high); a paired run scores both on the same seconds."""
+    never read while the truth was high); in a paired run each missed second is scored at the
+    peer's last answer, as a dashboard shows it, so both are scored on the same seconds."""
     truth = TruthLog()
     for i in range(60):
         truth.produced(i, T0 + i * 1000)
-        truth.committed(T0 + i * 1000 + (900 if 20 <= i < 30 else 10), i + 1)
+        if not 20 <= i < 30:
+            truth.committed(T0 + i * 1000 + 10, i + 1)
     shape = Shape("steady", "Steady", "", tuple(float(i) for i in range(60)), ((0.0, 0.02),))
-    ours = [_sample(T0 + i * 1000 + 500, ours_ms=0.0) for i in range(1, 59)]
-    peer = [[T0 + i * 1000 + 600, 0.0, None] for i in range(1, 59) if not 20 <= i < 30]
+    ours = [_sample(T0 + i * 1000 + 500, ours_ms=0.0) for i in range(59)]
+    peer = [[T0 + i * 1000 + 600, 0.0, None] for i in range(59) if not 20 <= i < 30]
     run = RunData(HarnessConfig(duration_s=59.0, sampling=sampling), T0, T0 + 59_000,
                   [ShapeRun(shape, "acc-x-steady", "acc-x-steady-group", truth, ours)],
                   wall_s=60.0)
     [scored] = score_peers(run, {"cft": {"acc-x-steady-group/acc-x-steady": peer}})
     gauge, cft = scored.result.scores["ours"], scored.peers["cft"]
-    assert cft.samples == 48
+    assert gauge.samples == 59
     if sampling == "paired":
-        assert gauge.samples == 48
-        assert gauge.mean_abs_s == pytest.approx(cft.mean_abs_s)
+        assert cft.samples == 59
+        assert cft.mean_abs_s == pytest.approx(gauge.mean_abs_s, rel=0.1)
     else:
-        assert gauge.samples == 58
+        assert cft.samples == 49
         assert gauge.mean_abs_s > 2 * cft.mean_abs_s
+
+
+def test_a_missed_slot_holds_the_last_answer_and_a_slot_before_any_answer_stays_empty() -> None:
+    from benchmarks.compare.accuracy import PeerSample, held_through_missed_slots
+
+    shape = Shape("idle", "Idle", "", (), ((0.0, 0.02),))
+    run = RunData(HarnessConfig(duration_s=6.0), T0, T0 + 5_500,
+                  [ShapeRun(shape, "t", "g", TruthLog(), [_sample(T0 + 2_100, ours_ms=7.0)])],
+                  wall_s=6.0)
+    peer = {"cft": {"g/t": [PeerSample(T0 + 1_300, 1.0, None), PeerSample(T0 + 4_200, 4.0, None)]}}
+    filled_run, filled = held_through_missed_slots(run, peer)
+    rows = filled["cft"]["g/t"]
+    assert [math.floor((p.t_ms - T0) / 1000) for p in rows] == [1, 2, 3, 4, 5]
+    assert [p.time_lag_s for p in rows] == [1.0, 1.0, 1.0, 4.0, 4.0]
+    assert all(p.t_ms >= q.t_ms for p, q in zip(rows[1:], rows, strict=False))
+    ours = filled_run.shapes[0].samples
+    assert [math.floor((s.metrics_ms - T0) / 1000) for s in ours] == [2, 3, 4, 5]
+    assert {s.ours_ms for s in ours} == {7.0}
 
 
 # ---- records and pages ----------------------------------------------------------------------

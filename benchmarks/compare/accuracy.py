@@ -9,13 +9,13 @@ by the same scorer as ours, on its own samples, raw (what a Prometheus scrape wo
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,13 +55,13 @@ __all__ = [
     "RULES_FILE",
     "PeerSample",
     "PeerSampler",
+    "held_through_missed_slots",
     "offset_alert_delay",
     "pool_shapes",
     "pre_onset_rate",
     "run_accuracy",
     "score_peer",
     "score_peers",
-    "shared_slots",
 ]
 
 log = logging.getLogger(__name__)
@@ -95,11 +95,11 @@ class PeerSampler:
     """Scrapes every tool once in every ``interval_s`` (:class:`SampleTimes`); keeps partition 0
     of every ``acc-`` group.
 
-    The tools are scraped at once, one thread each: one after the other, a loaded machine made
-    a round longer than the interval, the sampler skipped slots, and it skipped them exactly
-    while the load held records back (the truth was high), so the peers were scored on the
-    quiet moments ours' sampler did not skip. ``shared_slots``: the slots are the clock's, as
-    ours' sampler's (:func:`shared_slots` pairs them)."""
+    Each tool has its own loop and thread: scraped one after the other, a loaded machine made a
+    round longer than the interval and the sampler skipped slots of every tool for the slowest
+    one's sake, exactly while the load held records back (the truth was high).
+    ``shared_slots``: the slots are the clock's, as ours' sampler's, so a slot a tool's loop
+    missed is known (:func:`held_through_missed_slots`)."""
 
     tools: list[Tool]
     interval_s: float = 1.0
@@ -109,37 +109,35 @@ class PeerSampler:
     samples: dict[str, dict[str, list[PeerSample]]] = field(default_factory=dict)
     failures: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="peer-sampler", daemon=True)
-        self._thread.start()
+        for tool in self.tools:
+            thread = threading.Thread(target=self._run, args=(tool,), daemon=True,
+                                      name=f"peer-sampler-{tool.spec.key}")
+            thread.start()
+            self._threads.append(thread)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        for thread in self._threads:
+            thread.join(timeout=30)
 
-    def _run(self) -> None:
+    def _run(self, tool: Tool) -> None:
+        # one seed for every tool: their moments coincide wherever no loop fell behind
         times = SampleTimes(time.time(), self.interval_s, random_moment=self.random_moment,
                             seed=1, shared_slots=self.shared_slots)
-        with ThreadPoolExecutor(max(len(self.tools), 1), thread_name_prefix="peer") as pool:
-            while not self._stop.is_set():
-                delay = times.next(time.time()) - time.time()
-                if delay > 0 and self._stop.wait(delay):
-                    return
-                for tool, failure in zip(self.tools, pool.map(self._sample_or_why, self.tools),
-                                         strict=True):
-                    if failure is not None:  # a gap, never fatal
-                        self.failures += 1
-                        log.warning("scraping %s failed: %s", tool.spec.key, failure)
-
-    def _sample_or_why(self, tool: Tool) -> Exception | None:
-        try:
-            self.sample(tool)
-        except Exception as exc:
-            return exc
-        return None
+        while not self._stop.is_set():
+            delay = times.next(time.time()) - time.time()
+            if delay > 0 and self._stop.wait(delay):
+                return
+            try:
+                self.sample(tool)
+            except Exception as exc:  # a gap, never fatal
+                with self._lock:
+                    self.failures += 1
+                log.warning("scraping %s failed: %s", tool.spec.key, exc)
 
     def sample(self, tool: Tool) -> None:
         started = time.time()
@@ -480,7 +478,7 @@ def score_peers(
     and ours' other gauges (commit lag, data current as of, the catch-up estimate)."""
     peers = load_peer_samples(peer_json)
     if run.config.sampling == "paired":
-        run, peers = shared_slots(run, peers)
+        run, peers = held_through_missed_slots(run, peers)
     rules = (rule_json or {}).get("rule", {})
     duration_s = (run.end_ms - run.t0_ms) / 1000
     out = []
@@ -514,31 +512,51 @@ def score_peers(
     return pool_shapes(out)
 
 
-def shared_slots(run: RunData, peers: dict[str, dict[str, list[PeerSample]]]
-                 ) -> tuple[RunData, dict[str, dict[str, list[PeerSample]]]]:  # fmt: skip
-    """The run and the peers' samples kept, per group, only in the slots (the clock's sample
-    intervals, :func:`slot_of`) in which ours and every peer that sampled the group were read.
+PeerSeries = dict[str, dict[str, list[PeerSample]]]  # tool -> "group/topic" -> samples
 
-    Why: every tool is then scored on the same moments of the run, to within one interval. A
-    sampler that misses slots misses them when the machine is loaded, which is when records
-    wait longest; a tool scored without those slots would be scored on an easier truth. The
-    query-time rule is read from Prometheus on its own schedule, outside these slots."""
-    interval = run.config.sample_interval_s
-    kept_peers: dict[str, dict[str, list[PeerSample]]] = {tool: {} for tool in peers}
+
+def held_through_missed_slots(run: RunData, peers: PeerSeries) -> tuple[RunData, PeerSeries]:
+    """The run and the peers' samples with a sample of every tool in every slot of the run (the
+    clock's sample intervals, :func:`slot_of`): a slot a tool's sampler missed (its previous
+    scrape still running) gets the tool's last answer before it, at a moment spread over the
+    slot, as a dashboard shows a target that does not answer: its last scraped value.
+
+    Why: a sampler misses slots when the machine is loaded, which is when records wait
+    longest; a tool scored without those slots would be scored on an easier truth than the
+    others. The query-time rule is read from Prometheus on its own schedule, which misses
+    nothing."""
+    interval_ms = run.config.sample_interval_s * 1000
+    first, last = slot_of(run.t0_ms, run.config.sample_interval_s), slot_of(
+        run.end_ms, run.config.sample_interval_s)
+
+    def moments_missed(stamps: Sequence[float]) -> list[float]:
+        seen = {slot_of(t, run.config.sample_interval_s) for t in stamps}
+        # spread over the slot without a random generator: the golden ratio's multiples mod 1
+        return [(k + (k * 0.6180339887) % 1.0) * interval_ms
+                for k in range(first, last + 1) if k not in seen]
+
+    def held(stamps: Sequence[float], at: float) -> int | None:
+        i = bisect.bisect_right(stamps, at) - 1
+        return i if i >= 0 else None
+
     shapes = []
     for r in run.shapes:
-        key = f"{r.group}/{r.topic}"
-        series = [rows for by_key in peers.values() if (rows := by_key.get(key))]
-        slots = {slot_of(s.metrics_ms, interval) for s in r.samples}
-        for rows in series:
-            slots &= {slot_of(p.t_ms, interval) for p in rows}
+        ours = sorted(r.samples, key=lambda s: s.metrics_ms)
+        stamps = [s.metrics_ms for s in ours]
+        filled = [dataclasses.replace(ours[i], metrics_ms=at)
+                  for at in moments_missed(stamps) if (i := held(stamps, at)) is not None]
         shapes.append(dataclasses.replace(
-            r, samples=[s for s in r.samples if slot_of(s.metrics_ms, interval) in slots]))
-        for tool, by_key in peers.items():
-            if key in by_key:
-                kept_peers[tool][key] = [p for p in by_key[key]
-                                         if slot_of(p.t_ms, interval) in slots]
-    return dataclasses.replace(run, shapes=shapes), kept_peers
+            r, samples=sorted([*ours, *filled], key=lambda s: s.metrics_ms)))
+    kept: dict[str, dict[str, list[PeerSample]]] = {}
+    for tool, by_key in peers.items():
+        kept[tool] = {}
+        for key, rows in by_key.items():
+            rows = sorted(rows, key=lambda p: p.t_ms)
+            stamps = [p.t_ms for p in rows]
+            filled_rows = [dataclasses.replace(rows[i], t_ms=at)
+                           for at in moments_missed(stamps) if (i := held(stamps, at)) is not None]
+            kept[tool][key] = sorted([*rows, *filled_rows], key=lambda p: p.t_ms)
+    return dataclasses.replace(run, shapes=shapes), kept
 
 
 def pool_shapes(shapes: Sequence[CompareShape]) -> list[CompareShape]:
