@@ -64,12 +64,14 @@ def freshness_now(stamp: Family, gauge: Family, selector: str) -> str:
     forward to now at the rate it grew over `$rate_window` (0 to 1 s per s; 1 where the timestamp
     did not change over it: the same record waits), so a stuck group ages with the clock and one
     that keeps up keeps its gauge; the gauge alone where no record waits (it is 0), no timestamp
-    is exported (per partition it is opt-in) or there is no rate yet. The chart's rule is the
-    same expression."""
+    is exported (per partition it is opt-in) or there is no rate yet; never carried further
+    than the age the wait was seen at (a short wait caught on a group that keeps up must not
+    grow by a cycle). The chart's rule is the same expression."""
     g, ts = f"{gauge.name}{{{selector}}}", f"{stamp.name}{{{selector}}}"
+    since = f"clamp_min(1000 * (time() - {ts}) - {g}, 0)"
     return (f"({g} + clamp_max(clamp(deriv({g}[$rate_window]) / 1000, 0, 1) "
             f"+ (changes({ts}[$rate_window]) == bool 0), 1) "
-            f"* clamp_min(1000 * (time() - {ts}) - {g}, 0)) or {g}")
+            f"* ({since} + {g} - abs({since} - {g})) / 2) or {g}")
 
 
 GROUP_NOW = freshness_now(GROUP_OLDEST_UNCOMMITTED, GROUP_MAX_FRESHNESS, GROUP)

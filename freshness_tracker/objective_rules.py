@@ -162,14 +162,18 @@ def _freshness_now(stamp: str, gauge: str, selector: str, window: str) -> str:
     and at 1 where the timestamp did not change over `window` (the same record waits, so it ages
     with the clock): a stuck group ages with the clock, one that keeps up keeps its gauge. The
     gauge alone where no record waits (its 0 must not age), no timestamp is exported or the
-    window holds fewer than two samples. Then the worst copy. The chart's rule is the same
+    window holds fewer than two samples. No wait is carried further than the age it was seen
+    at (the smaller of the two, `(a + b − |a − b|) / 2`): a cycle that catches a short wait of
+    a group that keeps up must not grow it by a whole cycle; a stuck group is seen waiting at
+    least a cycle from its second cycle on. Then the worst copy. The chart's rule is the same
     expression."""
     g, ts = f"{gauge}{{{selector}}}", f"{stamp}{{{selector}}}"
+    since = f"clamp_min(1000 * (time() - {ts}) - {g}, 0)"
     return (f"max by (cluster, consumer) (\n    (\n        {g}\n      +\n"
             f"        clamp_max(\n            clamp(deriv({g}[{window}]) / 1000, 0, 1)\n"
             f"          + (changes({ts}[{window}]) == bool 0),\n          1\n        )\n      *\n"
-            f"        clamp_min(\n          1000 * (time() - {ts})\n          - {g},\n"
-            f"          0\n        )\n    )\n"
+            f"        (\n            {since}\n          + {g}\n"
+            f"          - abs({since} - {g})\n        ) / 2\n    )\n"
             f"  or\n    {g}\n)")
 
 

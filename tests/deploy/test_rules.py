@@ -82,14 +82,19 @@ def test_recording_rules_are_named_after_their_aggregation(rules: dict[str, Any]
         level, metric, operation = rule["record"].split(":")
         if operation == "querytime_max":  # the gauge carried forward per series, then the worst
             assert rule["expr"].startswith(f"max by ({level.replace('_', ', ')}) (\n"), rule
-            gauge, rated, same, stamp, since, alone = re.findall(r"kafka_consumer_\w+",
-                                                                 rule["expr"])
+            gauge, rated, same, *capped, alone = re.findall(r"kafka_consumer_\w+",
+                                                            rule["expr"])
+            stamp = same
+            since = f"clamp_min(time() - {stamp} - {gauge} / 1000, 0)"
             # at the rate the gauge grew over the window (1 while the same record waited all
-            # of it), for the time since its cycle
+            # of it), for the time since its cycle, but never further than the age it was seen
+            # at: the smaller of the two, (a + b - |a - b|) / 2
             assert f"clamp(deriv({gauge}[2m]) / 1000, 0, 1)" in rule["expr"], rule
             assert f"+ (changes({stamp}[2m]) == bool 0),\n" in rule["expr"], rule
-            assert f"clamp_min(time() - {stamp} - {gauge} / 1000, 0)" in rule["expr"], rule
-            assert gauge == rated == since == alone and same == stamp, rule
+            assert f"{since}\n          + {gauge} / 1000\n" in rule["expr"], rule
+            assert f"- abs({since} - {gauge} / 1000)\n        ) / 2" in rule["expr"], rule
+            assert capped == [stamp, gauge, gauge, stamp, gauge, gauge], rule
+            assert gauge == rated == alone, rule
             assert stamp.endswith("_oldest_uncommitted_timestamp_seconds"), rule
             assert gauge.endswith("_max_freshness_ms") and f"or\n    {gauge} / 1000" in \
                 rule["expr"], rule
