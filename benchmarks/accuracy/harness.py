@@ -47,7 +47,8 @@ class HarnessConfig:
     replicas: int = 1
     #: "paired": one sample at a random moment of every interval of the clock
     #: (`sampler.SampleTimes`), the same intervals for every sampler of the run, so the
-    #: comparison scores each tool on the intervals every tool was read in; "random": a random
+    #: comparison scores every tool in every interval (one a sampler missed at the tool's last
+    #: answer: `compare.accuracy.held_through_missed_slots`); "random": a random
     #: moment of each interval from the sampler's own start; "grid": on the dot of every
     #: interval, as every run recorded before either
     sampling: str = "paired"

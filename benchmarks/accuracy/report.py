@@ -454,7 +454,8 @@ def sampling_text(cfg: HarnessConfig) -> str:
     if cfg.sampling == "paired":
         return (f"every tool read once at a random moment of every {cfg.sample_interval_s:g} s "
                 "of the clock (the mean over samples is the time average, whatever a tool's "
-                "period), each tool scored on the intervals in which every tool was read")
+                "period); an interval in which a tool's scrape was still running is scored at "
+                "its last answer, as a dashboard shows it")
     if cfg.sampling == "random":
         return (f"every tool read once at a random moment of every {cfg.sample_interval_s:g} s "
                 "(the mean over samples is the time average, whatever a tool's period)")

@@ -58,7 +58,7 @@ def test_the_page_says_how_the_run_sampled(sampling: str) -> None:
 
     text = sampling_text(HarnessConfig(sampling=sampling))
     assert ("random moment" in text) == (sampling != "grid")
-    assert ("in which every tool was read" in text) == (sampling == "paired")
+    assert ("at its last answer" in text) == (sampling == "paired")
 
 
 def test_samplers_with_shared_slots_read_in_the_same_intervals_of_the_clock() -> None:
