@@ -53,6 +53,10 @@ class HarnessConfig:
     #: interval, as every run recorded before either
     sampling: str = "paired"
 
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> HarnessConfig:
+        return cls(**{"sampling": "grid", **d})  # recorded before the setting: on a grid
+
     @property
     def random_moments(self) -> bool:
         """Whether the samplers read at a random moment of each interval."""
@@ -102,7 +106,7 @@ class RunData:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RunData:
         return cls(
-            config=HarnessConfig(**{"sampling": "grid", **d["config"]}),  # older: on a grid
+            config=HarnessConfig.from_json(d["config"]),
             t0_ms=d["t0_ms"], end_ms=d["end_ms"],
             wall_s=d.get("wall_s", 0.0), sampler_failures=d.get("sampler_failures", 0),
             shapes=[ShapeRun(Shape.from_json(s["shape"]), s["topic"], s["group"],

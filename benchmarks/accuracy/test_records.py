@@ -235,6 +235,7 @@ def test_a_record_round_trips_into_the_comparison_page(tmp_path: Path) -> None:
     assert "`klag 0.1.29 abc`" in page  # the version its build recorded
     assert "**not run**: kminion was not built: go refused" in page
     assert "1/2/3 at the start, 4/5/6 at the end" in page
+    assert "scraping every peer at its poll interval and ours every 1.1 s" in page
     # the peer beat the gauge on nothing; the page says where it did beat something, or nowhere
     assert "klag-exporter \"message\" 3.00 s against" not in page
     accuracy = accuracy_report.pages(root)[accuracy_report.PAGE]

@@ -23,7 +23,7 @@ from benchmarks.accuracy.analysis import (
     unseen_lag_after_onset_s,
     unseen_lag_in_run_s,
 )
-from benchmarks.accuracy.harness import RunData
+from benchmarks.accuracy.harness import HarnessConfig, RunData
 from benchmarks.accuracy.record import load_records
 from benchmarks.accuracy.report import fmt, sampling_text
 from benchmarks.compare.accuracy import CompareShape, ours_scrape_interval_s, score_peers
@@ -286,6 +286,11 @@ def _failed_run(record: dict[str, Any]) -> str:
             "nothing of it is scored.")
 
 
+def _ours_scrape_s(record: dict[str, Any]) -> float:
+    """How often the run's Prometheus scraped ours."""
+    return ours_scrape_interval_s(HarnessConfig.from_json(record.get("config", {})))
+
+
 def _versions(record: dict[str, Any] | None, costs: Sequence[dict[str, Any]]) -> list[str]:
     lines = []
     if record is not None:
@@ -296,10 +301,10 @@ def _versions(record: dict[str, Any] | None, costs: Sequence[dict[str, Any]]) ->
             "figure is compared with ours measured in the same run.",
             f"- Stack: one-node Apache Kafka {record.get('kafka', '?')} (KRaft) + "
             f"{record.get('burrow', '?')} (`offset-refresh = 1`); "
-            f"{record.get('prometheus', 'no Prometheus')} scraping every tool at its poll "
-            "interval and evaluating the shipped rules "
-            "(`examples/prometheus/freshness-tracker.rules.yml`, unchanged) at the run's "
-            "frequency.",
+            f"{record.get('prometheus', 'no Prometheus')} scraping every peer at its poll "
+            f"interval and ours every {_ours_scrape_s(record):g} s, and evaluating the chart's "
+            "rules (as `examples/prometheus/freshness-tracker.rules.yml`, with "
+            "`freshnessRateWindow` for the run's intervals) at the run's frequency.",
         ]
         rules = record.get("rules")
         if rules:
