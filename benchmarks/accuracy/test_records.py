@@ -168,6 +168,27 @@ def test_a_missed_slot_holds_the_last_answer_and_a_slot_before_any_answer_stays_
     assert {s.ours_ms for s in ours} == {7.0}
 
 
+def test_the_rules_read_outs_above_0_while_nothing_waited_are_counted() -> None:
+    """A group that keeps up (each record committed 10 ms after it is written): five read-outs
+    of the rule show 0.4 s where the truth is 0, a caught wait carried past its commit."""
+    from benchmarks.compare.page import rule_over_nothing_waiting_s
+
+    truth = TruthLog()
+    for i in range(60):
+        truth.produced(i, T0 + i * 1000)
+        truth.committed(T0 + i * 1000 + 10, i + 1)
+    shape = Shape("steady", "Steady", "", tuple(float(i) for i in range(60)), ((0.0, 0.01),))
+    ours = [_sample(T0 + i * 1000 + 500, ours_ms=0.0) for i in range(1, 59)]
+    rule = [[T0 + i * 1000 + 500, 0.4 if 10 <= i < 15 else 0.0] for i in range(1, 59)]
+    run = RunData(HarnessConfig(duration_s=59.0), T0, T0 + 59_000,
+                  [ShapeRun(shape, "acc-x-steady", "acc-x-steady-group", truth, ours)],
+                  wall_s=60.0)
+    [scored] = score_peers(run, {}, {"rule": {"acc-x-steady-group": rule}})
+    assert scored.rule is not None
+    assert rule_over_nothing_waiting_s(scored, T0) == pytest.approx(5 * 0.4 / 58)
+    assert scored.rule.mean_abs_s == pytest.approx(5 * 0.4 / 58)
+
+
 # ---- records and pages ----------------------------------------------------------------------
 
 

@@ -41,7 +41,8 @@ from benchmarks.compare.report import (
 )
 from benchmarks.compare.stats import ratio, ratio_text
 
-__all__ = ["PAGE", "RECORDS", "latest_scored", "pages", "render", "summary_scores", "write_all"]
+__all__ = ["PAGE", "RECORDS", "latest_scored", "pages", "render", "rule_over_nothing_waiting_s",
+           "summary_scores", "write_all"]
 
 PAGE = "docs/comparison.md"
 RECORDS = "docs/records/comparison"
@@ -712,6 +713,25 @@ def _burrow_delays(sh: CompareShape, t0_ms: float, end_ms: float) -> list[float]
     return delays
 
 
+def rule_over_nothing_waiting_s(sh: CompareShape, t0_ms: float) -> float | None:
+    """The part of the rule's mean |error| from read-outs above 0 while no record waited (the
+    truth 0), over every phase; None without rule read-outs. Such a read-out is a wait a cycle
+    caught that the group ended before the read-out: the rule carries it to at most twice the
+    age it was seen at until the next cycle shows the commit."""
+    n, over = 0, 0.0
+    for r in sh.replicas or [sh]:
+        if r.rule_curve is None:
+            continue
+        for t_s, value in zip(r.rule_curve.t_s, r.rule_curve.values, strict=True):
+            truth = r.result.run.truth.freshness_ms(t0_ms + t_s * 1000)
+            if truth is None or math.isnan(value):
+                continue
+            n += 1
+            if truth == 0 and value > 0:
+                over += value
+    return over / n if n else None
+
+
 def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
             period_s: float, window_s: float) -> str:  # fmt: skip
     """Per shape, the gauge's error split into its cycles' timing and Burrow's share."""
@@ -725,6 +745,7 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
         runs = [r.result.run for r in sh.replicas or [sh]]
         onset = unseen_lag_after_onset_s(runs, t0_ms, window_s)
         whole = unseen_lag_in_run_s(runs, t0_ms, end_ms)
+        rule_over = rule_over_nothing_waiting_s(sh, t0_ms)
         parts.append(
             f"{sh.result.run.shape.name}: gauge {fmt(share.gauge_s)} s, its cycles with exact "
             f"offsets {fmt(share.exact_at_cycles_s)} s (Burrow's share "
@@ -738,6 +759,11 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
                f"; after onset the gauge's {fmt(onset[0])} s include {fmt(onset[1])} s of "
                "samples at 0 while the truth was not (Burrow not yet showing the partition "
                "lagging)")
+            + ("" if rule_over is None or round(rule_over, 2) == 0 or sh.rule is None else
+               f"; {fmt(rule_over)} s of the rule's {fmt(sh.rule.mean_abs_s)} s are read-outs "
+               "above 0 while no record waited (a wait a cycle caught and the group ended "
+               "before the read-out, which the rule carries to at most twice the age it was "
+               "seen at until the next cycle)")
         )
     return "; ".join(parts)
 
