@@ -44,7 +44,7 @@ from freshness_tracker.metrics import (
     TOPIC_OLDEST_UNCOMMITTED,
     Family,
 )
-from freshness_tracker.objective_rules import RATE_WINDOW
+from freshness_tracker.objective_rules import FREQUENCY_S, RATE_WINDOW
 
 DS = {"type": "prometheus", "uid": "${datasource}"}
 GROUP = 'job=~"$job", cluster=~"$cluster", consumer=~"$consumer"'
@@ -64,16 +64,18 @@ def freshness_now(stamp: Family, gauge: Family, selector: str) -> str:
     forward to now at the rate it grew over `$rate_window` (0 to 1 s per s; 1 where the timestamp
     did not change over it: the same record waits), so a stuck group ages with the clock and one
     that keeps up keeps its gauge; the gauge alone where no record waits (it is 0), no timestamp
-    is exported (per partition it is opt-in) or there is no rate yet; never carried further
-    than the age the wait was seen at (a short wait caught on a group that keeps up must not
-    grow by a cycle). The chart's rule is the same expression."""
+    is exported (per partition it is opt-in) or there is no rate yet; a wait shorter than a
+    cycle (`$frequency`, the exporter's frequency_sec) is not carried: a group that keeps up
+    shows one now and then and ends it a moment later. The chart's rule is the same
+    expression."""
     g, ts = f"{gauge.name}{{{selector}}}", f"{stamp.name}{{{selector}}}"
-    since = f"clamp_min(1000 * (time() - {ts}) - {g}, 0)"
     return (f"({g} + clamp_max(clamp(deriv({g}[$rate_window]) / 1000, 0, 1) "
             f"+ (changes({ts}[$rate_window]) == bool 0), 1) "
-            f"* ({since} + {g} - abs({since} - {g})) / 2) or {g}")
+            f"* ({g} >= bool ($frequency * 1000)) "
+            f"* clamp_min(1000 * (time() - {ts}) - {g}, 0)) or {g}")
 
 
+_FREQUENCY = format(FREQUENCY_S, "g")
 GROUP_NOW = freshness_now(GROUP_OLDEST_UNCOMMITTED, GROUP_MAX_FRESHNESS, GROUP)
 TOPIC_NOW = freshness_now(TOPIC_OLDEST_UNCOMMITTED, TOPIC_MAX_FRESHNESS, TOPIC)
 PARTITION_NOW = freshness_now(OLDEST_UNCOMMITTED, FRESHNESS, TOPIC)
@@ -476,6 +478,13 @@ def build() -> dict[str, Any]:
              "description": "The query-time freshness carries each gauge forward at the rate "
                             "it grew over this window: the chart's "
                             "prometheusRule.freshnessRateWindow (docs/querytime.md)."},
+            {"name": "frequency", "label": "Exporter frequency (s)", "type": "custom",
+             "query": _FREQUENCY, "current": {"text": _FREQUENCY, "value": _FREQUENCY},
+             "options": [{"text": _FREQUENCY, "value": _FREQUENCY, "selected": True}],
+             "hide": 0,
+             "description": "The exporter's frequency_sec (the chart's config.frequencySec): "
+                            "a wait shorter than one cycle is not carried forward "
+                            "(docs/querytime.md)."},
         ]},
         "panels": _panels(),
     }

@@ -63,11 +63,13 @@ def _rule_spec(template: str, values: dict[str, Any]) -> str:
     return rules_yaml(spec, allow_unicode=False)
 
 
-def rules_text(values: dict[str, Any] | None = None) -> str:
-    """The shipped rules file; `values` are prometheusRule values over the chart's defaults (a
-    benchmark renders them for its own intervals, as a user would)."""
-    return RULES_HEADER + _rule_spec("prometheusrule.yaml",
-                                     {"prometheusRule": {"enabled": True, **(values or {})}})
+def rules_text(values: dict[str, Any] | None = None, frequency_s: float | None = None) -> str:
+    """The shipped rules file; `values` are prometheusRule values over the chart's defaults and
+    `frequency_s` the exporter's config.frequencySec (a benchmark renders them for its own
+    intervals, as a user would)."""
+    config = {} if frequency_s is None else {"config": {"frequencySec": frequency_s}}
+    return RULES_HEADER + _rule_spec(
+        "prometheusrule.yaml", {"prometheusRule": {"enabled": True, **(values or {})}, **config})
 
 
 def compat_rules_text() -> str:

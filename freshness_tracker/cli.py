@@ -101,6 +101,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="carry each group's freshness forward between cycles at the rate "
                             "it grew over this window (default: 2m; at least three times the "
                             "scrape interval and the exporter's frequency_sec)")
+    rules.add_argument("--frequency", metavar="SECONDS", type=float,
+                       help="the exporter's frequency_sec: a wait shorter than one cycle is "
+                            "not carried forward (default: reference.conf's)")
     rules.add_argument("--format", choices=["rules", "helm-values"], default="rules",
                        help="a Prometheus rules file (default), or chart values setting "
                             "prometheusRule.extraGroups")
@@ -327,13 +330,15 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 
 def cmd_rules(args: argparse.Namespace) -> int:
-    from freshness_tracker.objective_rules import RATE_WINDOW, render_rules
+    from freshness_tracker.objective_rules import FREQUENCY_S, RATE_WINDOW, render_rules
     from freshness_tracker.spark.objectives import load_objectives
 
     objectives = load_objectives(args.objectives)
     print(render_rules(objectives, job=args.job, source=args.objectives,
                        helm_values=args.format == "helm-values",
-                       rate_window=args.rate_window or RATE_WINDOW), end="")
+                       rate_window=args.rate_window or RATE_WINDOW,
+                       frequency_s=FREQUENCY_S if args.frequency is None else args.frequency),
+          end="")
     return EXIT_OK
 
 

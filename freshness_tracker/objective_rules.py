@@ -43,6 +43,7 @@ comments (one line each: anything that is not a printable character is escaped).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from typing import Any
 
 import yaml
 
+from freshness_tracker.config.settings import MIN_FREQUENCY_S
 from freshness_tracker.domain.slo import Objective
 from freshness_tracker.errors import ConfigError
 from freshness_tracker.metrics import (
@@ -95,6 +97,9 @@ WINDOWS = ("5m", "30m", "1h", "2h", "6h", "1d", "3d")
 #: forward between cycles: the chart's default `prometheusRule.freshnessRateWindow`, holding at
 #: least two cycles at the default 30 s scrape and cycle.
 RATE_WINDOW = "2m"
+#: The exporter's cycle period, `frequency_sec`, as reference.conf sets it (a test keeps the two
+#: equal): a wait shorter than a cycle is not carried forward.
+FREQUENCY_S = 30.0
 _WINDOW = re.compile(r"([0-9]+(ms|s|m|h|d|w|y))+")
 
 _ALERTS = (
@@ -155,38 +160,38 @@ def _selectors(objectives: Sequence[Objective], i: int, job: str | None) -> str:
                       *(f"consumer!~{_promql_string(o.consumer)}" for o in objectives[:i])])
 
 
-def _freshness_now(stamp: str, gauge: str, selector: str, window: str) -> str:
+def _freshness_now(stamp: str, gauge: str, selector: str, window: str, cycle_ms: str) -> str:
     """The worst freshness in ms at the rule's evaluation time: per series, the cycle's gauge
     carried forward to now (time since the cycle observed it: now − the oldest uncommitted
     record's timestamp − the gauge) at the rate it grew over `window`, between 0 and 1 s per s,
     and at 1 where the timestamp did not change over `window` (the same record waits, so it ages
     with the clock): a stuck group ages with the clock, one that keeps up keeps its gauge. The
     gauge alone where no record waits (its 0 must not age), no timestamp is exported or the
-    window holds fewer than two samples. No wait is carried further than the age it was seen
-    at (the smaller of the two, `(a + b − |a − b|) / 2`): a cycle that catches a short wait of
-    a group that keeps up must not grow it by a whole cycle; a stuck group is seen waiting at
-    least a cycle from its second cycle on. Then the worst copy. The chart's rule is the same
+    window holds fewer than two samples. Only a wait of at least one cycle (`cycle_ms`) is
+    carried: a group that keeps up shows shorter waits now and then, which a cycle catches at
+    random and the group ends a moment later; a group that stops is seen waiting at least a
+    cycle from its second cycle on. Then the worst copy. The chart's rule is the same
     expression."""
     g, ts = f"{gauge}{{{selector}}}", f"{stamp}{{{selector}}}"
-    since = f"clamp_min(1000 * (time() - {ts}) - {g}, 0)"
     return (f"max by (cluster, consumer) (\n    (\n        {g}\n      +\n"
             f"        clamp_max(\n            clamp(deriv({g}[{window}]) / 1000, 0, 1)\n"
             f"          + (changes({ts}[{window}]) == bool 0),\n          1\n        )\n      *\n"
-            f"        (\n            {since}\n          + {g}\n"
-            f"          - abs({since} - {g})\n        ) / 2\n    )\n"
+            f"        ({g} >= bool {cycle_ms})\n      *\n"
+            f"        clamp_min(\n          1000 * (time() - {ts})\n          - {g},\n"
+            f"          0\n        )\n    )\n"
             f"  or\n    {g}\n)")
 
 
 def _sli(objectives: Sequence[Objective], i: int, job: str | None,
-         window: str) -> dict[str, Any]:
+         window: str, cycle_ms: str) -> dict[str, Any]:
     o = objectives[i]
     sel = _selectors(objectives, i, job)
     if o.topic is None:
         worst = _freshness_now(GROUP_OLDEST_UNCOMMITTED.name, GROUP_MAX_FRESHNESS.name, sel,
-                               window)
+                               window, cycle_ms)
     else:
         worst = _freshness_now(TOPIC_OLDEST_UNCOMMITTED.name, TOPIC_MAX_FRESHNESS.name,
-                               f"{sel}, topic=~{_promql_string(o.topic)}", window)
+                               f"{sel}, topic=~{_promql_string(o.topic)}", window, cycle_ms)
     reported = f"max by (cluster, consumer) ({GROUP_STATUS.name}{{{sel}}})"
     return {
         "record": BAD,
@@ -246,16 +251,17 @@ def _duration(ms: int) -> str:
 
 
 def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
-                    source: str = "objectives",
-                    rate_window: str = RATE_WINDOW) -> dict[str, Any]:
+                    source: str = "objectives", rate_window: str = RATE_WINDOW,
+                    frequency_s: float = FREQUENCY_S) -> dict[str, Any]:
     """The rules file (`{"groups": [...]}`) for `objectives`, in their order (first match).
 
     `rate_window` is the window over which the SLI measures how fast the freshness gauge grows
-    to carry it forward between cycles (the chart's `prometheusRule.freshnessRateWindow`).
+    to carry it forward between cycles (the chart's `prometheusRule.freshnessRateWindow`);
+    `frequency_s` the exporter's `frequency_sec`: a shorter wait is not carried.
 
     Raises ConfigError for an empty list, a regex Prometheus cannot run, a job name that is not
-    Unicode text (a PromQL string and the file are UTF-8) or a window that is not a Prometheus
-    duration above zero.
+    Unicode text (a PromQL string and the file are UTF-8), a window that is not a Prometheus
+    duration above zero or a frequency below the exporter's least.
     """
     if not objectives:
         raise ConfigError(f"{source}: objectives", "expected a non-empty list")
@@ -268,7 +274,11 @@ def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
     if not _WINDOW.fullmatch(rate_window) or not any(c in "123456789" for c in rate_window):
         raise ConfigError("--rate-window", "expected a Prometheus duration above zero",
                           "give one such as 2m (at least twice the scrape interval)")
-    recording: list[dict[str, Any]] = [_sli(objectives, i, job, rate_window)
+    if not math.isfinite(frequency_s) or frequency_s < MIN_FREQUENCY_S:
+        raise ConfigError("--frequency", f"expected at least {MIN_FREQUENCY_S:g} seconds",
+                          "give the exporter's frequency_sec")
+    cycle_ms = _number(frequency_s * 1000)
+    recording: list[dict[str, Any]] = [_sli(objectives, i, job, rate_window, cycle_ms)
                                        for i in range(len(objectives))]
     recording += [{"record": f"{BAD}:ratio_rate{w}", "expr": f"avg_over_time({BAD}[{w}])"}
                   for w in WINDOWS]
@@ -301,10 +311,11 @@ def rules_yaml(body: Any, *, allow_unicode: bool = True) -> str:
 
 def render_rules(objectives: Sequence[Objective], *, job: str | None = None,
                  source: str = "objectives", helm_values: bool = False,
-                 rate_window: str = RATE_WINDOW) -> str:
+                 rate_window: str = RATE_WINDOW, frequency_s: float = FREQUENCY_S) -> str:
     """The rules as YAML with a header naming the objectives: a Prometheus rules file, or (with
     `helm_values`) values for the chart (`prometheusRule.extraGroups`)."""
-    rules = objective_rules(objectives, job=job, source=source, rate_window=rate_window)
+    rules = objective_rules(objectives, job=job, source=source, rate_window=rate_window,
+                            frequency_s=frequency_s)
     header = [f"# Freshness objectives from {_comment(source)} as Prometheus rules, GENERATED by",
               "# `freshness-tracker rules`: regenerate it when the objectives change.",
               "# The first objective matching a consumer judges it (as in the Spark report):"]

@@ -310,7 +310,8 @@ def rules_for_run(frequency_s: float, scrape_s: float) -> str:
     """The chart's rules rendered as a user with these intervals would render them."""
     from deploy.generate import rules_text
 
-    return rules_text({"freshnessRateWindow": f"{freshness_rate_window_s(frequency_s, scrape_s)}s"})
+    return rules_text({"freshnessRateWindow": f"{freshness_rate_window_s(frequency_s, scrape_s)}s"},
+                      frequency_s=frequency_s)
 
 
 def rule_expression(rules_yaml: str) -> str:

@@ -716,8 +716,8 @@ def _burrow_delays(sh: CompareShape, t0_ms: float, end_ms: float) -> list[float]
 def rule_over_nothing_waiting_s(sh: CompareShape, t0_ms: float) -> float | None:
     """The part of the rule's mean |error| from read-outs above 0 while no record waited (the
     truth 0), over every phase; None without rule read-outs. Such a read-out is a wait a cycle
-    caught that the group ended before the read-out: the rule carries it to at most twice the
-    age it was seen at until the next cycle shows the commit."""
+    caught that the group ended before the read-out: until the next cycle shows the commit the
+    rule holds it, as the gauge does (and carries it with the clock if it was a cycle long)."""
     n, over = 0, 0.0
     for r in sh.replicas or [sh]:
         if r.rule_curve is None:
@@ -762,8 +762,7 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
             + ("" if rule_over is None or round(rule_over, 2) == 0 or sh.rule is None else
                f"; {fmt(rule_over)} s of the rule's {fmt(sh.rule.mean_abs_s)} s are read-outs "
                "above 0 while no record waited (a wait a cycle caught and the group ended "
-               "before the read-out, which the rule carries to at most twice the age it was "
-               "seen at until the next cycle)")
+               "before the read-out, held until the next cycle as the gauge holds it)")
         )
     return "; ".join(parts)
 

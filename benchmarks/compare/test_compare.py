@@ -468,6 +468,16 @@ def test_the_rule_grid_is_named_on_the_page() -> None:
     assert "every 1.1 s (an interval that does not divide" in rule_grid_text(0.1, 1.1)
 
 
+def test_the_runs_rules_carry_only_waits_of_at_least_its_own_cycle() -> None:
+    """The chart's rules rendered for the run: its rate window, and the gate at its
+    frequency_sec (a user's chart renders it from config.frequencySec)."""
+    from benchmarks.compare.accuracy import rule_expression, rules_for_run
+
+    expr = rule_expression(rules_for_run(2.0, 1.1))
+    assert "(kafka_consumer_group_max_freshness_ms >= bool 2000)" in expr
+    assert "[9s]" in expr and "30000" not in expr
+
+
 def test_in_a_randomly_sampled_run_ours_is_scraped_off_the_cycles_beat() -> None:
     """A 1 s scrape of a 2 s cycle meets it at one phase all run; 1.1 s sweeps every phase."""
     from benchmarks.accuracy.harness import HarnessConfig

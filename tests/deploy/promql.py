@@ -188,6 +188,8 @@ def selectors(expr: str) -> list[tuple[str, dict[str, str]]]:
             continue
         if i > 0 and expr[m.start() - 1].isdigit():
             continue  # 5m, 1e3
+        if m.start() > 0 and expr[m.start() - 1] == "$":
+            continue  # a dashboard variable ($frequency), not a series
         labels: dict[str, str] = {}
         if rest.startswith("{"):
             j = expr.index("{", i)

@@ -7,6 +7,7 @@ format, and no pyspark needed."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -307,15 +308,15 @@ def test_hostile_names_never_become_yaml_and_round_trip(consumer: str, topic: st
     # the PromQL string literals read back as the names
     slis = [r for r in rules["groups"][0]["rules"] if r.get("record") == BAD]
     assert _consumer_matchers(slis[1]["expr"]) == [("=~", regex), ("!~", regex)]
-    # (the freshness reads two series of the same selector ten times: the gauge, its rate over
-    # the window, the timestamp's changes over it, the time since the cycle twice (timestamp and
-    # gauge each) with the gauge twice beside it (the smaller of the two), and the gauge alone)
+    # (the freshness reads two series of the same selector seven times: the gauge, its rate over
+    # the window, the timestamp's changes over it, the gauge against one cycle, the timestamp and
+    # the gauge again (the time since the cycle), and the gauge alone)
     if job is not None:
         literals = re.findall(r'job="((?:[^"\\]|\\.)*)"', slis[0]["expr"].split("\nor\n")[0])
-        assert len(literals) == 10 and {_unquote(literal) for literal in literals} == {job}
+        assert len(literals) == 7 and {_unquote(literal) for literal in literals} == {job}
     if topic is not None:
         literals = re.findall(r'topic=~"((?:[^"\\]|\\.)*)"', slis[0]["expr"])
-        assert len(literals) == 10 and {_unquote(literal) for literal in literals} == {topic}
+        assert len(literals) == 7 and {_unquote(literal) for literal in literals} == {topic}
 
 
 #: An objective whose regexes hold Go template actions, a line break and a YAML comment.
@@ -413,6 +414,24 @@ def test_a_rate_window_that_is_not_a_positive_duration_is_a_config_error(window:
         objective_rules(objectives, rate_window=window)
     if len(window) > 3:  # described, never echoed (short ones occur in the hint's "2m")
         assert window not in str(caught.value)
+
+
+@pytest.mark.parametrize("frequency", [0.0, 0.5, -30.0, math.nan, math.inf])
+def test_a_frequency_below_the_exporters_least_is_a_config_error(frequency: float) -> None:
+    with pytest.raises(ConfigError, match=r"--frequency"):
+        objective_rules(parse_objectives(DOCS_EXAMPLE), frequency_s=frequency)
+
+
+def test_the_frequency_gates_the_carry_in_every_sli_and_defaults_to_reference_conf() -> None:
+    """A wait shorter than one cycle is not carried: the cycle in ms reaches every SLI; the
+    default is the exporter's own default frequency_sec."""
+    from freshness_tracker.config.load import load_tree
+    from freshness_tracker.objective_rules import FREQUENCY_S
+
+    assert load_tree(text="").get_float("frequency_sec") == FREQUENCY_S
+    rules = objective_rules(parse_objectives(DOCS_EXAMPLE), frequency_s=2.5)
+    slis = [r["expr"] for r in rules["groups"][0]["rules"] if r.get("record") == BAD]
+    assert slis and all(">= bool 2500)" in expr for expr in slis)
 
 
 def test_the_rate_window_reaches_every_sli() -> None:

@@ -82,19 +82,16 @@ def test_recording_rules_are_named_after_their_aggregation(rules: dict[str, Any]
         level, metric, operation = rule["record"].split(":")
         if operation == "querytime_max":  # the gauge carried forward per series, then the worst
             assert rule["expr"].startswith(f"max by ({level.replace('_', ', ')}) (\n"), rule
-            gauge, rated, same, *capped, alone = re.findall(r"kafka_consumer_\w+",
-                                                            rule["expr"])
-            stamp = same
-            since = f"clamp_min(time() - {stamp} - {gauge} / 1000, 0)"
+            gauge, rated, same, gated, stamp, since, alone = re.findall(
+                r"kafka_consumer_\w+", rule["expr"])
             # at the rate the gauge grew over the window (1 while the same record waited all
-            # of it), for the time since its cycle, but never further than the age it was seen
-            # at: the smaller of the two, (a + b - |a - b|) / 2
+            # of it), for the time since its cycle, and only a wait of at least one cycle (the
+            # chart's config.frequencySec, 30 s)
             assert f"clamp(deriv({gauge}[2m]) / 1000, 0, 1)" in rule["expr"], rule
             assert f"+ (changes({stamp}[2m]) == bool 0),\n" in rule["expr"], rule
-            assert f"{since}\n          + {gauge} / 1000\n" in rule["expr"], rule
-            assert f"- abs({since} - {gauge} / 1000)\n        ) / 2" in rule["expr"], rule
-            assert capped == [stamp, gauge, gauge, stamp, gauge, gauge], rule
-            assert gauge == rated == alone, rule
+            assert f"({gauge} >= bool 30000)" in rule["expr"], rule
+            assert f"clamp_min(time() - {stamp} - {gauge} / 1000, 0)" in rule["expr"], rule
+            assert gauge == rated == gated == since == alone and same == stamp, rule
             assert stamp.endswith("_oldest_uncommitted_timestamp_seconds"), rule
             assert gauge.endswith("_max_freshness_ms") and f"or\n    {gauge} / 1000" in \
                 rule["expr"], rule
