@@ -121,13 +121,9 @@ def test_an_offset_threshold_is_never_zero_on_a_topic_idle_before_its_onset() ->
 # ---- every tool on the same moments -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("sampling", ["paired", "random"])
-def test_a_slot_a_sampler_missed_is_scored_at_the_tools_last_answer(sampling: str) -> None:
+def _stalled_run(sampling: str) -> tuple[RunData, dict[str, Any]]:
     """A load holds the consumer back from 20 to 30 s, and the peer's sampler, slowed by the same
-    load, misses those seconds. Ours' gauge and the peer both show 0 all along, so both are as
-    wrong as the truth is high. Scored on its own samples the peer would seem to win (it was
-    never read while the truth was high); in a paired run each missed second is scored at the
-    peer's last answer, as a dashboard shows it, so both are scored on the same seconds."""
+    load, misses those seconds; ours' gauge and the peer show 0 all along."""
     truth = TruthLog()
     for i in range(60):
         truth.produced(i, T0 + i * 1000)
@@ -139,7 +135,17 @@ def test_a_slot_a_sampler_missed_is_scored_at_the_tools_last_answer(sampling: st
     run = RunData(HarnessConfig(duration_s=59.0, sampling=sampling), T0, T0 + 59_000,
                   [ShapeRun(shape, "acc-x-steady", "acc-x-steady-group", truth, ours)],
                   wall_s=60.0)
-    [scored] = score_peers(run, {"cft": {"acc-x-steady-group/acc-x-steady": peer}})
+    return run, {"cft": {"acc-x-steady-group/acc-x-steady": peer}}
+
+
+@pytest.mark.parametrize("sampling", ["paired", "random"])
+def test_a_slot_a_sampler_missed_is_scored_at_the_tools_last_answer(sampling: str) -> None:
+    """Both tools are as wrong as the truth is high. Scored on its own samples the peer would
+    seem to win (it was never read while the truth was high); in a paired run each missed
+    second is scored at the peer's last answer, as a dashboard shows it, so both are scored on
+    the same seconds."""
+    run, peers = _stalled_run(sampling)
+    [scored] = score_peers(run, peers)
     gauge, cft = scored.result.scores["ours"], scored.peers["cft"]
     assert gauge.samples == 59
     if sampling == "paired":
@@ -148,6 +154,21 @@ def test_a_slot_a_sampler_missed_is_scored_at_the_tools_last_answer(sampling: st
     else:
         assert cft.samples == 49
         assert gauge.mean_abs_s > 2 * cft.mean_abs_s
+
+
+def test_the_page_says_where_each_tools_samples_fell_against_the_truths_time_average() -> None:
+    """The peer's sampler missed the stalled seconds: its samples met about a third of the
+    truth's time average; ours' gauge, read every second, about all of it."""
+    from benchmarks.compare.page import truth_seen, truth_seen_table
+
+    run, peers = _stalled_run("random")
+    [scored] = score_peers(run, peers)
+    seen = truth_seen(scored, run.t0_ms, run.end_ms)
+    assert seen["ours"] == pytest.approx(1.0, abs=0.1)
+    assert seen["cft"] < 0.5
+    table = "\n".join(truth_seen_table([scored], run.t0_ms, run.end_ms))
+    assert "| *steady* | 1.0" in table or "| *steady* | 0.9" in table
+    assert "Consumer Freshness Tracker" in table
 
 
 def test_a_missed_slot_holds_the_last_answer_and_a_slot_before_any_answer_stays_empty() -> None:

@@ -42,7 +42,7 @@ from benchmarks.compare.report import (
 from benchmarks.compare.stats import ratio, ratio_text
 
 __all__ = ["PAGE", "RECORDS", "latest_scored", "pages", "render", "rule_over_nothing_waiting_s",
-           "summary_scores", "write_all"]
+           "summary_scores", "truth_seen", "write_all"]
 
 PAGE = "docs/comparison.md"
 RECORDS = "docs/records/comparison"
@@ -195,6 +195,8 @@ def render(
             "",
             *_thresholds(shapes),
             "",
+            *truth_seen_table(shapes, run.t0_ms, run.end_ms),
+            "",
             *_acc_summary(shapes),
             "",
             "### Ours beyond freshness",
@@ -335,6 +337,55 @@ def _versions(record: dict[str, Any] | None, costs: Sequence[dict[str, Any]]) ->
         "(`benchmarks/accuracy/estimators.py`), run on the very Burrow samples ours used.",
     ]
     return lines
+
+
+def truth_seen(sh: CompareShape, t0_ms: float, end_ms: float,
+               step_ms: float = 23.0) -> dict[str, float]:  # fmt: skip
+    """Per tool with a time lag (ours' gauge "ours", its rule "ours_rule", each peer): the mean
+    truth at its sample moments ÷ the truth's time average over the run (every ``step_ms``, a
+    step prime to the shapes' periods so the grid meets every phase of them), over every phase;
+    empty for a shape whose truth averages 0. Below 1 a tool's samples met an easier truth than
+    the run's, which flatters it."""
+    at: dict[str, list[float]] = {}
+    total, n = 0.0, 0
+    for r in sh.replicas or [sh]:
+        truth = r.result.run.truth
+        for k in range(int((end_ms - t0_ms) / step_ms) + 1):
+            if (v := truth.freshness_ms(t0_ms + k * step_ms)) is not None:
+                total, n = total + v, n + 1
+        times = {"ours": r.result.t_s, **{key: c.t_s for key, c in r.curves.items()},
+                 **({"ours_rule": r.rule_curve.t_s} if r.rule_curve is not None else {})}
+        for key, t_s in times.items():
+            at.setdefault(key, []).extend(
+                v for t in t_s if (v := truth.freshness_ms(t0_ms + t * 1000)) is not None)
+    if not n or total <= 0:
+        return {}
+    average = total / n
+    return {key: sum(seen) / len(seen) / average for key, seen in at.items() if seen}
+
+
+def truth_seen_table(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float) -> list[str]:
+    """The :func:`truth_seen` ratios, a row per shape whose truth is not 0 all run."""
+    rows = [(sh.result.run.shape.name, seen) for sh in shapes
+            if (seen := truth_seen(sh, t0_ms, end_ms))]
+    if not rows:
+        return []
+    keys = [k for k in (*ACC_COLUMNS, *_extra_peers(shapes)) if any(k in r for _, r in rows)]
+    head = "| shape | " + " | ".join(TITLES.get(k, k) for k in keys) + " |"
+    lines = [_TRUTH_SEEN_TEXT, "", head, "|---" * (len(keys) + 1) + "|"]
+    for name, seen in rows:
+        lines.append(f"| *{name}* | " + " | ".join(
+            f"{seen[k]:.2f}" if k in seen else "—" for k in keys) + " |")
+    return lines
+
+
+_TRUTH_SEEN_TEXT = """\
+Where each tool's samples fell: the mean truth at a tool's sample moments ÷ the truth's time
+average over the run. Below 1, its samples met an easier truth than the run's and its mean
+|error| is flattered, above 1 the reverse. The samplers are threads of the harness's process,
+beside the traffic's consumers, so their reads and the consumers' waits need not be
+independent (ours' sampler does the most work per read: ours' /metrics and Burrow's answers
+for every group); the rule is read from Prometheus, another process."""
 
 
 def _thresholds(shapes: Sequence[CompareShape]) -> list[str]:
@@ -716,7 +767,7 @@ def _burrow_delays(sh: CompareShape, t0_ms: float, end_ms: float) -> list[float]
 def rule_over_nothing_waiting_s(sh: CompareShape, t0_ms: float) -> float | None:
     """The part of the rule's mean |error| from read-outs above 0 while no record waited (the
     truth 0), over every phase; None without rule read-outs. Such a read-out is a wait a cycle
-    caught that the group ended before the read-out: until the next cycle shows the commit the
+    saw that the group ended before the read-out: until the next cycle shows the commit the
     rule holds it, as the gauge does (and carries it with the clock if it was a cycle long)."""
     n, over = 0, 0.0
     for r in sh.replicas or [sh]:
@@ -761,8 +812,9 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
                "lagging)")
             + ("" if rule_over is None or round(rule_over, 2) == 0 or sh.rule is None else
                f"; {fmt(rule_over)} s of the rule's {fmt(sh.rule.mean_abs_s)} s are read-outs "
-               "above 0 while no record waited (a wait a cycle caught and the group ended "
-               "before the read-out, held until the next cycle as the gauge holds it)")
+               "above 0 while no record waited (a wait a cycle saw, which the group ended "
+               "before the read-out: every tool shows it until its next poll, the rule a "
+               "little more where it carries a wait of a cycle or longer with the clock)")
         )
     return "; ".join(parts)
 
