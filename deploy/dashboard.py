@@ -76,6 +76,15 @@ def freshness_now(stamp: Family, gauge: Family, selector: str) -> str:
 
 
 _FREQUENCY = format(FREQUENCY_S, "g")
+
+
+def setting(name: str, label: str, value: str, description: str) -> dict[str, Any]:
+    """A dashboard variable holding one value the user sets to match the deployment (a
+    Grafana "custom" variable with that value as its only option)."""
+    return {"name": name, "label": label, "type": "custom", "query": value,
+            "current": {"text": value, "value": value},
+            "options": [{"text": value, "value": value, "selected": True}],
+            "hide": 0, "description": description}
 GROUP_NOW = freshness_now(GROUP_OLDEST_UNCOMMITTED, GROUP_MAX_FRESHNESS, GROUP)
 TOPIC_NOW = freshness_now(TOPIC_OLDEST_UNCOMMITTED, TOPIC_MAX_FRESHNESS, TOPIC)
 PARTITION_NOW = freshness_now(OLDEST_UNCOMMITTED, FRESHNESS, TOPIC)
@@ -471,20 +480,13 @@ def build() -> dict[str, Any]:
             variable("topic", "Topic",
                      f'label_values({TOPIC_OFFSET_LAG.name}{{job=~"$job", '
                      'cluster=~"$cluster", consumer=~"$consumer"}, topic)'),
-            {"name": "rate_window", "label": "Freshness rate window", "type": "custom",
-             "query": RATE_WINDOW, "current": {"text": RATE_WINDOW, "value": RATE_WINDOW},
-             "options": [{"text": RATE_WINDOW, "value": RATE_WINDOW, "selected": True}],
-             "hide": 0,
-             "description": "The query-time freshness carries each gauge forward at the rate "
-                            "it grew over this window: the chart's "
-                            "prometheusRule.freshnessRateWindow (docs/querytime.md)."},
-            {"name": "frequency", "label": "Exporter frequency (s)", "type": "custom",
-             "query": _FREQUENCY, "current": {"text": _FREQUENCY, "value": _FREQUENCY},
-             "options": [{"text": _FREQUENCY, "value": _FREQUENCY, "selected": True}],
-             "hide": 0,
-             "description": "The exporter's frequency_sec (the chart's config.frequencySec): "
-                            "a wait shorter than one cycle is not carried forward "
-                            "(docs/querytime.md)."},
+            setting("rate_window", "Freshness rate window", RATE_WINDOW,
+                    "The query-time freshness carries each gauge forward at the rate it grew "
+                    "over this window: the chart's prometheusRule.freshnessRateWindow "
+                    "(docs/querytime.md)."),
+            setting("frequency", "Exporter frequency (s)", _FREQUENCY,
+                    "The exporter's frequency_sec (the chart's config.frequencySec): a wait "
+                    "shorter than one cycle is not carried forward (docs/querytime.md)."),
         ]},
         "panels": _panels(),
     }
