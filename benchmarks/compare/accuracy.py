@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from benchmarks.accuracy.analysis import (
     MethodScore,
@@ -65,6 +65,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 ACC_PREFIX = "^acc-"  # the harness's topics and groups (acc-<random>-<shape>)
 REPO = Path(__file__).resolve().parents[2]
@@ -526,37 +527,28 @@ def held_through_missed_slots(run: RunData, peers: PeerSeries) -> tuple[RunData,
     longest; a tool scored without those slots would be scored on an easier truth than the
     others. The query-time rule is read from Prometheus on its own schedule, which misses
     nothing."""
-    interval_ms = run.config.sample_interval_s * 1000
-    first, last = slot_of(run.t0_ms, run.config.sample_interval_s), slot_of(
-        run.end_ms, run.config.sample_interval_s)
+    interval_s = run.config.sample_interval_s
+    slots = range(slot_of(run.t0_ms, interval_s), slot_of(run.end_ms, interval_s) + 1)
 
-    def moments_missed(stamps: Sequence[float]) -> list[float]:
-        seen = {slot_of(t, run.config.sample_interval_s) for t in stamps}
+    def held(items: Sequence[_T], stamp: Callable[[_T], float],
+             restamp: Callable[[_T, float], _T]) -> list[_T]:  # fmt: skip
+        ordered = sorted(items, key=stamp)
+        stamps = [stamp(item) for item in ordered]
+        seen = {slot_of(t, interval_s) for t in stamps}
         # spread over the slot without a random generator: the golden ratio's multiples mod 1
-        return [(k + (k * 0.6180339887) % 1.0) * interval_ms
-                for k in range(first, last + 1) if k not in seen]
+        missed = [(k + (k * 0.6180339887) % 1.0) * interval_s * 1000
+                  for k in slots if k not in seen]
+        filled = [restamp(ordered[i - 1], at) for at in missed
+                  if (i := bisect.bisect_right(stamps, at)) > 0]
+        return sorted([*ordered, *filled], key=stamp)
 
-    def held(stamps: Sequence[float], at: float) -> int | None:
-        i = bisect.bisect_right(stamps, at) - 1
-        return i if i >= 0 else None
-
-    shapes = []
-    for r in run.shapes:
-        ours = sorted(r.samples, key=lambda s: s.metrics_ms)
-        stamps = [s.metrics_ms for s in ours]
-        filled = [dataclasses.replace(ours[i], metrics_ms=at)
-                  for at in moments_missed(stamps) if (i := held(stamps, at)) is not None]
-        shapes.append(dataclasses.replace(
-            r, samples=sorted([*ours, *filled], key=lambda s: s.metrics_ms)))
-    kept: dict[str, dict[str, list[PeerSample]]] = {}
-    for tool, by_key in peers.items():
-        kept[tool] = {}
-        for key, rows in by_key.items():
-            rows = sorted(rows, key=lambda p: p.t_ms)
-            stamps = [p.t_ms for p in rows]
-            filled_rows = [dataclasses.replace(rows[i], t_ms=at)
-                           for at in moments_missed(stamps) if (i := held(stamps, at)) is not None]
-            kept[tool][key] = sorted([*rows, *filled_rows], key=lambda p: p.t_ms)
+    shapes = [dataclasses.replace(r, samples=held(
+        r.samples, lambda s: s.metrics_ms, lambda s, at: dataclasses.replace(s, metrics_ms=at)))
+        for r in run.shapes]
+    kept = {tool: {key: held(rows, lambda p: p.t_ms,
+                             lambda p, at: dataclasses.replace(p, t_ms=at))
+                   for key, rows in by_key.items()}
+            for tool, by_key in peers.items()}
     return dataclasses.replace(run, shapes=shapes), kept
 
 
