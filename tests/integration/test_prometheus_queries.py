@@ -31,7 +31,7 @@ from devstack.exporter_config import EVERY_FAMILY
 from devstack.processes import Daemon
 from freshness_tracker import metrics
 from freshness_tracker.config import load_settings
-from freshness_tracker.objective_rules import RATE_WINDOW
+from freshness_tracker.objective_rules import FREQUENCY_S, RATE_WINDOW
 from tests.deploy.chart import config_data, container, hocon, render, rule_spec
 from tests.deploy.live import JOB, Prometheus
 from tests.deploy.promql import Query, dashboard_queries, rule_queries, substitute
@@ -56,7 +56,7 @@ class Live:
         return {"datasource": "prometheus", "job": JOB, "cluster": self.cluster,
                 "consumer": f"({self.lagging}|{self.caught_up})", "topic": self.topic,
                 "__rate_interval": "1m", "__interval": "5s", "__range": "5m",
-                "rate_window": RATE_WINDOW}
+                "rate_window": RATE_WINDOW, "frequency": format(FREQUENCY_S, "g")}
 
 
 def _wait_lag(stack: RealStack, group: str, topic: str, offset: int) -> None:
