@@ -62,6 +62,11 @@ class HarnessConfig:
         """Whether the samplers read at a random moment of each interval."""
         return self.sampling in ("random", "paired")
 
+    @property
+    def shared_slots(self) -> bool:
+        """Whether every sampler reads in the clock's intervals, so a missed one is known."""
+        return self.sampling == "paired"
+
 
 @dataclass
 class ShapeRun:
@@ -180,7 +185,7 @@ def run_harness(
                           [Target(d.group, d.group, d.topic) for d in drivers],  # by group: unique
                           config.sample_interval_s,
                           random_moment=config.random_moments,
-                          shared_slots=config.sampling == "paired")
+                          shared_slots=config.shared_slots)
         for d in drivers:
             d.start(t0)
         sampler.start(t0)

@@ -190,7 +190,7 @@ def run_accuracy(
     running: list[Tool] = []
     sampler = PeerSampler(running, config.sample_interval_s,
                           random_moment=config.random_moments,
-                          shared_slots=config.sampling == "paired")
+                          shared_slots=config.shared_slots)
     prom: list[PrometheusProcess] = []
 
     failed: dict[str, str] = {}
@@ -479,7 +479,7 @@ def score_peers(
     """Every shape: the harness's analysis, ours' query-time rule, each peer's score and curve,
     and ours' other gauges (commit lag, data current as of, the catch-up estimate)."""
     peers = load_peer_samples(peer_json)
-    if run.config.sampling == "paired":
+    if run.config.shared_slots:
         run, peers = held_through_missed_slots(run, peers)
     rules = (rule_json or {}).get("rule", {})
     duration_s = (run.end_ms - run.t0_ms) / 1000
