@@ -18,11 +18,12 @@ from typing import Protocol, runtime_checkable
 from freshness_tracker.config.settings import ClusterSettings, Settings
 from freshness_tracker.deadline import Deadline, cycle_deadline
 from freshness_tracker.domain.filters import NameFilter, Shard
-from freshness_tracker.domain.freshness import measure_partition
+from freshness_tracker.domain.freshness import measure_partition, measured_at
 from freshness_tracker.domain.model import (
     ClusterHealth,
     ClusterLags,
     ClusterSnapshot,
+    PartitionKey,
     PartitionLag,
     PartitionResult,
     PartitionStatus,
@@ -96,22 +97,13 @@ def read_with_cache(
 def measure_partitions(
     lags: Sequence[PartitionLag],
     answers: Mapping[ReadRequest, RecordRead],
-    now: int,
+    at: Callable[[PartitionLag], int],
     retention: Mapping[str, int | None],
-    observed: Mapping[str, int] | None = None,
 ) -> tuple[PartitionResult, ...]:
-    """Every partition's result, measured as of when Burrow's offsets were observed.
-
-    `observed` maps a consumer group to the arrival time of its `/lag` answer; a group without
-    one (a source that does not stamp its answers) is measured at `now`, the moment all of
-    Burrow's answers were in. So a slow lookup, a
-    cold Spark job or a long cycle never inflates freshness: the record at the committed offset
-    is aged to the moment the commit was seen, not to the moment the read returned.
-    """
-    at = observed or {}
+    """Every partition's result, measured as of `at(lag)` (`domain.freshness.measured_at`)."""
     return tuple(sorted(
-        (measure_partition(lag, answers, at.get(lag.key.consumer, now),
-                           retention.get(lag.key.topic)) for lag in lags),
+        (measure_partition(lag, answers, at(lag), retention.get(lag.key.topic))
+         for lag in lags),
         key=lambda r: r.key,
     ))
 
@@ -176,6 +168,9 @@ class ClusterMeasurer:
         self._filtered = 0
         self._cycle = 0
         self._read_ms = 0
+        #: The committed offset of every partition that was lagging at the last cycle Burrow
+        #: answered: one still waiting there is aged to the end of the reads (`measured_at`).
+        self._waiting: dict[PartitionKey, int] = {}
         #: What the running cycle is waiting for ("idle" between cycles): /healthz names it
         #: when a cycle overruns its deadline.
         self.phase = "idle"
@@ -244,10 +239,9 @@ class ClusterMeasurer:
         self.phase = "asking Burrow"
         try:
             lags = self._burrow_lags()
-            # Burrow's offsets are true as of its answers: every value of this cycle is
-            # measured then (per group when the source stamps its answers), never after the
-            # Kafka reads, whose duration is no part of a consumer's freshness.
-            observed = self._clock()
+            # Burrow's offsets are true as of its answers (per group when the source stamps
+            # them, else now): the moment each value is measured at (`measured_at`).
+            answered = self._clock()
             reader = self._ensure_clients()
         except FreshnessTrackerError as exc:
             return self._failed(started, str(exc), burrow_errors=1)
@@ -279,13 +273,23 @@ class ClusterMeasurer:
         with self._compute_turn(deadline):
             waited_s = time.monotonic() - asked_turn
             self.phase = "measuring"
-            results = measure_partitions(partitions, answers, observed, retention,
-                                         observed_times(lags))
+            results = measure_partitions(partitions, answers, self._measured_at(
+                lags, answered, self._clock()), retention)
+            self._waiting = {p.key: p.committed_offset for p in partitions
+                             if p.current_lag > 0 and p.committed_offset is not None}
             overran = deadline is not None and deadline.expired()
             snapshot, failures, invalid = self._completed(
                 started, lags, plan, fresh, results, kafka_error, overran, waited_s)
         self._log_cycle(snapshot.health, lags, failures, invalid)  # no slot held on a write
         return snapshot
+
+    def _measured_at(self, lags: ClusterLags, answered: int,
+                     read: int) -> Callable[[PartitionLag], int]:
+        """When each partition of this cycle is measured: its group's answer, or the end of
+        the reads (`read`) for one still waiting where the last cycle saw it waiting."""
+        observed, waiting = observed_times(lags), self._waiting
+        return lambda lag: measured_at(lag, waiting.get(lag.key),
+                                       observed.get(lag.key.consumer, answered), read)
 
     def _compute_turn(self, deadline: Deadline | None) -> AbstractContextManager[object]:
         """The measuring and roll-ups of this cycle take their turn with the other clusters'

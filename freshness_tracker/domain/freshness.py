@@ -15,6 +15,9 @@ product's definition, so every edge case is decided in this one file:
   no picture of now); unknown when an input is missing. An estimate: it assumes both rates hold.
 - data loss: the committed offset fell below the log start. Freshness is then measured from the
   earliest retained record, which is a lower bound: the lost records were older still.
+- the moment a value is true for: its group's Burrow answer, except for a partition that still
+  waits at the committed offset the previous cycle saw: no commit for a whole cycle, so it is
+  aged with the clock to the end of the cycle's reads (`measured_at`).
 - impossible inputs give no value, never a made-up one: a negative lag (the commit is past the
   log end), a log end beyond int64, a timestamp before 2000 or more than a day ahead of now.
   The partition is INVALID (unmeasured, counted) when its freshness would come from them; an
@@ -45,6 +48,7 @@ __all__ = [
     "freshness_ms",
     "implausible_time",
     "measure_partition",
+    "measured_at",
     "retention_headroom_ms",
 ]
 
@@ -68,6 +72,23 @@ def implausible_time(timestamp_ms: int, now_ms: int, what: str) -> str | None:
     if timestamp_ms > now_ms + MAX_AHEAD_MS:
         return f"{what} {timestamp_ms} is more than a day ahead of now ({now_ms})"
     return None
+
+
+def measured_at(lag: PartitionLag, previous_committed: int | None, answered_ms: int,
+                read_ms: int) -> int:
+    """The moment `lag`'s values are true for, with `answered_ms` when Burrow answered for its
+    group and `read_ms` when the cycle's Kafka reads were in.
+
+    Burrow's offsets are true as of its answer, and a group that commits during the reads is
+    the next cycle's to show: so a partition is measured then, and a slow read or a Spark
+    job's start-up adds nothing to its freshness. A partition that still waits at the offset
+    the previous cycle saw (`previous_committed`) has committed nothing for a whole cycle:
+    it is aged to `read_ms`, as a stuck consumer's freshness grows with the clock, so its
+    value is exact when published instead of behind by the cycle's reads.
+    """
+    stuck = (lag.current_lag > 0 and lag.committed_offset is not None
+             and lag.committed_offset == previous_committed)
+    return max(read_ms, answered_ms) if stuck else answered_ms
 
 
 def freshness_ms(now_ms: int, oldest_uncommitted_ts_ms: int) -> int:
@@ -173,8 +194,8 @@ def measure_partition(
 ) -> PartitionResult:
     """Turn Burrow's view of one partition plus the records read into one result.
 
-    `now_ms` is the time the result is true for: when Burrow's offsets were observed (the
-    group's `/lag` answer), not when the reads finished; it becomes `sample_time_ms`.
+    `now_ms` is the time the result is true for (the caller's choice: `cycle.ClusterMeasurer`);
+    it becomes `sample_time_ms`.
 
     `reads` holds answers for (cluster, topic, partition, offset); cached timestamps are passed
     in as FOUND reads. A read that is missing or failed yields no freshness value at all,

@@ -228,7 +228,8 @@ class PartitionResult(NamedTuple):
     error: str | None = None
     invalid: str | None = None
     #: The time freshness was measured at: when Burrow's offsets were observed (the group's
-    #: `/lag` answer), not when the cycle ended. The history table's `sample_time`.
+    #: `/lag` answer), or when the cycle's reads were in for a partition still waiting where
+    #: the last cycle saw it (`freshness.measured_at`). The history table's `sample_time`.
     sample_time_ms: int | None = None
     #: Timestamp of the last committed record (offset C − 1): the group has the partition's data
     #: up to then. None when that record was not read (or is gone, or C is 0).

@@ -237,7 +237,7 @@ def test_filters_and_shard_skip_groups_before_asking_burrow() -> None:
     assert owned.count(True) == 1
 
 
-# --- freshness as of Burrow's observation -----------------------------------------------
+# --- freshness as of Burrow's observation, or of the reads for a stuck partition ------------------
 
 
 def _observed_setup(observed: dict[str, int | None], read_cost_ms: int) -> tuple[
@@ -287,6 +287,46 @@ def test_a_source_without_answer_times_is_measured_when_its_answers_were_in() ->
     assert clock[0] == NOW + 4_000
     assert by["slow"].sample_time_ms == NOW  # before the reads, not after (NOW + 4 s)
     assert by["slow"].freshness_ms == NOW - 90_000
+
+
+def _two_cycles(second_commit: int) -> dict[str, tuple[int | None, int | None]]:
+    """Two cycles 10 s apart whose reads take 3 s each; `slow` waits at offset 4 in the first
+    and at `second_commit` in the second. (freshness, sample time) per group, second cycle."""
+    clock = [NOW]
+    burrow = FakeBurrow({"c": [group("c", "fast", lag(consumer="fast", committed=10,
+                                                       current_lag=0))]})
+
+    def answer(committed: int) -> None:
+        burrow.groups["c"] = [burrow.groups["c"][0], group(
+            "c", "slow", lag(consumer="slow", committed=committed, current_lag=6))]
+
+    def read_costs(requests: object) -> None:
+        clock[0] += 3_000
+
+    reader = FakeReader({("t", 0, 4): 90_000, ("t", 0, 5): 95_000}, on_read=read_costs)
+    m = ClusterMeasurer(cluster(), burrow, lambda _k: reader, clock=lambda: clock[0])
+    answer(4)
+    first = {r.key.consumer: r for r in m.measure().partitions}
+    assert (first["slow"].freshness_ms, first["slow"].sample_time_ms) == (10_000, NOW)
+    clock[0] = NOW + 10_000
+    answer(second_commit)
+    return {r.key.consumer: (r.freshness_ms, r.sample_time_ms) for r in m.measure().partitions}
+
+
+def test_a_partition_still_waiting_where_the_last_cycle_saw_it_is_aged_to_the_end_of_the_reads(
+) -> None:
+    """No commit for a whole cycle: the record keeps aging through the reads, so the value is
+    the truth when the cycle publishes it (23 s), not 3 s behind (20 s, at Burrow's answer)."""
+    by = _two_cycles(second_commit=4)
+    assert by["slow"] == (NOW + 13_000 - 90_000, NOW + 13_000)
+    assert by["fast"] == (0, NOW + 10_000)  # caught up: measured at Burrow's answer
+
+
+def test_a_partition_that_committed_since_the_last_cycle_is_measured_at_burrows_answer(
+) -> None:
+    """It moved: it may commit again during the reads, so its age stops at Burrow's answer."""
+    by = _two_cycles(second_commit=5)
+    assert by["slow"] == (NOW + 10_000 - 95_000, NOW + 10_000)
 
 
 def test_the_burrow_client_stamps_each_lag_answer_when_it_arrives() -> None:

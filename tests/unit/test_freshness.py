@@ -12,6 +12,7 @@ from freshness_tracker.domain.freshness import (
     commit_lag_ms,
     freshness_ms,
     measure_partition,
+    measured_at,
     retention_headroom_ms,
 )
 from freshness_tracker.domain.model import PartitionStatus, ReadOutcome, ReadRequest, RecordRead
@@ -283,3 +284,22 @@ def test_a_simulated_clock_before_2000_keeps_its_small_numbers() -> None:
     before = measure_partition(lag(committed=10, current_lag=5, commit_time=None),
                                reads(found(10, -5)), 10_000)
     assert before.status is PartitionStatus.INVALID
+
+
+@given(committed=st.one_of(st.none(), OFFSETS), current=st.integers(0, 2**40),
+       previous=st.one_of(st.none(), OFFSETS), answered=MS, read=MS)
+def test_only_a_partition_waiting_where_it_waited_a_cycle_ago_is_aged_past_burrows_answer(
+        committed: int | None, current: int, previous: int | None, answered: int,
+        read: int) -> None:
+    at = measured_at(lag(committed=committed, current_lag=current), previous, answered, read)
+    stuck = current > 0 and committed is not None and committed == previous
+    assert at == (max(answered, read) if stuck else answered)
+    assert at >= answered  # never earlier than Burrow's offsets were true
+
+
+def test_a_stuck_partition_is_measured_when_the_reads_are_in() -> None:
+    stuck = lag(committed=4, current_lag=6)
+    assert measured_at(stuck, 4, T0, T0 + 3_000) == T0 + 3_000
+    assert measured_at(stuck, 3, T0, T0 + 3_000) == T0  # it committed since the last cycle
+    assert measured_at(stuck, None, T0, T0 + 3_000) == T0  # no last cycle to compare with
+    assert measured_at(lag(committed=4, current_lag=0), 4, T0, T0 + 3_000) == T0  # caught up
