@@ -324,8 +324,9 @@ def measured_before_publication_s(runs: Sequence[ShapeRun], shape: str = "stuck"
     """How long before its cycle's end (its publication) ours' gauge was measured, the mean over
     the samples of a stuck group (None without one). While nothing is committed the truth is
     ``t − ts`` and the gauge ``o − ts``, so the moment of measurement is ``t − (truth − gauge)``:
-    ours measures each group when Burrow answered for it, and publishes once every answer of
-    the cycle is in."""
+    ours measures a partition when Burrow answered for its group, or when the cycle's reads
+    were in if it still waits where the previous cycle saw it, and publishes once every answer
+    of the cycle is in."""
     lags = []
     for r in runs:
         if r.shape.name != shape:

@@ -370,10 +370,11 @@ publication delay (next section)."""
 
 _OWN_ERROR_TEXT = """\
 freshness-tracker serves the values of its last completed cycle, so at a scrape its number is
-the truth of a moment up to one cycle period P earlier (`frequency_sec` = {freq:g} s plus the
-cycle's own duration), and Burrow's view it measured from can be older still: Burrow refreshes
-broker offsets every second (`offset-refresh = 1`) and sees a commit once its consumer has
-read it from `__consumer_offsets` (together at most R = {refresh:g} s here). The raw error is
+the truth of a moment up to one cycle period P earlier (`frequency_sec` = {freq:g} s; cycles
+start at a fixed rate) plus the cycle's own duration, and Burrow's view it measured from can be
+older still: Burrow refreshes broker offsets every second (`offset-refresh = 1`), sees a commit
+once its consumer has read it from `__consumer_offsets`, and answers `/lag` from an evaluation
+it caches for `expire-cache = 1` s (together at most R = {refresh:g} s here). The raw error is
 therefore large exactly when the truth jumps: at a recovery the truth falls to 0 at once while
 the published value still shows the last cycle's age for up to P. Forgiving P ("within one
 cycle": the smallest |value − truth(τ)| for τ in the last P seconds) leaves the effect of

@@ -202,27 +202,38 @@ class Sampler:
 
     def _burrow_view(self, target: Target) -> tuple[float, Any, Any, int | None, Any]:
         """(when, committed offset, current lag, log end offset, commit time) of the target's
-        partition 0, from Burrow's `/lag` and topic answers, on this thread's own session."""
+        partition 0, from Burrow's stored offsets (consumer detail) and topic answers, on this
+        thread's own session.
+
+        Not `/lag`: Burrow answers it from an evaluation it caches for `expire-cache`, and
+        every request past that fills the cache, so the harness's reads would hand the tools
+        under test an older view of the group than they would get on their own.
+        """
         session = getattr(self._local, "session", None)
         if session is None:
             session = self._local.session = requests.Session()
             with self._sessions_lock:
                 self._sessions.append(session)
-        lag_ms, lag = self._get(
-            session, f"{self.burrow_url}/v3/kafka/{self.cluster}/consumer/{target.group}/lag")
+        detail_ms, detail = self._get(
+            session, f"{self.burrow_url}/v3/kafka/{self.cluster}/consumer/{target.group}")
         topic_ms, topic = self._get(
             session, f"{self.burrow_url}/v3/kafka/{self.cluster}/topic/{target.topic}")
-        committed = current_lag = leo = commit_ts = None
-        for part in lag.json().get("status", {}).get("partitions", []):
-            if part.get("topic") == target.topic and part.get("partition") == 0:
-                end = part.get("end") or {}
-                committed = end.get("offset")
-                commit_ts = end.get("timestamp")
-                current_lag = part.get("current_lag")
+        committed, current_lag, commit_ts = stored_commit(detail.json(), target.topic)
         offsets = topic.json().get("offsets") or []
-        if offsets:
-            leo = int(offsets[0])
-        return (lag_ms + topic_ms) / 2, committed, current_lag, leo, commit_ts
+        leo = int(offsets[0]) if offsets else None
+        return (detail_ms + topic_ms) / 2, committed, current_lag, leo, commit_ts
+
+
+def stored_commit(detail: dict[str, Any], topic: str) -> tuple[Any, Any, Any]:
+    """(committed offset, current lag, commit time) of ``topic``'s partition 0 in Burrow's
+    consumer detail: the newest entry of its ring of commits (oldest first, unfilled slots
+    null), and its ``current-lag`` (hyphenated there); Nones where Burrow has none."""
+    partitions = (detail.get("topics") or {}).get(topic) or []
+    if not partitions or not isinstance(partitions[0], dict):
+        return None, None, None
+    ring = [o for o in partitions[0].get("offsets") or [] if o]
+    newest = ring[-1] if ring else {}
+    return newest.get("offset"), partitions[0].get("current-lag"), newest.get("timestamp")
 
 
 def _parse_metrics(text: str, cluster: str) -> dict[tuple[str, ...], Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.accuracy.harness import HarnessConfig, RunData
-from benchmarks.accuracy.sampler import SampleTimes, slot_of
+from benchmarks.accuracy.sampler import SampleTimes, slot_of, stored_commit
 
 
 def test_each_random_moment_lies_in_its_own_slot() -> None:
@@ -73,3 +73,15 @@ def test_samplers_with_shared_slots_read_in_the_same_intervals_of_the_clock() ->
     own = SampleTimes(100.75, 1.0, random_moment=True, seed=1)
     slots = [slot_of(own.next(now=100.75 + k) * 1000, 1.0) - k for k in range(100)]
     assert set(slots) == {100, 101}
+
+
+def test_the_harness_reads_burrows_newest_stored_commit_not_its_cached_evaluation() -> None:
+    detail = {"error": False, "topics": {"t": [
+        {"offsets": [None, {"offset": 2526, "timestamp": 1_511_200_836_090, "lag": 20},
+                     {"offset": 2542, "timestamp": 1_511_780_580_382, "lag": 25}],
+         "owner": "/10.0.0.1", "client_id": "c-1", "current-lag": 7},
+        {"offsets": [], "current-lag": 0}]}}
+    assert stored_commit(detail, "t") == (2542, 7, 1_511_780_580_382)
+    assert stored_commit(detail, "other") == (None, None, None)
+    assert stored_commit({"topics": {"t": [{"offsets": [None, None], "current-lag": 0}]}},
+                         "t") == (None, 0, None)

@@ -303,7 +303,7 @@ def _versions(record: dict[str, Any] | None, costs: Sequence[dict[str, Any]]) ->
             f"- Machine: {_load(record.get('machine', {}))}. Shared with other jobs, so every "
             "figure is compared with ours measured in the same run.",
             f"- Stack: one-node Apache Kafka {record.get('kafka', '?')} (KRaft) + "
-            f"{record.get('burrow', '?')} (`offset-refresh = 1`); "
+            f"{record.get('burrow', '?')} (`offset-refresh = 1`, `expire-cache = 1`); "
             f"{record.get('prometheus', 'no Prometheus')} scraping every peer at its poll "
             f"interval and ours every {_ours_scrape_s(record):g} s, and evaluating the chart's "
             "rules (as `examples/prometheus/freshness-tracker.rules.yml`, with "
@@ -719,11 +719,11 @@ BEATS_FROM_S = 0.01
 
 
 _ACCURACY_FIX = (
-    "Ours' gauge is the value of its last cycle, measured when Burrow answered for the group "
-    "({measured_before} s before the cycle published it in this run, the mean over the stuck "
-    "groups: the time the cycle's other answers took; the Consumer Freshness Tracker ages each "
-    "partition to the moment of its Kafka read instead, so a slow read can inflate its value); "
-    "like every "
+    "Ours' gauge is the value of its last cycle, measured when Burrow answered for the group, "
+    "or, for a partition still waiting where the previous cycle saw it, when the cycle's reads "
+    "were in ({measured_before} s before the cycle published it in this run, the mean over the "
+    "stuck groups; the Consumer Freshness Tracker ages every partition to the moment of its "
+    "Kafka read); like every "
     "peer's number it changes only at a poll (ours' cycles started every {ours_period} s in "
     "this run, the median; the Consumer Freshness Tracker pauses `frequency_sec` after each run "
     "ends, so its period is that plus its run). "
@@ -737,8 +737,10 @@ _ACCURACY_FIX = (
     "events' spacing is close to a multiple of the tool's period). The figures below separate "
     "this from Burrow. Per shape: ours' gauge over the samples whose cycle is known; the same "
     "cycles given the exact committed offsets of the harness's log (the difference is Burrow's "
-    "share: commits and log end offsets it had not shown at the cycle; a few hundredths below "
-    "0 where the cycle measured a little after it started); and a tool that polls "
+    "share: commits and log end offsets it had not shown at the cycle, as its log end offsets "
+    "are refreshed every `offset-refresh` and its `/lag` answer is the evaluation its cache "
+    "kept from any client's request up to `expire-cache = 1` s before; a few hundredths "
+    "below 0 where the cycle measured a little after it started); and a tool that polls "
     "the exact offsets every {period:g} s and publishes at once, averaged over the phase of its "
     "polls, with the range its phase alone spans"
 )
