@@ -263,7 +263,7 @@ class TimingShare:
 
     samples: int  # samples with a gauge value, its cycle's start and a truth
     gauge_s: float  # the gauge's mean |error| over them
-    exact_at_cycles_s: float  # ours' cycles given the exact truth at their start
+    exact_at_cycles_s: float  # ours' cycles given the exact truth when they measured
     phase_mean_s: float  # a poller of the exact truth every period, mean over its phases
     phase_min_s: float
     phase_max_s: float
@@ -285,7 +285,7 @@ def timing_share(r: ShapeRun, t0_ms: float, end_ms: float, period_s: float,
     for s in r.samples:
         if not t0_ms <= s.metrics_ms <= end_ms or s.ours_ms is None or s.cycle_start_ms is None:
             continue
-        now, at_cycle = truth_s(s.metrics_ms), truth_s(s.cycle_start_ms)
+        now, at_cycle = truth_s(s.metrics_ms), truth_s(_measured_ms(r, s, period_s))
         if now is not None and at_cycle is not None:
             rows.append((s.metrics_ms, now, abs(s.ours_ms / 1000 - now), abs(at_cycle - now)))
     if not rows:
@@ -308,6 +308,18 @@ def timing_share(r: ShapeRun, t0_ms: float, end_ms: float, period_s: float,
         phase_mean_s=sum(means) / len(means) if means else math.nan,
         phase_min_s=min(means, default=math.nan), phase_max_s=max(means, default=math.nan),
     )
+
+
+def _measured_ms(r: ShapeRun, s: Sample, period_s: float) -> float:
+    """When ours' cycle of sample ``s`` measured the partition, had its offsets been exact:
+    at the cycle's start, or at its end where the truth's committed offset is the one of the
+    cycle before and a record waits (``freshness.measured_at``: aged through the reads)."""
+    start = s.cycle_start_ms or 0.0
+    committed = r.truth.committed_offset(start)
+    waiting = (r.truth.freshness_ms(start) or 0.0) > 0
+    stuck = waiting and committed is not None and committed == r.truth.committed_offset(
+        start - period_s * 1000)
+    return start + (s.cycle_s or 0.0) * 1000 if stuck else start
 
 
 def cycle_period_s(runs: Sequence[ShapeRun]) -> float | None:

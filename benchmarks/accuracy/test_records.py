@@ -331,7 +331,8 @@ def test_where_a_peer_wins_the_page_splits_the_gauges_error_into_timing_and_burr
     none Burrow's; a peer 0.5 s over the truth beats it, so the page says why."""
     record = _tiny_record()
     for row in record["run"]["shapes"][0]["samples"]:
-        row[4] = row[0] - 1000  # cycle_start_ms: the cycle whose value the scrape saw
+        # the cycle whose value the scrape saw, published as it measured (no duration)
+        row[4], row[5] = row[0] - 1000, 0.0
     record["peers"]["klag_message"]["acc-x-stuck-group/acc-x-stuck"] = [
         [t, v - 2.5, None] for t, v, _n in record["peers"]["klag_message"][
             "acc-x-stuck-group/acc-x-stuck"]]
@@ -343,8 +344,7 @@ def test_where_a_peer_wins_the_page_splits_the_gauges_error_into_timing_and_burr
             "exact offsets every 2 s ") in beats
     assert " s by phase)" in beats
     assert "ours' cycles started every 1.00 s in this run, the median" in beats  # 1 s apart
-    # measured at the cycle's start, published 0.01 s later (its duration)
-    assert "(0.01 s before the cycle published it in this run" in beats
+    assert "(0.00 s before the cycle published it in this run" in beats
 
 
 def _replica_record() -> dict[str, Any]:

@@ -268,17 +268,19 @@ def test_the_page_keeps_every_size_and_names_where_a_peer_wins(tmp_path: Path) -
 # ---- the gauge's error: its cycles' timing and Burrow's share --------------------------------
 
 
-def _growing_samples(run: ShapeRun, over_s: float) -> ShapeRun:
-    """Scrapes at t = 12..41 s of a gauge from a cycle 1.5 s earlier that showed the truth of
-    then plus ``over_s`` (a commit its source had not shown: over the truth)."""
+def _growing_samples(run: ShapeRun, over_s: float, measured_after_s: float = 0.5) -> ShapeRun:
+    """Scrapes at t = 14..43 s of a gauge from a cycle that started 2 s earlier, ran 0.5 s and
+    showed the truth ``measured_after_s`` into it plus ``over_s`` (a commit its source had not
+    shown: over the truth). The consumer stopped at 10 s: stuck at every one of these cycles
+    and the one before, so ours measures it when the cycle's reads were in (its end)."""
     samples = []
-    for i in range(12, 42):
+    for i in range(14, 44):
         t = T0 + i * 1000
-        cycle = t - 1500
-        then = run.truth.freshness_ms(cycle)
+        cycle = t - 2000
+        then = run.truth.freshness_ms(cycle + measured_after_s * 1000)
         assert then is not None
         samples.append(Sample(metrics_ms=t, ours_ms=then + over_s * 1000, ours_offset=None,
-                              ours_lag=None, cycle_start_ms=cycle, cycle_s=0.01, burrow_ms=t,
+                              ours_lag=None, cycle_start_ms=cycle, cycle_s=0.5, burrow_ms=t,
                               committed=None, current_lag=None, leo=None))
     return replace(run, samples=samples)
 
@@ -289,6 +291,10 @@ def test_a_gauge_of_exact_cycles_is_all_timing_and_a_poller_averages_its_phase()
     assert share is not None and share.samples == 30
     assert share.gauge_s == pytest.approx(1.5)  # the truth grew 1.5 s since the cycle
     assert share.exact_at_cycles_s == pytest.approx(1.5)  # so none of it is Burrow's
+    # measured at the cycle's start instead, it would look 0.5 s older than exact
+    early = timing_share(_growing_samples(run, 0.0, measured_after_s=0.0), T0, T0 + 59_000,
+                         period_s=2.0)
+    assert early is not None and early.gauge_s - early.exact_at_cycles_s == pytest.approx(0.5)
     # polls every 2 s at phase φ (40 phases, 50 ms apart) on whole-second scrapes: behind by
     # (t − φ) mod 2, half the scrapes on even seconds, half on odd: 0.5 at φ = 0 or 1, up to
     # 1.45 next to them, 0.975 on average
@@ -312,8 +318,9 @@ def test_a_gauge_showing_an_older_commit_has_a_burrow_share() -> None:
 def test_exact_cycles_leave_no_burrow_share_and_the_phase_mean_is_within_its_range(
     steps: list[int], period_s: float
 ) -> None:
-    """Any commit history: a gauge that is the exact truth at its cycle's start has its whole
-    error in timing, and the mean over the poll's phases lies between their extremes."""
+    """Any commit history: a gauge that is the exact truth of its cycle (instantaneous here, so
+    whenever it measured) has its whole error in timing, and the mean over the poll's phases
+    lies between their extremes."""
     truth = TruthLog()
     for i in range(40):
         truth.produced(i, int(T0) + i * 1000)
@@ -328,7 +335,7 @@ def test_exact_cycles_leave_no_burrow_share_and_the_phase_mean_is_within_its_ran
         then = truth.freshness_ms(t - 700)
         if then is not None:
             samples.append(Sample(metrics_ms=t, ours_ms=then, ours_offset=None, ours_lag=None,
-                                  cycle_start_ms=t - 700, cycle_s=0.01, burrow_ms=t,
+                                  cycle_start_ms=t - 700, cycle_s=0.0, burrow_ms=t,
                                   committed=None, current_lag=None, leo=None))
     share = timing_share(ShapeRun(shape, "t", "g", truth, samples), T0, T0 + 40_000, period_s)
     assert share is not None
