@@ -137,6 +137,9 @@ class Sampler:
         self.failures = 0
         self._session = requests.Session()
         self._pool = ThreadPoolExecutor(BURROW_READERS, thread_name_prefix="sampler-burrow")
+        # Completes each sample with Burrow's answers, in order, off the sampling thread.
+        self._completer = ThreadPoolExecutor(1, thread_name_prefix="sampler-complete")
+        self._failures_lock = threading.Lock()
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._sessions_lock = threading.Lock()
@@ -151,6 +154,7 @@ class Sampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self._completer.shutdown(wait=True)
         self._pool.shutdown(wait=True)
         self._session.close()
         for session in self._sessions:
@@ -166,8 +170,12 @@ class Sampler:
             try:
                 self.sample_once()
             except Exception as exc:  # a missed sample is recorded as a gap, never fatal
-                self.failures += 1
-                log.warning("sample failed: %s", exc)
+                self._failed(exc)
+
+    def _failed(self, exc: Exception) -> None:
+        with self._failures_lock:
+            self.failures += 1
+        log.warning("sample failed: %s", exc)
 
     @staticmethod
     def _get(session: requests.Session, url: str) -> tuple[float, Any]:
@@ -178,11 +186,26 @@ class Sampler:
         return stamp, resp
 
     def sample_once(self) -> None:
+        """Read /metrics now; Burrow's answers complete the sample on another thread.
+
+        Waiting for them here (two requests per shape) made the next /metrics read late
+        whenever they ran past its moment, so ours' reads fell late in their slots, at moments
+        of their own rather than random ones.
+        """
         metrics_ms, resp = self._get(self._session, self.metrics_url + "/metrics")
         ours = _parse_metrics(resp.text, self.cluster)
+        self._completer.submit(self._complete, metrics_ms, ours)
+
+    def _complete(self, metrics_ms: float, ours: dict[tuple[str, ...], Any]) -> None:
+        try:
+            self._append(metrics_ms, ours)
+        except Exception as exc:  # a missed sample is recorded as a gap, never fatal
+            self._failed(exc)
+
+    def _append(self, metrics_ms: float, ours: dict[tuple[str, ...], Any]) -> None:
         cycle_start, cycle_s = ours.get(("__cycle__",), (None, None))
         # Burrow's answers for every shape at once: one after the other they take longer than
-        # the interval on a loaded machine, and the grid of /metrics reads would skip ticks.
+        # the interval on a loaded machine.
         burrow = list(self._pool.map(self._burrow_view, self.targets))
         for target, (burrow_ms, committed, current_lag, leo, commit_ts) in zip(
                 self.targets, burrow, strict=True):

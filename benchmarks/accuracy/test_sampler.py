@@ -3,10 +3,15 @@ fixed period is read at every phase of it, not at the one phase a grid would loc
 
 from __future__ import annotations
 
+import json
+import re
+import time
+
 import pytest
+import responses
 
 from benchmarks.accuracy.harness import HarnessConfig, RunData
-from benchmarks.accuracy.sampler import SampleTimes, slot_of, stored_commit
+from benchmarks.accuracy.sampler import Sampler, SampleTimes, Target, slot_of, stored_commit
 
 
 def test_each_random_moment_lies_in_its_own_slot() -> None:
@@ -85,3 +90,27 @@ def test_the_harness_reads_burrows_newest_stored_commit_not_its_cached_evaluatio
     assert stored_commit(detail, "other") == (None, None, None)
     assert stored_commit({"topics": {"t": [{"offsets": [None, None], "current-lag": 0}]}},
                          "t") == (None, 0, None)
+
+
+@responses.activate
+def test_ours_reads_keep_their_moments_while_burrow_answers_slowly() -> None:
+    """Burrow's answers (0.5 s each here) complete a sample on another thread: /metrics is
+    still read once in every 0.2 s slot. Waiting for them, the sampler read every 0.5 s at
+    best, late in the slots it did not skip."""
+    def slow(_request: object) -> tuple[int, dict[str, str], str]:
+        time.sleep(0.5)
+        return 200, {}, json.dumps({"topics": {}})
+
+    responses.add(responses.GET, "http://ours.test/metrics", body="")
+    responses.add_callback(responses.GET, re.compile(r"http://burrow\.test/v3/kafka/c/consumer/.*"),
+                           callback=slow)
+    responses.add(responses.GET, re.compile(r"http://burrow\.test/v3/kafka/c/topic/.*"),
+                  json={"offsets": [7]})
+    sampler = Sampler("http://ours.test", "http://burrow.test", "c", [Target("s", "g", "t")],
+                      interval_s=0.2, shared_slots=True)
+    began = time.time()
+    sampler.start(began)
+    time.sleep(1.6)
+    sampler.stop()
+    assert len({slot_of(s.metrics_ms, 0.2) for s in sampler.samples["s"]}) >= 6  # of 8 slots
+    assert all(s.leo == 7 for s in sampler.samples["s"])  # every sample completed

@@ -384,8 +384,9 @@ Where each tool's samples fell: the mean truth at a tool's sample moments ÷ the
 average over the run. Below 1, its samples met an easier truth than the run's and its mean
 |error| is flattered, above 1 the reverse. The samplers are threads of the harness's process,
 beside the traffic's consumers, so their reads and the consumers' waits need not be
-independent (ours' sampler does the most work per read: ours' /metrics and Burrow's answers
-for every group); the rule is read from Prometheus, another process."""
+independent (each reads one tool's /metrics at its moment; ours' then asks Burrow about every
+group on another thread, so that work does not delay its next read); the rule is read from
+Prometheus, another process."""
 
 
 def _thresholds(shapes: Sequence[CompareShape]) -> list[str]:
