@@ -85,6 +85,8 @@ def setting(name: str, label: str, value: str, description: str) -> dict[str, An
             "current": {"text": value, "value": value},
             "options": [{"text": value, "value": value, "selected": True}],
             "hide": 0, "description": description}
+
+
 GROUP_NOW = freshness_now(GROUP_OLDEST_UNCOMMITTED, GROUP_MAX_FRESHNESS, GROUP)
 TOPIC_NOW = freshness_now(TOPIC_OLDEST_UNCOMMITTED, TOPIC_MAX_FRESHNESS, TOPIC)
 PARTITION_NOW = freshness_now(OLDEST_UNCOMMITTED, FRESHNESS, TOPIC)

@@ -31,6 +31,8 @@ from typing import TypeVar
 from benchmarks.accuracy.estimators import estimate_series
 from benchmarks.accuracy.harness import HarnessConfig, RunData, ShapeRun
 from benchmarks.accuracy.sampler import Sample
+from freshness_tracker.domain.freshness import still_waiting
+from freshness_tracker.domain.model import PartitionKey, PartitionLag
 
 __all__ = ["METHODS", "MethodScore", "ShapeResult", "TimingShare", "analyse", "analyse_shape",
            "pool_delays", "pool_replicas", "pool_results", "pool_scores", "pool_timing",
@@ -311,15 +313,16 @@ def timing_share(r: ShapeRun, t0_ms: float, end_ms: float, period_s: float,
 
 
 def _measured_ms(r: ShapeRun, s: Sample, period_s: float) -> float:
-    """When ours' cycle of sample ``s`` measured the partition, had its offsets been exact:
-    at the cycle's start, or at its end where the truth's committed offset is the one of the
-    cycle before and a record waits (``freshness.measured_at``: aged through the reads)."""
+    """When ours' cycle of sample ``s`` measured the partition, had its offsets been exact: at
+    the cycle's start, or at its end (its reads in) where the product's rule
+    (``freshness.measured_at``) finds it still waiting where the cycle before saw it."""
     start = s.cycle_start_ms or 0.0
     committed = r.truth.committed_offset(start)
-    waiting = (r.truth.freshness_ms(start) or 0.0) > 0
-    stuck = waiting and committed is not None and committed == r.truth.committed_offset(
-        start - period_s * 1000)
-    return start + (s.cycle_s or 0.0) * 1000 if stuck else start
+    waiting = 0 if committed is None else max(r.truth.records_at(start) - committed, 0)
+    exact = PartitionLag(PartitionKey("", "", "", 0), committed, None, waiting, "OK")
+    if still_waiting(exact, r.truth.committed_offset(start - period_s * 1000)):
+        return start + (s.cycle_s or 0.0) * 1000
+    return start
 
 
 def cycle_period_s(runs: Sequence[ShapeRun]) -> float | None:

@@ -50,6 +50,7 @@ __all__ = [
     "measure_partition",
     "measured_at",
     "retention_headroom_ms",
+    "still_waiting",
 ]
 
 #: 2000-01-01T00:00:00Z. Kafka (2011) and Burrow hold nothing older: an earlier timestamp is a
@@ -86,9 +87,14 @@ def measured_at(lag: PartitionLag, previous_committed: int | None, answered_ms: 
     it is aged to `read_ms`, as a stuck consumer's freshness grows with the clock, so its
     value is exact when published instead of behind by the cycle's reads.
     """
-    stuck = (lag.current_lag > 0 and lag.committed_offset is not None
-             and lag.committed_offset == previous_committed)
-    return max(read_ms, answered_ms) if stuck else answered_ms
+    return max(read_ms, answered_ms) if still_waiting(lag, previous_committed) else answered_ms
+
+
+def still_waiting(lag: PartitionLag, previous_committed: int | None) -> bool:
+    """Whether `lag` has records waiting at the committed offset the previous cycle saw: its
+    group committed nothing in between (`measured_at`)."""
+    return (lag.current_lag > 0 and lag.committed_offset is not None
+            and lag.committed_offset == previous_committed)
 
 
 def freshness_ms(now_ms: int, oldest_uncommitted_ts_ms: int) -> int:
