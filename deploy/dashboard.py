@@ -62,15 +62,16 @@ def one_copy(selector: str) -> str:
 def freshness_now(stamp: Family, gauge: Family, selector: str) -> str:
     """Freshness in ms as of the query (docs/querytime.md): per series the cycle's gauge carried
     forward to now at the rate it grew over `$rate_window` (0 to 1 s per s; 1 where the timestamp
-    did not change over it: the same record waits), so a stuck group ages with the clock and one
-    that keeps up keeps its gauge; the gauge alone where no record waits (it is 0), no timestamp
-    is exported (per partition it is opt-in) or there is no rate yet; a wait shorter than a
+    is the one of a cycle ago: the same record waits), so a stuck group ages with the clock and
+    one that keeps up keeps its gauge; the gauge alone where no record waits (it is 0), no
+    timestamp is exported (per partition it is opt-in), none a cycle ago (a record first seen
+    waiting) or there is no rate yet; a wait shorter than a
     cycle (`$frequency`, the exporter's frequency_sec) is not carried: a group that keeps up
     shows one now and then and ends it a moment later. The chart's rule is the same
     expression."""
     g, ts = f"{gauge.name}{{{selector}}}", f"{stamp.name}{{{selector}}}"
     return (f"({g} + clamp_max(clamp(deriv({g}[$rate_window]) / 1000, 0, 1) "
-            f"+ (changes({ts}[$rate_window]) == bool 0), 1) "
+            f"+ ({ts} == bool {ts} offset ${{frequency}}s), 1) "
             f"* ({g} >= bool ($frequency * 1000)) "
             f"* clamp_min(1000 * (time() - {ts}) - {g}, 0)) or {g}")
 
@@ -487,8 +488,10 @@ def build() -> dict[str, Any]:
                     "over this window: the chart's prometheusRule.freshnessRateWindow "
                     "(docs/querytime.md)."),
             setting("frequency", "Exporter frequency (s)", _FREQUENCY,
-                    "The exporter's frequency_sec (the chart's config.frequencySec): a wait "
-                    "shorter than one cycle is not carried forward (docs/querytime.md)."),
+                    "The exporter's frequency_sec in whole seconds, rounded up (the chart's "
+                    "config.frequencySec): a wait shorter than one cycle is not carried "
+                    "forward, and a record ages with the clock once the sample of a cycle "
+                    "ago shows it waiting (docs/querytime.md)."),
         ]},
         "panels": _panels(),
     }

@@ -164,18 +164,21 @@ def _freshness_now(stamp: str, gauge: str, selector: str, window: str, cycle_ms:
     """The worst freshness in ms at the rule's evaluation time: per series, the cycle's gauge
     carried forward to now (time since the cycle observed it: now − the oldest uncommitted
     record's timestamp − the gauge) at the rate it grew over `window`, between 0 and 1 s per s,
-    and at 1 where the timestamp did not change over `window` (the same record waits, so it ages
+    and at 1 where the timestamp is the one of a cycle ago (the same record waits, so it ages
     with the clock): a stuck group ages with the clock, one that keeps up keeps its gauge. The
-    gauge alone where no record waits (its 0 must not age), no timestamp is exported or the
-    window holds fewer than two samples. Only a wait of at least one cycle (`cycle_ms`) is
-    carried: a group that keeps up shows shorter waits now and then, which a cycle catches at
-    random and the group ends a moment later; a group that stops is seen waiting at least a
-    cycle from its second cycle on. Then the worst copy. The chart's rule is the same
-    expression."""
+    gauge alone where no record waits (its 0 must not age), no timestamp is exported, no sample
+    of a cycle ago shows one (a record first seen waiting is held until a second cycle shows
+    whether it was committed) or the window holds fewer than two samples. Only a wait of at
+    least one cycle (`cycle_ms`) is carried: a group that keeps up shows shorter waits now and
+    then, which a cycle catches at random and the group ends a moment later; a group that stops
+    is seen waiting at least a cycle from its second cycle on. Then the worst copy. The chart's
+    rule is the same expression."""
     g, ts = f"{gauge}{{{selector}}}", f"{stamp}{{{selector}}}"
     return (f"max by (cluster, consumer) (\n    (\n        {g}\n      +\n"
             f"        clamp_max(\n            clamp(deriv({g}[{window}]) / 1000, 0, 1)\n"
-            f"          + (changes({ts}[{window}]) == bool 0),\n          1\n        )\n      *\n"
+            f"          + (\n              {ts}\n            == bool\n"
+            f"              {ts} offset {cycle_ms}ms\n            ),\n"
+            f"          1\n        )\n      *\n"
             f"        ({g} >= bool {cycle_ms})\n      *\n"
             f"        clamp_min(\n          1000 * (time() - {ts})\n          - {g},\n"
             f"          0\n        )\n    )\n"
@@ -277,7 +280,7 @@ def objective_rules(objectives: Sequence[Objective], *, job: str | None = None,
     if not math.isfinite(frequency_s) or frequency_s < MIN_FREQUENCY_S:
         raise ConfigError("--frequency", f"expected at least {MIN_FREQUENCY_S:g} seconds",
                           "give the exporter's frequency_sec")
-    cycle_ms = _number(frequency_s * 1000)
+    cycle_ms = str(math.ceil(frequency_s * 1000))
     recording: list[dict[str, Any]] = [_sli(objectives, i, job, rate_window, cycle_ms)
                                        for i in range(len(objectives))]
     recording += [{"record": f"{BAD}:ratio_rate{w}", "expr": f"avg_over_time({BAD}[{w}])"}

@@ -173,7 +173,10 @@ def selectors(expr: str) -> list[tuple[str, dict[str, str]]]:
                 i = expr.index("]", i) + 1
                 continue
             if ch == "{":  # a selector without a name never happens in our expressions
+                variable = i > 0 and expr[i - 1] == "$"
                 i = expr.index("}", i) + 1
+                while variable and i < len(expr) and expr[i].isalpha():
+                    i += 1  # ${frequency}s: a dashboard variable, then a duration's unit
                 continue
             i += 1
             continue

@@ -244,7 +244,7 @@ def test_freshness_panels_age_the_oldest_uncommitted_record_at_query_time(
         assert f"clamp_min(1000 * (time() - {stamp}{{" in target["expr"], title
         expr = target["expr"].replace("$job", ".*").replace("$cluster", ".*").replace(
             "$consumer", ".*").replace("$topic", ".*").replace("$rate_window", "15m").replace(
-            "$frequency", "30")  # the window holds 3 scrapes
+            "${frequency}", "30").replace("$frequency", "30")  # the window holds 3 scrapes
         tests.append({"expr": expr, "eval_time": "8m", "exp_samples": [
             {"labels": "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}",
              "value": value} for labels, value in expected[title]]})

@@ -308,15 +308,15 @@ def test_hostile_names_never_become_yaml_and_round_trip(consumer: str, topic: st
     # the PromQL string literals read back as the names
     slis = [r for r in rules["groups"][0]["rules"] if r.get("record") == BAD]
     assert _consumer_matchers(slis[1]["expr"]) == [("=~", regex), ("!~", regex)]
-    # (the freshness reads two series of the same selector seven times: the gauge, its rate over
-    # the window, the timestamp's changes over it, the gauge against one cycle, the timestamp and
-    # the gauge again (the time since the cycle), and the gauge alone)
+    # (the freshness reads two series of the same selector eight times: the gauge, its rate over
+    # the window, the timestamp against its value a cycle ago, the gauge against one cycle, the
+    # timestamp and the gauge again (the time since the cycle), and the gauge alone)
     if job is not None:
         literals = re.findall(r'job="((?:[^"\\]|\\.)*)"', slis[0]["expr"].split("\nor\n")[0])
-        assert len(literals) == 7 and {_unquote(literal) for literal in literals} == {job}
+        assert len(literals) == 8 and {_unquote(literal) for literal in literals} == {job}
     if topic is not None:
         literals = re.findall(r'topic=~"((?:[^"\\]|\\.)*)"', slis[0]["expr"])
-        assert len(literals) == 7 and {_unquote(literal) for literal in literals} == {topic}
+        assert len(literals) == 8 and {_unquote(literal) for literal in literals} == {topic}
 
 
 #: An objective whose regexes hold Go template actions, a line break and a YAML comment.

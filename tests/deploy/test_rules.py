@@ -82,16 +82,17 @@ def test_recording_rules_are_named_after_their_aggregation(rules: dict[str, Any]
         level, metric, operation = rule["record"].split(":")
         if operation == "querytime_max":  # the gauge carried forward per series, then the worst
             assert rule["expr"].startswith(f"max by ({level.replace('_', ', ')}) (\n"), rule
-            gauge, rated, same, gated, stamp, since, alone = re.findall(
+            gauge, rated, same, before, gated, stamp, since, alone = re.findall(
                 r"kafka_consumer_\w+", rule["expr"])
-            # at the rate the gauge grew over the window (1 while the same record waited all
-            # of it), for the time since its cycle, and only a wait of at least one cycle (the
-            # chart's config.frequencySec, 30 s)
+            # at the rate the gauge grew over the window (1 while the record is the one of a
+            # cycle ago), for the time since its cycle, and only a wait of at least one cycle
+            # (the chart's config.frequencySec, 30 s)
             assert f"clamp(deriv({gauge}[2m]) / 1000, 0, 1)" in rule["expr"], rule
-            assert f"+ (changes({stamp}[2m]) == bool 0),\n" in rule["expr"], rule
+            assert f"+ ({stamp} == bool {stamp} offset 30000ms),\n" in rule["expr"], rule
             assert f"({gauge} >= bool 30000)" in rule["expr"], rule
             assert f"clamp_min(time() - {stamp} - {gauge} / 1000, 0)" in rule["expr"], rule
-            assert gauge == rated == gated == since == alone and same == stamp, rule
+            assert gauge == rated == gated == since == alone, rule
+            assert same == before == stamp, rule
             assert stamp.endswith("_oldest_uncommitted_timestamp_seconds"), rule
             assert gauge.endswith("_max_freshness_ms") and f"or\n    {gauge} / 1000" in \
                 rule["expr"], rule
