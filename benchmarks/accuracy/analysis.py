@@ -379,12 +379,69 @@ def unseen_lag_s(runs: Sequence[ShapeRun], windows: Callable[[ShapeRun], list[tu
     return (error_ms / n / 1000, unseen_ms / n / 1000) if n else None
 
 
+def exact_offsets_error_s(runs: Sequence[ShapeRun],
+                          windows: Callable[[ShapeRun], list[tuple[float, float]]],
+                          period_s: float) -> float | None:  # fmt: skip
+    """Ours' cycles given the exact committed offsets (the harness's log) at the moment each
+    measured: their mean |error| over the samples inside ``windows(run)`` whose cycle is known,
+    pooled over ``runs`` (None without one). Set against the gauge over the same samples, the
+    difference is Burrow's: commits and log end offsets it had not shown at the cycle."""
+    errors = []
+    for r in runs:
+        spans = windows(r)
+        for s in r.samples:
+            if s.ours_ms is None or s.cycle_start_ms is None \
+                    or not any(a <= s.metrics_ms <= b for a, b in spans):
+                continue
+            now = r.truth.freshness_ms(s.metrics_ms)
+            at_cycle = r.truth.freshness_ms(_measured_ms(r, s, period_s))
+            if now is not None and at_cycle is not None:
+                errors.append(abs(at_cycle - now) / 1000)
+    return statistics.mean(errors) if errors else None
+
+
+def gauge_alert_parts_s(runs: Sequence[ShapeRun], t0_ms: float, threshold_s: float
+                        ) -> tuple[float, float] | None:  # fmt: skip
+    """Ours' gauge's first alert split in two, means over ``runs`` (None where none alerted):
+    from the truth crossing ``threshold_s`` after the first onset to the publication of the
+    first cycle whose value the harness read above it (the cycle's end: the phase of ours'
+    cycles), and from that publication to the read (the harness's moment, one at random in
+    every sample interval, as for every tool)."""
+    published, read = [], []
+    for r in runs:
+        onset = next((e.at_s for e in r.shape.events if e.kind == "onset" and e.at_s is not None),
+                     None)
+        if onset is None or not r.truth.record_ts_ms:
+            continue
+        crossing = t0_ms + onset * 1000
+        while crossing < r.truth.record_ts_ms[-1] + 10 * threshold_s * 1000:
+            truth = r.truth.freshness_ms(crossing)
+            if truth is not None and truth >= threshold_s * 1000:
+                break
+            crossing += 10.0
+        else:
+            continue
+        first = next((s for s in r.samples if s.metrics_ms >= t0_ms + onset * 1000
+                      and s.ours_ms is not None and s.ours_ms > threshold_s * 1000), None)
+        if first is None or first.cycle_start_ms is None or first.cycle_s is None:
+            continue
+        end = first.cycle_start_ms + first.cycle_s * 1000
+        published.append((end - crossing) / 1000)
+        read.append((first.metrics_ms - end) / 1000)
+    return (statistics.mean(published), statistics.mean(read)) if published else None
+
+
+def onset_windows(t0_ms: float, window_s: float
+                  ) -> Callable[[ShapeRun], list[tuple[float, float]]]:  # fmt: skip
+    """The spans "error after onset" averages over: ``window_s`` after each onset of a run."""
+    return lambda r: [(t0_ms + e.at_s * 1000, t0_ms + (e.at_s + window_s) * 1000)
+                      for e in r.shape.events if e.kind == "onset" and e.at_s is not None]
+
+
 def unseen_lag_after_onset_s(runs: Sequence[ShapeRun], t0_ms: float,
                              window_s: float) -> tuple[float, float] | None:
     """:func:`unseen_lag_s` over the ``window_s`` after each onset (None without an onset)."""
-    return unseen_lag_s(runs, lambda r: [
-        (t0_ms + e.at_s * 1000, t0_ms + (e.at_s + window_s) * 1000)
-        for e in r.shape.events if e.kind == "onset" and e.at_s is not None])
+    return unseen_lag_s(runs, onset_windows(t0_ms, window_s))
 
 
 def unseen_lag_in_run_s(runs: Sequence[ShapeRun], t0_ms: float,

@@ -17,7 +17,10 @@ from typing import Any
 
 from benchmarks.accuracy.analysis import (
     cycle_period_s,
+    exact_offsets_error_s,
+    gauge_alert_parts_s,
     measured_before_publication_s,
+    onset_windows,
     pool_timing,
     timing_share,
     unseen_lag_after_onset_s,
@@ -233,7 +236,8 @@ def render(
         "## Where a peer beats us, and why",
         "",
         *_beats(shapes, costs, *_window(record), period_s=_period(record),
-                onset_window_s=_config(record, "moment_window_s")),
+                onset_window_s=_config(record, "moment_window_s"),
+                threshold_s=_config(record, "threshold_s")),
         "",
         _CANNOT,
         "",
@@ -787,7 +791,8 @@ def rule_over_nothing_waiting_s(sh: CompareShape, t0_ms: float) -> float | None:
 
 
 def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
-            period_s: float, window_s: float) -> str:  # fmt: skip
+            period_s: float, window_s: float, threshold_s: float = math.nan
+            ) -> str:  # fmt: skip
     """Per shape, the gauge's error split into its cycles' timing and Burrow's share."""
     parts = []
     for sh in shapes:
@@ -798,8 +803,11 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
         burrow = round(share.gauge_s - share.exact_at_cycles_s, 2)
         runs = [r.result.run for r in sh.replicas or [sh]]
         onset = unseen_lag_after_onset_s(runs, t0_ms, window_s)
+        exact_onset = exact_offsets_error_s(runs, onset_windows(t0_ms, window_s), period_s)
         whole = unseen_lag_in_run_s(runs, t0_ms, end_ms)
         rule_over = rule_over_nothing_waiting_s(sh, t0_ms)
+        alert = (gauge_alert_parts_s(runs, t0_ms, threshold_s)
+                 if math.isfinite(threshold_s) else None)
         parts.append(
             f"{sh.result.run.shape.name}: gauge {fmt(share.gauge_s)} s, its cycles with exact "
             f"offsets {fmt(share.exact_at_cycles_s)} s (Burrow's share "
@@ -812,7 +820,14 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
             + ("" if onset is None else
                f"; after onset the gauge's {fmt(onset[0])} s include {fmt(onset[1])} s of "
                "samples at 0 while the truth was not (Burrow not yet showing the partition "
-               "lagging)")
+               "lagging)"
+               + ("" if exact_onset is None else
+                  f", its cycles with exact offsets {fmt(exact_onset)} s"))
+            + ("" if alert is None else
+               f"; the gauge's first alert above {threshold_s:g} s: its cycle published "
+               f"{fmt(alert[0])} s after the truth crossed it (the phase of its cycles), read "
+               f"{fmt(alert[1])} s after that (the harness's read moment), the means over the "
+               "phases")
             + ("" if rule_over is None or round(rule_over, 2) == 0 or sh.rule is None else
                f"; {fmt(rule_over)} s of the rule's {fmt(sh.rule.mean_abs_s)} s are read-outs "
                "above 0 while no record waited (a wait a cycle saw, which the group ended "
@@ -825,7 +840,7 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
 def _beats(
     shapes: Sequence[CompareShape] | None, costs: Sequence[dict[str, Any]],
     t0_ms: float = 0.0, end_ms: float = math.inf, period_s: float = math.nan,
-    onset_window_s: float = math.nan,
+    onset_window_s: float = math.nan, threshold_s: float = math.nan,
 ) -> list[str]:
     """Every case of this run where a peer did better than ours (gauge or rule) on mean
     |error|, error after onset or first-alert delay, by how much; then the cost cases."""
@@ -849,10 +864,14 @@ def _beats(
                     if label == "first alert":  # an early alert is a false one: by its size
                         mine, theirs = abs(mine), abs(theirs)
                     if not math.isfinite(mine) or theirs < mine - BEATS_FROM_S:
+                        exact = (_exact_offsets_s(sh, attr, t0_ms, end_ms, period_s,
+                                                  onset_window_s)
+                                 if ours_key == "ours" else None)
                         found.setdefault("accuracy", []).append(
                             f"{name}, {label}: {TITLES.get(key, key)} {fmt(theirs)} s against "
                             f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s"
-                            + _spread(sh, ours_key, key, mine - theirs, attr) + ")"
+                            + _spread(sh, ours_key, key, mine - theirs, attr)
+                            + ("" if exact is None else _burrows_part(exact, theirs)) + ")"
                         )
     if "accuracy" in found and shapes:
         runs = [r.result.run for sh in shapes for r in sh.replicas or [sh]]
@@ -861,7 +880,8 @@ def _beats(
             period=period_s, ours_period=fmt(ours_period) if ours_period else "—",
             measured_before=fmt(before) if before is not None else "—")
             + ". In this run: "
-                             + _timing(shapes, t0_ms, end_ms, period_s, onset_window_s))
+                             + _timing(shapes, t0_ms, end_ms, period_s, onset_window_s,
+                                       threshold_s))
     labels = {
         ("steady", "cpu_per_round_s"): "CPU per steady round",
         ("steady", "peak_rss_mib"): "peak RSS",
@@ -908,6 +928,27 @@ def _beats(
             text += f" {fixes[label]}."
         lines.append(text)
     return lines or ["- Nowhere in this run."]
+
+
+def _exact_offsets_s(sh: CompareShape, attr: str, t0_ms: float, end_ms: float,
+                     period_s: float, onset_window_s: float) -> float | None:
+    """Ours' cycles given the exact committed offsets, scored as ``attr`` scores the gauge
+    (mean |error| over the run, or error after onset); None for another score."""
+    runs = [r.result.run for r in sh.replicas or [sh]]
+    if attr == "mean_abs_s":
+        return exact_offsets_error_s(runs, lambda _r: [(t0_ms, end_ms)], period_s)
+    if attr == "onset_s":
+        return exact_offsets_error_s(runs, onset_windows(t0_ms, onset_window_s), period_s)
+    return None
+
+
+def _burrows_part(exact: float, theirs: float) -> str:
+    """Whether the gap is Burrow's: ours' cycles given the exact offsets against the peer."""
+    if exact <= theirs:
+        return (f"; ours' cycles given the exact offsets {fmt(exact)} s, not above the peer: "
+                "the gap is Burrow's offsets")
+    return (f"; ours' cycles given the exact offsets {fmt(exact)} s, still above the peer: "
+            "not Burrow's offsets alone")
 
 
 def _spread(sh: CompareShape, ours_key: str, key: str, gap: float,

@@ -20,6 +20,9 @@ from benchmarks.accuracy.analysis import (
     MethodScore,
     TimingShare,
     analyse_shape,
+    exact_offsets_error_s,
+    gauge_alert_parts_s,
+    onset_windows,
     pool_delays,
     pool_scores,
     pool_timing,
@@ -312,6 +315,46 @@ def test_a_gauge_showing_an_older_commit_has_a_burrow_share() -> None:
     no_cycle = replace(run, samples=[replace(s, cycle_start_ms=None)
                                      for s in _growing_samples(run, 0.0).samples])
     assert timing_share(no_cycle, T0, T0 + 59_000, period_s=2.0) is None
+
+
+def test_exact_offsets_score_ours_cycles_inside_the_windows_only() -> None:
+    """The gauge 1 s over what its cycle saw (a commit Burrow had not shown, here over the
+    truth): given the exact offsets the cycles are 1.5 s behind a truth that grows, over the
+    run and in the 5 s after the onset at 10 s alike (scrapes at 14 and 15 s); a window
+    without a scrape has no figure."""
+    run, _cfg = _stuck_at_10()
+    grown = _growing_samples(run, 1.0)
+    whole = exact_offsets_error_s([grown], lambda _r: [(T0, T0 + 59_000)], 2.0)
+    assert whole == pytest.approx(1.5)
+    after_onset = exact_offsets_error_s([grown], onset_windows(T0, 5.0), 2.0)
+    assert after_onset == pytest.approx(1.5)
+    assert exact_offsets_error_s([grown], lambda _r: [(T0 + 50_000, T0 + 59_000)], 2.0) is None
+    # a cycle not known (an older exporter's scrape): not scored
+    unknown = replace(grown, samples=[replace(s, cycle_start_ms=None) for s in grown.samples])
+    assert exact_offsets_error_s([unknown], lambda _r: [(T0, T0 + 59_000)], 2.0) is None
+
+
+def test_the_gauges_first_alert_splits_into_its_cycles_phase_and_the_read() -> None:
+    """Stuck from 10 s, the truth crosses 20 s at 30 s. The cycle of the read at 32 s (started
+    at 30 s, 0.5 s long) is the first the harness read above 20 s: published 0.5 s after the
+    crossing, read 1.5 s after its publication. A run without an onset, or whose gauge never
+    went above, has no part."""
+    run, _cfg = _stuck_at_10()
+    grown = _growing_samples(run, 0.0)
+    parts = gauge_alert_parts_s([grown], T0, 20.0)
+    assert parts is not None
+    assert parts[0] == pytest.approx(0.5, abs=0.011) and parts[1] == pytest.approx(1.5, abs=0.011)
+    assert gauge_alert_parts_s([grown], T0, 60.0) is None
+    no_onset = replace(grown, shape=replace(grown.shape, events=()))
+    assert gauge_alert_parts_s([no_onset], T0, 20.0) is None
+
+
+def test_a_peers_win_is_burrows_only_where_ours_exact_cycles_are_not_above_it() -> None:
+    from benchmarks.compare.page import _burrows_part
+
+    assert "the gap is Burrow's offsets" in _burrows_part(1.0, 1.06)
+    assert "the gap is Burrow's offsets" in _burrows_part(1.06, 1.06)
+    assert "still above the peer: not Burrow's offsets alone" in _burrows_part(1.1, 1.06)
 
 
 @given(st.lists(st.integers(0, 3), min_size=1, max_size=30), st.floats(0.1, 5.0))
