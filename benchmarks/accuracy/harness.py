@@ -42,11 +42,9 @@ class HarnessConfig:
     refresh_allowance_s: float = 2.0  # Burrow offset-refresh (1 s) + reading the commit
     low_volume_interval_s: float = 45.0
     mode: str = "full"
-    #: copies of each shape played at once, copy k shifted by k·frequency_s·(replica_cycles +
-    #: 1/replicas) (see :func:`replica_shapes`)
+    #: copies of each shape played at once, copy k shifted by k·frequency_s/replicas (see
+    #: :func:`replica_shapes`)
     replicas: int = 1
-    #: whole cycles between copies, besides the fraction that spreads their phases
-    replica_cycles: int = 1
     #: "paired": one sample at a random moment of every interval of the clock
     #: (`sampler.SampleTimes`), the same intervals for every sampler of the run, so the
     #: comparison scores every tool in every interval (one a sampler missed at the tool's last
@@ -57,8 +55,7 @@ class HarnessConfig:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> HarnessConfig:
-        # recorded before the settings: on a grid, copies a fraction of a cycle apart
-        return cls(**{"sampling": "grid", "replica_cycles": 0, **d})
+        return cls(**{"sampling": "grid", **d})  # recorded before the setting: on a grid
 
     @property
     def random_moments(self) -> bool:
@@ -125,24 +122,16 @@ class RunData:
         )
 
 
-def replica_shapes(shapes: list[Shape], replicas: int, frequency_s: float,
-                   cycles: int = 1) -> list[tuple[int, Shape]]:  # fmt: skip
-    """``(k, shape shifted by k·frequency_s·(cycles + 1/replicas))`` for every shape and
-    k < replicas.
+def replica_shapes(shapes: list[Shape], replicas: int,
+                   frequency_s: float) -> list[tuple[int, Shape]]:  # fmt: skip
+    """``(k, shape shifted by k·frequency_s/replicas)`` for every shape and k < replicas.
 
     Why: with one copy per shape, a poller's score depends on where its polls happen to fall
-    relative to the few moments the truth drops (a commit); copies whose shifts spread evenly
-    over one poll interval (their fractions of a cycle) cover every phase, so their pooled
-    score is the tool's, not its luck's. The whole ``cycles`` between copies make each copy
-    meet its own cycles and its own sampler reads: copies a fraction of a cycle apart met the
-    same cycle and the same read at the same point of the shape (a first alert, one event per
-    copy, was then one draw of the read moment for every copy, not one per copy)."""
+    relative to the few moments the truth drops (a commit); copies shifted evenly across one
+    poll interval cover every phase, so their pooled score is the tool's, not its luck's."""
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, not {replicas}")
-    if cycles < 0:
-        raise ValueError(f"cycles between copies must be at least 0, not {cycles}")
-    step = frequency_s * (cycles + 1 / replicas)
-    return [(k, s.shifted(k * step)) for s in shapes for k in range(replicas)]
+    return [(k, s.shifted(k * frequency_s / replicas)) for s in shapes for k in range(replicas)]
 
 
 def run_harness(
@@ -170,8 +159,7 @@ def run_harness(
     workdir = workdir or Path(tempfile.mkdtemp(prefix="ft-accuracy-"))
     workdir.mkdir(parents=True, exist_ok=True)
     prefix = f"acc-{uuid.uuid4().hex[:6]}-"
-    replicas = replica_shapes(shapes, config.replicas, config.frequency_s,
-                              config.replica_cycles)
+    replicas = replica_shapes(shapes, config.replicas, config.frequency_s)
     names = [f"{prefix}{s.name}" + (f"-r{k}" if config.replicas > 1 else "")
              for k, s in replicas]
     drivers = [ShapeDriver(s, stack.bootstrap_servers, name, f"{name}-group")

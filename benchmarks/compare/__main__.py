@@ -13,10 +13,9 @@ their plots are then rendered from the committed records.
         --record-dir docs/records/accuracy            # ours only (gauge and rule), Kafka 4
     python -m benchmarks.compare --from docs/records/comparison  # re-render pages and plots
 
-Accuracy plays each shape ``--replicas`` times at once (default 4), copy k shifted by k
-cycles of ours and k/N of one, and pools the scores per shape: one run then measures every tool
-over N phases of its polls rather than the one phase a single copy happens to meet, each copy
-at its own cycles and sampler reads.
+Accuracy plays each shape ``--replicas`` times at once (default 4), copy k shifted by k/N of
+the poll interval, and pools the scores per shape: one run then measures every tool over N
+phases of its polls rather than the one phase a single copy happens to meet.
 
 Peers' binaries: ``$FT_PEERS_DIR`` (default ~/.cache/freshness-tracker/peers) or each peer's
 ``FT_*_BIN``. A missing one is recorded and shown as not run, with the reason.
@@ -85,8 +84,8 @@ def _parser() -> argparse.ArgumentParser:
         "--replicas",
         type=int,
         default=4,
-        help="accuracy: copies of each shape at once, copy k shifted by k cycles and k/N of "
-        "one, so the scores average N phases of the polls (1: one copy)",
+        help="accuracy: copies of each shape at once, copy k shifted by k/N of the poll "
+        "interval, so the scores average N phases of the polls (1: one copy)",
     )
     p.add_argument("--partitions", type=int, default=2000, help="cost: lagging partitions")
     p.add_argument(

@@ -193,16 +193,12 @@ def phases_text(cfg: HarnessConfig) -> str:
         return ""
     return (
         f"Each shape ran {n} times at once ({n} phases), copy k on its own topic and group with "
-        f"every time of the shape shifted by k × {cfg.frequency_s:g} s / {n}"
-        + (f" plus k × {cfg.replica_cycles} × {cfg.frequency_s:g} s (whole cycles of ours: each "
-           "copy meets its own cycles and its own reads of every sampler)"
-           if cfg.replica_cycles else "")
-        + ", so every tool's polls meet the shape's commits at evenly spread phases and no "
-        "ranking rests on where one run's polls fell. Figures pool the phases: mean |error| and "
-        "the errors after onset and recovery over every phase's samples, max |error| the "
-        "largest of any phase, false and missed alarms the mean seconds per phase, the first "
-        "alert the mean over the phases (their range in brackets where they differ); plots show "
-        "the unshifted phase."
+        f"every time of the shape shifted by k × {cfg.frequency_s:g} s / {n}, so every tool's "
+        "polls meet the shape's commits at evenly spread phases and no ranking rests on where "
+        "one run's polls fell. Figures pool the phases: mean |error| and the errors after "
+        "onset and recovery over every phase's samples, max |error| the largest of any phase, "
+        "false and missed alarms the mean seconds per phase, the first alert the mean over the "
+        "phases (their range in brackets where they differ); plots show the unshifted phase."
     )
 
 

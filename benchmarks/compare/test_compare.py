@@ -403,30 +403,16 @@ def test_a_shifted_shape_moves_every_time_but_its_first_phase() -> None:
     assert shape.shifted(0.0) is shape
 
 
-def test_replicas_spread_evenly_over_one_poll_interval_a_cycle_apart() -> None:
+def test_replicas_spread_evenly_over_one_poll_interval() -> None:
     a = Shape("a", "A", "", (1.0,), ((0.0, 0.0),))
     b = Shape("b", "B", "", (2.0,), ((0.0, 0.0),))
-    # a cycle (2 s) and a quarter of one between copies: each meets its own cycle, and their
-    # phases within a cycle are 0, ½, 1 and 1½ s
     copies = replica_shapes([a, b], 4, 2.0)
     assert [(k, s.name, s.produce_at_s[0]) for k, s in copies] == [
-        (0, "a", 1.0), (1, "a", 3.5), (2, "a", 6.0), (3, "a", 8.5),
-        (0, "b", 2.0), (1, "b", 4.5), (2, "b", 7.0), (3, "b", 9.5)]
-    assert sorted((s.produce_at_s[0] - 1.0) % 2.0 for _k, s in copies[:4]) == [0, 0.5, 1, 1.5]
-    # no whole cycle: a quarter of a cycle apart, as runs recorded before the setting
-    assert [s.produce_at_s[0] for _k, s in replica_shapes([a], 4, 2.0, cycles=0)] == [
-        1.0, 1.5, 2.0, 2.5]
+        (0, "a", 1.0), (1, "a", 1.5), (2, "a", 2.0), (3, "a", 2.5),
+        (0, "b", 2.0), (1, "b", 2.5), (2, "b", 3.0), (3, "b", 3.5)]
     assert replica_shapes([a], 1, 2.0) == [(0, a)]
     with pytest.raises(ValueError):
         replica_shapes([a], 0, 2.0)
-    with pytest.raises(ValueError):
-        replica_shapes([a], 4, 2.0, cycles=-1)
-
-
-def test_a_record_before_the_setting_reads_as_copies_a_fraction_of_a_cycle_apart() -> None:
-    assert HarnessConfig.from_json({"replicas": 8}).replica_cycles == 0
-    assert HarnessConfig.from_json({"replicas": 8, "replica_cycles": 1}).replica_cycles == 1
-    assert HarnessConfig().replica_cycles == 1
 
 
 def _method(**kw: Any) -> MethodScore:
