@@ -870,7 +870,8 @@ def _beats(
                         found.setdefault("accuracy", []).append(
                             f"{name}, {label}: {TITLES.get(key, key)} {fmt(theirs)} s against "
                             f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s"
-                            + _spread(sh, ours_key, key, mine - theirs, attr)
+                            + (_ONE_DRAW if attr == "alarm_delay_s" else
+                               _spread(sh, ours_key, key, mine - theirs, attr))
                             + ("" if exact is None else _burrows_part(exact, theirs)) + ")"
                         )
     if "accuracy" in found and shapes:
@@ -928,6 +929,13 @@ def _beats(
             text += f" {fixes[label]}."
         lines.append(text)
     return lines or ["- Nowhere in this run."]
+
+
+#: Why a first alert's gap gets no standard error: the copies of a shape, a fraction of a
+#: cycle apart, reach the threshold within one cycle of each other, so they meet the same one
+#: or two polls of a tool and the same reads of its sampler.
+_ONE_DRAW = ("; one crossing per copy, and the copies, a fraction of a cycle apart, meet it at "
+             "the same one or two polls and reads: not independent draws, so no standard error")
 
 
 def _exact_offsets_s(sh: CompareShape, attr: str, t0_ms: float, end_ms: float,

@@ -585,14 +585,15 @@ def test_the_standard_error_is_the_phases_sample_deviation_over_root_n() -> None
     assert standard_error([1.0]) is None and standard_error([1.0, math.inf]) is None
 
 
-def _phases(ours: list[float], peers: dict[str, list[float]]) -> list[CompareShape]:
+def _phases(ours: list[float], peers: dict[str, list[float]],
+            attr: str = "mean_abs_s") -> list[CompareShape]:
     """The stuck story as pooled phases (one phase: as it is), each with ours' and the peers'
-    mean |error| given (every other figure alike)."""
+    ``attr`` given (every other figure alike)."""
     run, cfg = _stuck_at_10()
     res = analyse_shape(run, cfg, T0, T0 + 59_000, cycle_window_s=2.0)
     shapes = [
-        CompareShape(replace(res, scores={k: _method(mean_abs_s=ours[i]) for k in res.scores}),
-                     {k: _method(mean_abs_s=v[i]) for k, v in peers.items()}, {}, {})
+        CompareShape(replace(res, scores={k: _method(**{attr: ours[i]}) for k in res.scores}),
+                     {k: _method(**{attr: v[i]}) for k, v in peers.items()}, {}, {})
         for i in range(len(ours))
     ]
     return pool_shapes(shapes)
@@ -608,6 +609,22 @@ def test_the_headline_shows_pooled_means_with_their_standard_error() -> None:
     single = _phases([0.2], {"cft": [0.1]})
     assert "| stuck | 0.20 | not run | 0.10 (Consumer Freshness Tracker) |" \
         in headline_table(single)
+
+
+def test_a_peers_earlier_first_alert_is_given_without_a_standard_error() -> None:
+    """The copies reach the threshold within a cycle of each other and meet the same polls and
+    reads: their first alerts are not independent draws, and the page says so instead of
+    setting the gap against a standard error."""
+    from benchmarks.compare.page import _beats
+
+    pooled = _phases([2.0, 2.2, 2.0, 2.2], {"cft": [1.0, 1.0, 1.2, 1.2]}, "alarm_delay_s")
+    text = "\n".join(_beats(pooled, []))
+    assert ("stuck, first alert: Consumer Freshness Tracker 1.10 s against freshness-tracker "
+            "(gauge) 2.10 s (by 1.00 s; one crossing per copy, and the copies, a fraction of a "
+            "cycle apart, meet it at the same one or two polls and reads: not independent "
+            "draws, so no standard error)") in text
+    assert "first alert: Consumer Freshness Tracker 1.10 s against freshness-tracker (gauge) " \
+        "2.10 s (by 1.00 s, " not in text
 
 
 def test_a_peers_lower_mean_says_whether_it_is_beyond_twice_the_paired_error() -> None:
