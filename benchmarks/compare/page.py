@@ -870,8 +870,8 @@ def _beats(
                         found.setdefault("accuracy", []).append(
                             f"{name}, {label}: {TITLES.get(key, key)} {fmt(theirs)} s against "
                             f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s"
-                            + (_ONE_DRAW if attr == "alarm_delay_s" else
-                               _spread(sh, ours_key, key, mine - theirs, attr))
+                            + ((_ONE_DRAW if sh.replicas else "") if attr == "alarm_delay_s"
+                               else _spread(sh, ours_key, key, mine - theirs, attr))
                             + ("" if exact is None else _burrows_part(exact, theirs)) + ")"
                         )
     if "accuracy" in found and shapes:
