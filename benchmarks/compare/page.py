@@ -874,6 +874,18 @@ def _beats(
                                else _spread(sh, ours_key, key, mine - theirs, attr))
                             + ("" if exact is None else _burrows_part(exact, theirs)) + ")"
                         )
+            mine = ours.alarm_delay_s
+            for key, delay in sh.offset_alert_s.items():
+                if mine is None or delay is None or not math.isfinite(delay):
+                    continue
+                if not math.isfinite(mine) or abs(delay) < abs(mine) - BEATS_FROM_S:
+                    found.setdefault("first alert of an offset-lag alert", []).append(
+                        f"{name}: the offset-lag alert on {TITLES.get(key, key)} "
+                        f"{fmt(abs(delay))} s against {TITLES[ours_key]} {fmt(abs(mine))} s "
+                        f"(by {fmt(abs(mine) - abs(delay))} s"
+                        f"{_ONE_DRAW if sh.replicas else ''})"
+                    )
+                    fixes["first alert of an offset-lag alert"] = _OFFSET_ALERT_FIX
     if "accuracy" in found and shapes:
         runs = [r.result.run for sh in shapes for r in sh.replicas or [sh]]
         ours_period, before = cycle_period_s(runs), measured_before_publication_s(runs)
@@ -929,6 +941,19 @@ def _beats(
             text += f" {fixes[label]}."
         lines.append(text)
     return lines or ["- Nowhere in this run."]
+
+
+_OFFSET_ALERT_FIX = (
+    "The offset-lag alert's threshold in records is the run's own produce rate before the "
+    "onset times the time threshold (under \"Offsets-only tools' alert thresholds\"): a "
+    "figure an operator cannot set in advance, exact only while that rate holds (at a rate "
+    "10× lower it fires 10× late). With it, a tool that reads offsets from Kafka at each "
+    "scrape alerts at its first read after the crossing. Ours' gauge alerts at its first "
+    "cycle published after the crossing (up to a cycle later, the split under Accuracy), as "
+    "every tool that polls does; the rule, exact at every evaluation, at its first read-out "
+    "after it (one per Prometheus scrape of ours), so between the rule and such a tool which "
+    "comes first is where the reads fall. The shipped alerts use the rule"
+)
 
 
 #: Why a first alert's gap gets no standard error: the copies of a shape, a fraction of a

@@ -627,6 +627,22 @@ def test_a_peers_earlier_first_alert_is_given_without_a_standard_error() -> None
         "2.10 s (by 1.00 s, " not in text
 
 
+def test_an_offset_lag_alert_that_fired_first_is_listed_with_why() -> None:
+    """An offsets-only tool's alert counts as a first alert: one earlier than ours (gauge or
+    rule) is listed, with its threshold's caveat; one later is not."""
+    from benchmarks.compare.page import _beats
+
+    run, cfg = _stuck_at_10()
+    res = analyse_shape(run, cfg, T0, T0 + 59_000, cycle_window_s=2.0)
+    res = replace(res, scores={k: _method(alarm_delay_s=1.0) for k in res.scores})
+    early = CompareShape(res, {}, {}, {"kafka_exporter": 0.2, "kminion": 1.5})
+    text = "\n".join(_beats([early], []))
+    assert ("stuck: the offset-lag alert on kafka_exporter (offsets only) 0.20 s against "
+            "freshness-tracker (gauge) 1.00 s (by 0.80 s)") in text
+    assert "kminion" not in text
+    assert "a figure an operator cannot set in advance" in text
+
+
 def test_a_peers_lower_mean_says_whether_it_is_beyond_twice_the_paired_error() -> None:
     from benchmarks.compare.page import _beats
 
