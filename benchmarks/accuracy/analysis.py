@@ -143,7 +143,8 @@ def analyse_shape(r: ShapeRun, cfg: HarnessConfig, t0_ms: float, end_ms: float,
     steps = int(cycle_window_s / GRID_S)
     scan = steps + int(MAX_REFRESH_SCAN_S / GRID_S)
     for s, v in zip(samples, ours, strict=True):
-        window = [truth_s(s.metrics_ms - k * GRID_S * 1000) for k in range(scan + 1)]
+        window = [math.nan if w is None else w / 1000 for w in r.truth.freshness_descending(
+            [s.metrics_ms - k * GRID_S * 1000 for k in range(scan + 1)])]
         in_cycle = [w for w in window[: steps + 1] if not math.isnan(w)] or [math.nan]
         lo.append(min(in_cycle))
         hi.append(max(in_cycle))

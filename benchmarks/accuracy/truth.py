@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,29 @@ class TruthLog:
         if committed < self.records_at(t_ms):
             return max(t_ms - self.record_ts_ms[committed], 0.0)
         return 0.0
+
+    def freshness_descending(self, times_ms: Sequence[float]) -> list[float | None]:
+        """:meth:`freshness_ms` at each of ``times_ms``, given in non-increasing order: two
+        searches, then a walk back through the commits and records. Why: scoring reads the
+        truth at hundreds of moments behind every sample; a search per moment made that most
+        of the time a page takes to render."""
+        out: list[float | None] = []
+        if not times_ms:
+            return out
+        times, records = self._commit_times, self.record_ts_ms
+        i = bisect.bisect_right(times, times_ms[0])
+        j = bisect.bisect_right(records, times_ms[0])
+        for t_ms in times_ms:
+            while i and times[i - 1] > t_ms:
+                i -= 1
+            while j and records[j - 1] > t_ms:
+                j -= 1
+            if not i:
+                out.append(None)
+                continue
+            committed = self.commits[i - 1][1]
+            out.append(max(t_ms - records[committed], 0.0) if committed < j else 0.0)
+        return out
 
     @property
     def _commit_times(self) -> list[int]:

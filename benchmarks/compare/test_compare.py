@@ -658,3 +658,23 @@ def test_a_peers_lower_mean_says_whether_it_is_beyond_twice_the_paired_error() -
     single = "\n".join(_beats(_phases([0.3], {"cft": [0.2]}), []))
     assert "Consumer Freshness Tracker 0.20 s against freshness-tracker (gauge) 0.30 s (by " \
         "0.10 s)" in single
+
+
+@given(st.lists(st.integers(0, 3), max_size=20), st.lists(st.integers(0, 2_000), max_size=30),
+       st.lists(st.floats(-1_000.0, 25_000.0, allow_nan=False), max_size=40))
+def test_the_truth_walked_back_is_the_truth_looked_up_at_each_moment(
+    steps: list[int], gaps: list[int], moments: list[float]
+) -> None:
+    """Any records and commits, any moments (before the first commit, between, after the
+    last): the walk back gives exactly what a lookup at each moment gives."""
+    truth = TruthLog()
+    ts = 0
+    for offset, gap in enumerate(gaps):
+        ts += gap
+        truth.produced(offset, ts)
+    committed = 0
+    for k, step in enumerate(steps):
+        committed = min(committed + step, len(gaps))
+        truth.committed(k * 1_000, committed)
+    times = sorted(moments, reverse=True)
+    assert truth.freshness_descending(times) == [truth.freshness_ms(t) for t in times]
