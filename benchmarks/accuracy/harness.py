@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import tempfile
 import time
 import uuid
@@ -24,7 +25,8 @@ from benchmarks.accuracy.truth import TruthLog
 from benchmarks.common import create_topics
 from devstack import RealStack
 
-__all__ = ["HarnessConfig", "RunData", "ShapeRun", "replica_shapes", "run_harness"]
+__all__ = ["HarnessConfig", "RunData", "ShapeRun", "replica_shapes", "run_harness",
+           "scatter_cycles"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,10 @@ class HarnessConfig:
     #: copies of each shape played at once, copy k shifted by k·frequency_s/replicas (see
     #: :func:`replica_shapes`)
     replicas: int = 1
+    #: "scattered": copy k also shifted by a whole number of cycles, a different one per copy
+    #: (:func:`scatter_cycles`); "phase": by its fraction of a cycle only, as every run
+    #: recorded before the setting
+    copy_spacing: str = "scattered"
     #: "paired": one sample at a random moment of every interval of the clock
     #: (`sampler.SampleTimes`), the same intervals for every sampler of the run, so the
     #: comparison scores every tool in every interval (one a sampler missed at the tool's last
@@ -55,7 +61,8 @@ class HarnessConfig:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> HarnessConfig:
-        return cls(**{"sampling": "grid", **d})  # recorded before the setting: on a grid
+        # recorded before the settings: on a grid, copies a fraction of a cycle apart
+        return cls(**{"sampling": "grid", "copy_spacing": "phase", **d})
 
     @property
     def random_moments(self) -> bool:
@@ -122,16 +129,39 @@ class RunData:
         )
 
 
-def replica_shapes(shapes: list[Shape], replicas: int,
-                   frequency_s: float) -> list[tuple[int, Shape]]:  # fmt: skip
-    """``(k, shape shifted by k·frequency_s/replicas)`` for every shape and k < replicas.
+def scatter_cycles(replicas: int) -> list[int]:
+    """The whole cycles added to each copy's shift: ``k·a mod replicas`` for copy k, ``a`` the
+    integer coprime with ``replicas`` nearest ``replicas/φ`` (φ the golden ratio).
+
+    Why: a copy's first alert is one event, read at the first read of a sampler after the
+    tool's first poll past the crossing. Copies a fraction of a cycle apart cross within one
+    cycle of each other and meet the same one or two polls and reads, one draw for all. A
+    different whole number of cycles per copy puts each at its own polls and reads; ours' and
+    every tool polling at ``frequency_s`` keep the evenly spread phases (whole cycles change no
+    phase of theirs), and the golden-ratio permutation leaves the phases under any other period
+    scattered (a constant step of a cycle and a fraction lined up with a tool whose period is
+    a cycle plus its own run: every copy met it at one phase)."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be at least 1, not {replicas}")
+    golden = replicas / ((1 + math.sqrt(5)) / 2)
+    step = min((m for m in range(1, replicas + 1) if math.gcd(m, replicas) == 1),
+               key=lambda m: (abs(m - golden), m))
+    return [k * step % replicas for k in range(replicas)]
+
+
+def replica_shapes(shapes: list[Shape], replicas: int, frequency_s: float,
+                   scattered: bool = False) -> list[tuple[int, Shape]]:  # fmt: skip
+    """``(k, shape shifted by k·frequency_s/replicas)`` for every shape and k < replicas, plus
+    :func:`scatter_cycles` whole cycles if ``scattered``.
 
     Why: with one copy per shape, a poller's score depends on where its polls happen to fall
     relative to the few moments the truth drops (a commit); copies shifted evenly across one
     poll interval cover every phase, so their pooled score is the tool's, not its luck's."""
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, not {replicas}")
-    return [(k, s.shifted(k * frequency_s / replicas)) for s in shapes for k in range(replicas)]
+    cycles = scatter_cycles(replicas) if scattered else [0] * replicas
+    return [(k, s.shifted(round(k * frequency_s / replicas + cycles[k] * frequency_s, 6)))
+            for s in shapes for k in range(replicas)]
 
 
 def run_harness(
@@ -159,7 +189,8 @@ def run_harness(
     workdir = workdir or Path(tempfile.mkdtemp(prefix="ft-accuracy-"))
     workdir.mkdir(parents=True, exist_ok=True)
     prefix = f"acc-{uuid.uuid4().hex[:6]}-"
-    replicas = replica_shapes(shapes, config.replicas, config.frequency_s)
+    replicas = replica_shapes(shapes, config.replicas, config.frequency_s,
+                              scattered=config.copy_spacing == "scattered")
     names = [f"{prefix}{s.name}" + (f"-r{k}" if config.replicas > 1 else "")
              for k, s in replicas]
     drivers = [ShapeDriver(s, stack.bootstrap_servers, name, f"{name}-group")

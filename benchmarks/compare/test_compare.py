@@ -28,7 +28,7 @@ from benchmarks.accuracy.analysis import (
     pool_timing,
     timing_share,
 )
-from benchmarks.accuracy.harness import HarnessConfig, ShapeRun, replica_shapes
+from benchmarks.accuracy.harness import HarnessConfig, ShapeRun, replica_shapes, scatter_cycles
 from benchmarks.accuracy.sampler import Sample
 from benchmarks.accuracy.shapes import Event, Shape
 from benchmarks.accuracy.truth import TruthLog
@@ -413,6 +413,28 @@ def test_replicas_spread_evenly_over_one_poll_interval() -> None:
     assert replica_shapes([a], 1, 2.0) == [(0, a)]
     with pytest.raises(ValueError):
         replica_shapes([a], 0, 2.0)
+
+
+def test_scattered_copies_keep_their_phases_at_cycles_of_their_own() -> None:
+    a = Shape("a", "A", "", (1.0,), ((0.0, 0.0),))
+    shifts = [s.produce_at_s[0] - 1.0 for _k, s in replica_shapes([a], 8, 2.0, scattered=True)]
+    # the phases under ours' cycles are the evenly spread ones of copies a fraction apart
+    assert sorted(round(t % 2.0, 6) for t in shifts) == [k * 0.25 for k in range(8)]
+    # each copy at a cycle of its own, so at polls and sampler reads of its own
+    assert len({math.floor(t / 2.0) for t in shifts}) == 8
+    assert min(abs(x - y) for x in shifts for y in shifts if x != y) >= 1.0
+    # a period of a cycle and a fraction (about the Consumer Freshness Tracker's) meets them
+    # at spread phases (a constant step of a cycle and a fraction met it at one)
+    period = 2.25
+    phases = sorted(t % period for t in shifts)
+    ends = [*phases[1:], phases[0] + period]
+    assert max(b - a for a, b in zip(phases, ends, strict=True)) < period / 2
+
+
+@pytest.mark.parametrize("replicas", range(1, 13))
+def test_scatter_cycles_is_a_permutation(replicas: int) -> None:
+    cycles = scatter_cycles(replicas)
+    assert sorted(cycles) == list(range(replicas)) and cycles[0] == 0
 
 
 def _method(**kw: Any) -> MethodScore:
