@@ -71,6 +71,9 @@ class MethodScore:
     recovery_n: int = 0
     #: pooled replicas: the least and greatest first-alert delay among them
     alarm_delay_range_s: tuple[float, float] | None = None
+    #: (seconds after start, |error|) of every sample in the onset window (pooled: every
+    #: replica's), so a gap after onset can be set against the spread of the clock's periods
+    onset_points: tuple[tuple[float, float], ...] = field(default=(), repr=False)
 
 
 @dataclass
@@ -221,6 +224,7 @@ def pool_scores(scores: Sequence[MethodScore]) -> MethodScore:
         alarm_delay_s=delay, defined=sum(s.defined for s in scores),
         onset_n=sum(s.onset_n for s in scores), recovery_n=sum(s.recovery_n for s in scores),
         alarm_delay_range_s=span,
+        onset_points=tuple(p for s in scores for p in s.onset_points),
     )
 
 
@@ -439,6 +443,20 @@ def onset_windows(t0_ms: float, window_s: float
                       for e in r.shape.events if e.kind == "onset" and e.at_s is not None]
 
 
+def read_age_s(runs: Sequence[ShapeRun],
+               windows: Callable[[ShapeRun], list[tuple[float, float]]]) -> float | None:
+    """The mean time from ours' latest published cycle to the harness's read of ours, over the
+    samples inside ``windows`` (None without one). Why: a held value of a growing truth is off
+    by its age at the read; read at random moments its mean age is half a cycle, and where a
+    score rests on few reads (a window after onset) this says how far their moments fell from
+    that."""
+    ages = [(s.metrics_ms - s.cycle_start_ms) / 1000 - s.cycle_s
+            for r in runs for start, end in windows(r) for s in r.samples
+            if start <= s.metrics_ms <= end and s.cycle_start_ms is not None
+            and s.cycle_s is not None]
+    return statistics.mean(ages) if ages else None
+
+
 def unseen_lag_after_onset_s(runs: Sequence[ShapeRun], t0_ms: float,
                              window_s: float) -> tuple[float, float] | None:
     """:func:`unseen_lag_s` over the ``window_s`` after each onset (None without an onset)."""
@@ -517,10 +535,13 @@ class _Scorer:
         missed = sum(lo_ >= threshold and not v > threshold
                      for v, lo_ in zip(values, truth_lo, strict=True))
 
-        def window(starts: list[float]) -> list[float]:
+        def points(starts: list[float]) -> list[tuple[float, float]]:
             start = starts[0] if starts else math.inf
-            return [e for ti, e in zip(t, errors, strict=True)
+            return [(ti, e) for ti, e in zip(t, errors, strict=True)
                     if start <= ti <= start + self.cfg.moment_window_s and not math.isnan(e)]
+
+        def window(starts: list[float]) -> list[float]:
+            return [e for _ti, e in points(starts)]
 
         def around(starts: list[float]) -> float | None:
             if not starts:
@@ -538,6 +559,7 @@ class _Scorer:
             inf_pct=100.0 * sum(math.isinf(v) for v in values) / max(n, 1),
             alarm_delay_s=self._alarm_delay(t, values), defined=len(defined),
             onset_n=len(window(self.onsets)), recovery_n=len(window(self.recoveries)),
+            onset_points=tuple(points(self.onsets)),
         )
 
     def _alarm_delay(self, t: Sequence[float], values: Sequence[float]) -> float | None:

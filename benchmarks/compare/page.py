@@ -22,6 +22,7 @@ from benchmarks.accuracy.analysis import (
     measured_before_publication_s,
     onset_windows,
     pool_timing,
+    read_age_s,
     timing_share,
     unseen_lag_after_onset_s,
     unseen_lag_in_run_s,
@@ -37,6 +38,8 @@ from benchmarks.compare.report import (
     accuracy_table,
     cost_table,
     headline_table,
+    offset_alert_gap_se,
+    onset_gap_se,
     other_gauges_table,
     paired_gap_se,
     phases_text,
@@ -174,7 +177,9 @@ def render(
             "",
             _HEADLINE_TEXT.format(threshold=cfg.threshold_s),
             "",
-            *([_SPREAD_TEXT.format(n=cfg.replicas), ""] if cfg.replicas > 1 else []),
+            *([_SPREAD_TEXT.format(n=cfg.replicas)
+               + (_SPREAD_ALERT_TEXT if cfg.copy_spacing == "scattered" else ""), ""]
+              if cfg.replicas > 1 else []),
             headline_table(shapes),
             "",
             "## Accuracy",
@@ -237,7 +242,8 @@ def render(
         "",
         *_beats(shapes, costs, *_window(record), period_s=_period(record),
                 onset_window_s=_config(record, "moment_window_s"),
-                threshold_s=_config(record, "threshold_s")),
+                threshold_s=_config(record, "threshold_s"),
+                independent_copies=_copies_independent(record)),
         "",
         _CANNOT,
         "",
@@ -270,6 +276,12 @@ def _config(record: dict[str, Any] | None, key: str) -> float:
     if record is None or "run" not in record:
         return math.nan
     return float(record["run"]["config"][key])
+
+
+def _copies_independent(record: dict[str, Any] | None) -> bool:
+    """Whether the run's copies of a shape met polls and reads of their own."""
+    return record is not None and "run" in record and \
+        RunData.from_json(record["run"]).config.copy_spacing == "scattered"
 
 
 def _when(record: dict[str, Any]) -> str:
@@ -805,6 +817,8 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
         onset = unseen_lag_after_onset_s(runs, t0_ms, window_s)
         exact_onset = exact_offsets_error_s(runs, onset_windows(t0_ms, window_s), period_s)
         whole = unseen_lag_in_run_s(runs, t0_ms, end_ms)
+        ages = (read_age_s(runs, onset_windows(t0_ms, window_s)),
+                read_age_s(runs, lambda _r: [(t0_ms, end_ms)]))
         rule_over = rule_over_nothing_waiting_s(sh, t0_ms)
         alert = (gauge_alert_parts_s(runs, t0_ms, threshold_s)
                  if math.isfinite(threshold_s) else None)
@@ -822,7 +836,11 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
                "samples at 0 while the truth was not (Burrow not yet showing the partition "
                "lagging)"
                + ("" if exact_onset is None else
-                  f", its cycles with exact offsets {fmt(exact_onset)} s"))
+                  f", its cycles with exact offsets {fmt(exact_onset)} s")
+               + ("" if ages[0] is None or ages[1] is None else
+                  f", and the harness's reads of ours in those windows came {fmt(ages[0])} s "
+                  f"after its cycle published, on average ({fmt(ages[1])} s over the run; "
+                  f"{fmt(period_s / 2)} s, half a cycle, at random moments)"))
             + ("" if alert is None else
                f"; the gauge's first alert above {threshold_s:g} s: its cycle published "
                f"{fmt(alert[0])} s after the truth crossed it (the phase of its cycles), read "
@@ -841,9 +859,12 @@ def _beats(
     shapes: Sequence[CompareShape] | None, costs: Sequence[dict[str, Any]],
     t0_ms: float = 0.0, end_ms: float = math.inf, period_s: float = math.nan,
     onset_window_s: float = math.nan, threshold_s: float = math.nan,
+    independent_copies: bool = True,
 ) -> list[str]:
     """Every case of this run where a peer did better than ours (gauge or rule) on mean
-    |error|, error after onset or first-alert delay, by how much; then the cost cases."""
+    |error|, error after onset or first-alert delay, by how much; then the cost cases.
+    ``independent_copies``: the copies of a shape met polls and reads of their own (scattered
+    over cycles), so a first alert's gap has a standard error."""
     found: dict[str, list[str]] = {}
     fixes: dict[str, str] = {}
     for sh in shapes or []:
@@ -870,8 +891,10 @@ def _beats(
                         found.setdefault("accuracy", []).append(
                             f"{name}, {label}: {TITLES.get(key, key)} {fmt(theirs)} s against "
                             f"{TITLES[ours_key]} {fmt(mine)} s (by {fmt(mine - theirs)} s"
-                            + ((_ONE_DRAW if sh.replicas else "") if attr == "alarm_delay_s"
-                               else _spread(sh, ours_key, key, mine - theirs, attr))
+                            + (_ONE_DRAW if attr == "alarm_delay_s" and sh.replicas
+                               and not independent_copies
+                               else _spread(sh, ours_key, key, mine - theirs, attr,
+                                            period_s))
                             + ("" if exact is None else _burrows_part(exact, theirs)) + ")"
                         )
             mine = ours.alarm_delay_s
@@ -883,7 +906,10 @@ def _beats(
                         f"{name}: the offset-lag alert on {TITLES.get(key, key)} "
                         f"{fmt(abs(delay))} s against {TITLES[ours_key]} {fmt(abs(mine))} s "
                         f"(by {fmt(abs(mine) - abs(delay))} s"
-                        f"{_ONE_DRAW if sh.replicas else ''})"
+                        + (_ONE_DRAW if sh.replicas and not independent_copies else
+                           _beyond(offset_alert_gap_se(sh, ours_key, key),
+                                   abs(mine) - abs(delay)))
+                        + ")"
                     )
                     fixes["first alert of an offset-lag alert"] = _OFFSET_ALERT_FIX
     if "accuracy" in found and shapes:
@@ -956,9 +982,9 @@ _OFFSET_ALERT_FIX = (
 )
 
 
-#: Why a first alert's gap gets no standard error: the copies of a shape, a fraction of a
-#: cycle apart, reach the threshold within one cycle of each other, so they meet the same one
-#: or two polls of a tool and the same reads of its sampler.
+#: Why a first alert's gap gets no standard error in a run whose copies of a shape were a
+#: fraction of a cycle apart: they reach the threshold within one cycle of each other, so they
+#: meet the same one or two polls of a tool and the same reads of its sampler.
 _ONE_DRAW = ("; one crossing per copy, and the copies, a fraction of a cycle apart, meet it at "
              "the same one or two polls and reads: not independent draws, so no standard error")
 
@@ -985,16 +1011,23 @@ def _burrows_part(exact: float, theirs: float) -> str:
 
 
 def _spread(sh: CompareShape, ours_key: str, key: str, gap: float,
-            attr: str = "mean_abs_s") -> str:
-    """Whether a gap in ``attr`` exceeds twice its standard error across phases, the two tools
-    paired by phase ("" for a run of one phase): a gap within it could be where the phases'
-    polls fell."""
-    se = paired_gap_se(sh, ours_key, key, attr)
+            attr: str = "mean_abs_s", period_s: float = math.nan) -> str:
+    """Whether a gap in ``attr`` exceeds twice its standard error ("" without one): a gap within
+    it could be where the polls and reads fell. Across phases, the two tools paired by phase;
+    a gap after onset across the clock's periods of ``period_s`` (:func:`onset_gap_se`)."""
+    if attr == "onset_s" and math.isfinite(period_s):
+        return _beyond(onset_gap_se(sh, ours_key, key, period_s), gap,
+                       f"the gaps per {period_s:g} s of the clock")
+    return _beyond(paired_gap_se(sh, ours_key, key, attr), gap)
+
+
+def _beyond(se: float | None, gap: float, of: str = "the phases' gaps") -> str:
+    """Whether ``gap`` exceeds twice its standard error ``se`` of ``of`` ("" without one)."""
     if se is None or not math.isfinite(gap):
         return ""
     twice = 2 * se
     return (f", {'beyond' if gap > twice else 'within'} {fmt(twice)} s, twice the standard "
-            "error of the phases' gaps")
+            f"error of {of}")
 
 
 _BURROW_FIX = (
@@ -1029,7 +1062,14 @@ standard deviation of the phases' own mean |error| ÷ √{n} (the pooled mean we
 by its samples; the phases' counts are nearly equal). Under "Where a peer beats us" a gap in
 mean |error| is set against twice the standard error of the per-phase gaps between the two
 tools (paired by phase: both measured the same events in each phase, so a phase's luck that
-hit both cancels)."""
+hit both cancels). A gap in error after onset is set against twice the standard error of the
+gaps per poll interval of the clock: the phases' windows after onset overlap in time, so they
+meet the same reads and polls, and their gaps move together."""
+
+_SPREAD_ALERT_TEXT = """
+A gap in first alert is set against twice the standard error of the per-phase gaps too: the
+copies sat whole cycles apart (under "Accuracy"), so each copy's crossing met polls and reads
+of its own and the copies' first alerts are independent draws."""
 
 _OTHER_TEXT = """\
 The other time figures ours exports, scraped on the same grid and scored raw against the

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.accuracy.analysis import MethodScore
-from benchmarks.accuracy.harness import HarnessConfig
+from benchmarks.accuracy.harness import HarnessConfig, scatter_cycles
 from benchmarks.accuracy.report import fmt, table_head
 from benchmarks.compare.accuracy import CompareShape
 from benchmarks.compare.stats import ratio, ratio_text, standard_error
 
 __all__ = ["ACC_COLUMNS", "accuracy_table", "alert_text", "cost_table", "mean_abs_se",
-           "mean_text", "phases_text", "plot_shape"]
+           "mean_text", "offset_alert_gap_se", "onset_gap_se", "phases_text", "plot_shape"]
 
 TITLES = {
     "ours": "freshness-tracker (gauge)",
@@ -81,13 +81,55 @@ def paired_gap_se(shape: CompareShape, key_a: str, key_b: str,
     """One standard error of the gap between two tools' ``attr`` (mean |error|, error after
     onset, first-alert delay by its size) across phases, paired by phase (both measured the same
     events in each phase, so the events' own luck cancels). None for a shape of one phase."""
+    def value(key: str) -> Callable[[CompareShape], float | None]:
+        return lambda r: None if (s := _score(r, key)) is None else getattr(s, attr)
+
+    return _paired_se(shape, value(key_a), value(key_b), attr == "alarm_delay_s")
+
+
+def onset_gap_se(shape: CompareShape, key_a: str, key_b: str,
+                 period_s: float) -> float | None:  # fmt: skip
+    """One standard error of the gap between two tools' error after onset, over the periods
+    of the clock (``period_s`` long) their samples in the onset windows fall in: per period,
+    the mean |error| of ``key_a``'s samples (every copy's) minus ``key_b``'s. None without two
+    such periods.
+
+    Why not per copy, as :func:`paired_gap_se`: the copies' windows overlap in time, so they
+    meet the same sampler reads and the same polls of each tool, and their gaps move together;
+    a period of the clock holds draws of its own."""
+    a, b = _score(shape, key_a), _score(shape, key_b)
+    if a is None or b is None or not period_s > 0:
+        return None
+
+    def by_period(points: Sequence[tuple[float, float]]) -> dict[int, list[float]]:
+        out: dict[int, list[float]] = {}
+        for t, error in points:
+            out.setdefault(math.floor(t / period_s), []).append(error)
+        return out
+
+    per_a, per_b = by_period(a.onset_points), by_period(b.onset_points)
+    return standard_error([sum(per_a[k]) / len(per_a[k]) - sum(per_b[k]) / len(per_b[k])
+                           for k in sorted(per_a.keys() & per_b.keys())])
+
+
+def offset_alert_gap_se(shape: CompareShape, ours_key: str, key: str) -> float | None:
+    """:func:`paired_gap_se` of ours' first alert (``ours_key``) and peer ``key``'s
+    offset-lag alert, by their sizes."""
+    def ours(r: CompareShape) -> float | None:
+        return None if (s := _score(r, ours_key)) is None else s.alarm_delay_s
+
+    return _paired_se(shape, ours, lambda r: r.offset_alert_s.get(key), True)
+
+
+def _paired_se(shape: CompareShape, value_a: Callable[[CompareShape], float | None],
+               value_b: Callable[[CompareShape], float | None],
+               by_size: bool) -> float | None:  # fmt: skip
     gaps = []
     for r in shape.replicas:
-        a, b = _score(r, key_a), _score(r, key_b)
-        va, vb = (None if s is None else getattr(s, attr) for s in (a, b))
+        va, vb = value_a(r), value_b(r)
         if va is None or vb is None or not (math.isfinite(va) and math.isfinite(vb)):
             continue
-        gaps.append(_size(attr, va) - _size(attr, vb))
+        gaps.append(abs(va) - abs(vb) if by_size else va - vb)
     return standard_error(gaps)
 
 
@@ -193,7 +235,11 @@ def phases_text(cfg: HarnessConfig) -> str:
         return ""
     return (
         f"Each shape ran {n} times at once ({n} phases), copy k on its own topic and group with "
-        f"every time of the shape shifted by k × {cfg.frequency_s:g} s / {n}, so every tool's "
+        f"every time of the shape shifted by k × {cfg.frequency_s:g} s / {n}"
+        + ("" if cfg.copy_spacing != "scattered" else
+           f" plus c(k) × {cfg.frequency_s:g} s, c = {scatter_cycles(n)} (each copy at cycles "
+           "and sampler reads of its own, so its first alert is a draw of its own)")
+        + ", so every tool's "
         "polls meet the shape's commits at evenly spread phases and no ranking rests on where "
         "one run's polls fell. Figures pool the phases: mean |error| and the errors after "
         "onset and recovery over every phase's samples, max |error| the largest of any phase, "

@@ -26,6 +26,7 @@ from benchmarks.accuracy.analysis import (
     pool_delays,
     pool_scores,
     pool_timing,
+    read_age_s,
     timing_share,
 )
 from benchmarks.accuracy.harness import HarnessConfig, ShapeRun, replica_shapes, scatter_cycles
@@ -633,20 +634,82 @@ def test_the_headline_shows_pooled_means_with_their_standard_error() -> None:
         in headline_table(single)
 
 
-def test_a_peers_earlier_first_alert_is_given_without_a_standard_error() -> None:
-    """The copies reach the threshold within a cycle of each other and meet the same polls and
-    reads: their first alerts are not independent draws, and the page says so instead of
-    setting the gap against a standard error."""
+def test_a_first_alerts_gap_has_a_standard_error_only_where_the_copies_were_independent(
+) -> None:
+    """Copies a fraction of a cycle apart reach the threshold within a cycle of each other and
+    meet the same polls and reads: their first alerts are not independent draws, and the page
+    says so. Copies scattered over cycles of their own are: the gap is set against twice the
+    standard error of the copies' paired gaps."""
     from benchmarks.compare.page import _beats
 
     pooled = _phases([2.0, 2.2, 2.0, 2.2], {"cft": [1.0, 1.0, 1.2, 1.2]}, "alarm_delay_s")
-    text = "\n".join(_beats(pooled, []))
+    together = "\n".join(_beats(pooled, [], independent_copies=False))
     assert ("stuck, first alert: Consumer Freshness Tracker 1.10 s against freshness-tracker "
             "(gauge) 2.10 s (by 1.00 s; one crossing per copy, and the copies, a fraction of a "
             "cycle apart, meet it at the same one or two polls and reads: not independent "
-            "draws, so no standard error)") in text
-    assert "first alert: Consumer Freshness Tracker 1.10 s against freshness-tracker (gauge) " \
-        "2.10 s (by 1.00 s, " not in text
+            "draws, so no standard error)") in together
+    # per-copy gaps 1.0, 1.2, 0.8, 1.0: 2 × sd 0.163 / √4 = 0.16
+    scattered = "\n".join(_beats(pooled, [], independent_copies=True))
+    assert ("stuck, first alert: Consumer Freshness Tracker 1.10 s against freshness-tracker "
+            "(gauge) 2.10 s (by 1.00 s, beyond 0.16 s, twice the standard error of the phases' "
+            "gaps)") in scattered
+    assert "not independent" not in scattered
+
+
+def test_an_onset_gap_is_set_against_the_clocks_periods_not_the_copies() -> None:
+    """The copies' onset windows overlap in time: what a period of the clock held (reads,
+    polls) hit every copy in it, so the draws are the periods; copies in one period average."""
+    from benchmarks.compare.report import onset_gap_se
+
+    run, cfg = _stuck_at_10()
+    res = analyse_shape(run, cfg, T0, T0 + 59_000, cycle_window_s=2.0)
+
+    def copy(ours: list[tuple[float, float]], peer: list[tuple[float, float]]) -> CompareShape:
+        return CompareShape(replace(res, scores={k: _method(onset_points=tuple(ours))
+                                                 for k in res.scores}),
+                            {"cft": _method(onset_points=tuple(peer))}, {}, {})
+
+    # two copies, their points in the same four 2-s periods; per period ours 1.0, the peer
+    # 0.8 / 0.6 alternately (the copies 0.7 and 0.9 in the first period: 0.8 together)
+    copies = [copy([(0.5, 1.0), (2.5, 1.0), (4.5, 1.0), (6.5, 1.0)],
+                   [(0.5, 0.7), (2.5, 0.6), (4.5, 0.8), (6.5, 0.6)]),
+              copy([(1.5, 1.0), (3.5, 1.0), (5.5, 1.0), (7.5, 1.0)],
+                   [(1.5, 0.9), (3.5, 0.6), (5.5, 0.8), (7.5, 0.6)])]
+    pooled = pool_shapes(copies)[0]
+    # gaps per period 0.2, 0.4, 0.2, 0.4: sd 0.1155 over √4
+    assert onset_gap_se(pooled, "ours", "cft", 2.0) == pytest.approx(0.0577, abs=1e-4)
+    assert onset_gap_se(pooled, "ours", "cft", 100.0) is None  # one period: no spread
+    assert onset_gap_se(pooled, "ours", "klag_message", 2.0) is None  # not run
+
+
+def test_the_read_age_is_the_time_from_ours_publication_to_the_read() -> None:
+    run, _cfg = _stuck_at_10()
+
+    def read(at_s: float, cycle_at_s: float, cycle_s: float) -> Sample:
+        return Sample(T0 + at_s * 1000, 0.0, None, None, T0 + cycle_at_s * 1000, cycle_s,
+                      T0 + at_s * 1000, None, None, None)
+
+    run = replace(run, samples=[read(1.0, 0.0, 0.2), read(2.5, 2.0, 0.2), read(11.0, 10.0, 0.5)])
+    windows = onset_windows(T0, 5.0)  # the stall at 10 s
+    assert read_age_s([run], windows) == pytest.approx(0.5)
+    assert read_age_s([run], lambda _r: [(T0, T0 + 59_000)]) == pytest.approx((0.8 + 0.3 + 0.5) / 3)
+    assert read_age_s([run], lambda _r: []) is None
+
+
+def test_an_offset_lag_alerts_gap_is_paired_by_copy() -> None:
+    from benchmarks.compare.page import _beats
+
+    run, cfg = _stuck_at_10()
+    res = analyse_shape(run, cfg, T0, T0 + 59_000, cycle_window_s=2.0)
+    copies = [CompareShape(replace(res, scores={k: _method(alarm_delay_s=ours)
+                                                for k in res.scores}),
+                           {}, {}, {"kafka_exporter": theirs})
+              for ours, theirs in ((1.0, 0.2), (1.4, 0.4), (1.0, 0.6), (1.4, 0.2))]
+    text = "\n".join(_beats(pool_shapes(copies), []))
+    # gaps 0.8, 1.0, 0.4, 1.2 (mean 0.85): 2 × sd 0.342 / √4 = 0.34
+    assert ("stuck: the offset-lag alert on kafka_exporter (offsets only) 0.35 s against "
+            "freshness-tracker (gauge) 1.20 s (by 0.85 s, beyond 0.34 s, twice the standard "
+            "error of the phases' gaps)") in text
 
 
 def test_an_offset_lag_alert_that_fired_first_is_listed_with_why() -> None:
