@@ -438,9 +438,10 @@ def gauge_alert_parts_s(runs: Sequence[ShapeRun], t0_ms: float, threshold_s: flo
 
 def onset_windows(t0_ms: float, window_s: float
                   ) -> Callable[[ShapeRun], list[tuple[float, float]]]:  # fmt: skip
-    """The spans "error after onset" averages over: ``window_s`` after each onset of a run."""
+    """The span "error after onset" averages over: ``window_s`` after a run's first onset (the
+    scorer's, :class:`_Scorer`), none without one."""
     return lambda r: [(t0_ms + e.at_s * 1000, t0_ms + (e.at_s + window_s) * 1000)
-                      for e in r.shape.events if e.kind == "onset" and e.at_s is not None]
+                      for e in r.shape.events if e.kind == "onset" and e.at_s is not None][:1]
 
 
 def read_age_s(runs: Sequence[ShapeRun],

@@ -682,6 +682,15 @@ def test_an_onset_gap_is_set_against_the_clocks_periods_not_the_copies() -> None
     assert onset_gap_se(pooled, "ours", "klag_message", 2.0) is None  # not run
 
 
+def test_the_onset_window_is_the_first_onsets_as_the_scorer_scores() -> None:
+    run, _cfg = _stuck_at_10()
+    twice = replace(run, shape=replace(run.shape, events=(
+        Event("stall", "onset", 10.0), Event("again", "onset", 30.0))))
+    assert onset_windows(T0, 5.0)(twice) == [(T0 + 10_000, T0 + 15_000)]
+    no_onset = replace(run, shape=replace(run.shape, events=(Event("drop", "info", 5.0),)))
+    assert onset_windows(T0, 5.0)(no_onset) == []
+
+
 def test_the_read_age_is_the_time_from_ours_publication_to_the_read() -> None:
     run, _cfg = _stuck_at_10()
 
