@@ -39,8 +39,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="interpolation poll interval, s (0: every sample)")
     p.add_argument("--shapes", help="comma-separated subset of shapes")
     p.add_argument("--replicas", type=int, default=1,
-                   help="copies of each shape at once, each shifted by 1/N of the exporter's "
-                   "frequency (scores pooled over the N phases)")
+                   help="copies of each shape at once, copy k shifted by k/N of the "
+                   "exporter's frequency and whole cycles of its own (scores pooled over the N "
+                   "phases)")
     p.add_argument("--kafka-version", help="devstack's Kafka: 3.9.1 (default, Debian's Burrow "
                    "1.2.1) or 4.1.1 (the Burrow >= 1.9.5 in FT_BURROW_BIN)")
     p.add_argument("--out", type=Path, default=REPO / "build" / "accuracy",

@@ -14,8 +14,10 @@ their plots are then rendered from the committed records.
     python -m benchmarks.compare --from docs/records/comparison  # re-render pages and plots
 
 Accuracy plays each shape ``--replicas`` times at once (default 4), copy k shifted by k/N of
-the poll interval, and pools the scores per shape: one run then measures every tool over N
-phases of its polls rather than the one phase a single copy happens to meet.
+the poll interval and by a whole number of intervals of its own (``harness.scatter_cycles``),
+and pools the scores per shape: one run then measures every tool over N phases of its polls
+rather than the one phase a single copy happens to meet, and each copy's first alert meets
+polls and reads of its own.
 
 Peers' binaries: ``$FT_PEERS_DIR`` (default ~/.cache/freshness-tracker/peers) or each peer's
 ``FT_*_BIN``. A missing one is recorded and shown as not run, with the reason.
@@ -85,7 +87,8 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=4,
         help="accuracy: copies of each shape at once, copy k shifted by k/N of the poll "
-        "interval, so the scores average N phases of the polls (1: one copy)",
+        "interval and whole intervals of its own, so the scores average N phases of the polls "
+        "and N independent first alerts (1: one copy)",
     )
     p.add_argument("--partitions", type=int, default=2000, help="cost: lagging partitions")
     p.add_argument(
