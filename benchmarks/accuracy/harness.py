@@ -160,7 +160,7 @@ def replica_shapes(shapes: list[Shape], replicas: int, frequency_s: float,
     if replicas < 1:
         raise ValueError(f"replicas must be at least 1, not {replicas}")
     cycles = scatter_cycles(replicas) if scattered else [0] * replicas
-    return [(k, s.shifted(round(k * frequency_s / replicas + cycles[k] * frequency_s, 6)))
+    return [(k, s.shifted(k * frequency_s / replicas + cycles[k] * frequency_s))
             for s in shapes for k in range(replicas)]
 
 

@@ -281,7 +281,7 @@ def _config(record: dict[str, Any] | None, key: str) -> float:
 def _copies_independent(record: dict[str, Any] | None) -> bool:
     """Whether the run's copies of a shape met polls and reads of their own."""
     return record is not None and "run" in record and \
-        RunData.from_json(record["run"]).config.copy_spacing == "scattered"
+        HarnessConfig.from_json(record["run"]["config"]).copy_spacing == "scattered"
 
 
 def _when(record: dict[str, Any]) -> str:
@@ -815,10 +815,10 @@ def _timing(shapes: Sequence[CompareShape], t0_ms: float, end_ms: float,
         burrow = round(share.gauge_s - share.exact_at_cycles_s, 2)
         runs = [r.result.run for r in sh.replicas or [sh]]
         onset = unseen_lag_after_onset_s(runs, t0_ms, window_s)
-        exact_onset = exact_offsets_error_s(runs, onset_windows(t0_ms, window_s), period_s)
+        windows = onset_windows(t0_ms, window_s)
+        exact_onset = exact_offsets_error_s(runs, windows, period_s)
         whole = unseen_lag_in_run_s(runs, t0_ms, end_ms)
-        ages = (read_age_s(runs, onset_windows(t0_ms, window_s)),
-                read_age_s(runs, lambda _r: [(t0_ms, end_ms)]))
+        ages = (read_age_s(runs, windows), read_age_s(runs, lambda _r: [(t0_ms, end_ms)]))
         rule_over = rule_over_nothing_waiting_s(sh, t0_ms)
         alert = (gauge_alert_parts_s(runs, t0_ms, threshold_s)
                  if math.isfinite(threshold_s) else None)
